@@ -1,0 +1,120 @@
+#include "rt/json.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct json_object *rt_json_double(double v, int decimals)
+{
+    if (!isfinite(v))
+        return NULL;
+    if (decimals >= 0) {
+        double scale = pow(10.0, decimals);
+        double r = round(v * scale) / scale;
+        if (isfinite(r))
+            v = r;
+    }
+    if (v == 0.0)
+        v = 0.0; /* no "-0.0" */
+    char buf[64];
+    int prec = 1;
+    for (; prec < 17; prec++) {
+        snprintf(buf, sizeof(buf), "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    snprintf(buf, sizeof(buf), "%.*g", prec, v);
+    /* %g switches to exponents early (100 -> "1e+02"); use plain decimals for
+     * everyday magnitudes. */
+    char *e = strchr(buf, 'e');
+    if (e && fabs(v) >= 1e-7 && fabs(v) < 1e17) {
+        int exp10 = atoi(e + 1);
+        int decimals_needed = prec - 1 - exp10;
+        snprintf(buf, sizeof(buf), "%.*f", decimals_needed > 0 ? decimals_needed : 0, v);
+    }
+    if (!strpbrk(buf, ".e"))
+        strcat(buf, ".0");
+    return json_object_new_double_s(v, buf);
+}
+
+struct json_object *rt_json_string_or_null(const char *s)
+{
+    return s ? json_object_new_string(s) : NULL;
+}
+
+struct json_object *rt_json_u64(uint64_t v)
+{
+    return json_object_new_uint64(v);
+}
+
+static struct json_object *get(struct json_object *o, const char *key, json_type t)
+{
+    struct json_object *v;
+    if (!o || !json_object_is_type(o, json_type_object))
+        return NULL;
+    if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, t))
+        return NULL;
+    return v;
+}
+
+bool rt_json_get_u64(struct json_object *o, const char *key, uint64_t *out)
+{
+    struct json_object *v = get(o, key, json_type_int);
+    if (!v)
+        return false;
+    if (json_object_get_int64(v) < 0)
+        return false;
+    *out = json_object_get_uint64(v);
+    return true;
+}
+
+bool rt_json_get_i64(struct json_object *o, const char *key, int64_t *out)
+{
+    struct json_object *v = get(o, key, json_type_int);
+    if (!v)
+        return false;
+    *out = json_object_get_int64(v);
+    return true;
+}
+
+bool rt_json_get_double(struct json_object *o, const char *key, double *out)
+{
+    struct json_object *v = get(o, key, json_type_double);
+    if (!v)
+        v = get(o, key, json_type_int);
+    if (!v)
+        return false;
+    *out = json_object_get_double(v);
+    return true;
+}
+
+bool rt_json_get_bool(struct json_object *o, const char *key, bool *out)
+{
+    struct json_object *v = get(o, key, json_type_boolean);
+    if (!v)
+        return false;
+    *out = json_object_get_boolean(v);
+    return true;
+}
+
+const char *rt_json_get_string(struct json_object *o, const char *key)
+{
+    struct json_object *v = get(o, key, json_type_string);
+    return v ? json_object_get_string(v) : NULL;
+}
+
+struct json_object *rt_json_get_object(struct json_object *o, const char *key)
+{
+    return get(o, key, json_type_object);
+}
+
+struct json_object *rt_json_get_array(struct json_object *o, const char *key)
+{
+    return get(o, key, json_type_array);
+}
+
+const char *rt_json_plain(struct json_object *o)
+{
+    return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+}

@@ -1,0 +1,182 @@
+#include "rt/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void oom(void)
+{
+    static const char msg[] = "resource-tracker: out of memory\n";
+    ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    (void)r;
+    abort();
+}
+
+void *rt_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+void *rt_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+void *rt_xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+char *rt_xstrdup(const char *s)
+{
+    char *d = strdup(s ? s : "");
+    if (!d)
+        oom();
+    return d;
+}
+
+char *rt_xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int r = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (r < 0)
+        oom();
+    return s;
+}
+
+size_t rt_strlcpy(char *dst, const char *src, size_t size)
+{
+    size_t len = strlen(src);
+    if (size) {
+        size_t n = len < size - 1 ? len : size - 1;
+        memcpy(dst, src, n);
+        dst[n] = '\0';
+    }
+    return len;
+}
+
+char *rt_trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+bool rt_str_starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+bool rt_str_all_digits(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}
+
+ssize_t rt_read_file_at(int dirfd, const char *path, char *buf, size_t size)
+{
+    if (size == 0)
+        return -EINVAL;
+    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    size_t len = 0;
+    while (len < size - 1) {
+        ssize_t r = read(fd, buf + len, size - 1 - len);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    buf[len] = '\0';
+    return (ssize_t)len;
+}
+
+int rt_read_u64_at(int dirfd, const char *path, uint64_t *out)
+{
+    char buf[64];
+    ssize_t n = rt_read_file_at(dirfd, path, buf, sizeof(buf));
+    if (n < 0)
+        return (int)n;
+    return rt_parse_u64(rt_trim(buf), out) ? 0 : -EINVAL;
+}
+
+ssize_t rt_read_str_at(int dirfd, const char *path, char *buf, size_t size)
+{
+    ssize_t n = rt_read_file_at(dirfd, path, buf, size);
+    if (n < 0)
+        return n;
+    char *t = rt_trim(buf);
+    size_t len = strlen(t);
+    memmove(buf, t, len + 1);
+    return len ? (ssize_t)len : -ENODATA;
+}
+
+bool rt_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool rt_parse_i64(const char *s, int64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || end == s)
+        return false;
+    *out = v;
+    return true;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * RT_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t rt_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+uint64_t rt_real_ns(void) { return clock_ns(CLOCK_REALTIME); }
+uint64_t rt_boot_ns(void) { return clock_ns(CLOCK_BOOTTIME); }

@@ -1,0 +1,143 @@
+/* The sample model shared by collectors, writers, the daemon and the client.
+ * Field names follow the JSON schema (docs/output.md); every pointer in a
+ * sample points into the sample's arena. */
+#ifndef RT_SAMPLE_H
+#define RT_SAMPLE_H
+
+#include "rt/arena.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rt_cpu {
+    double utilization_pct;      /* busy host cores, 0..n_cores (not a percentage) */
+    double *per_core_pct;        /* 0..100 each */
+    size_t n_cores;
+    double utime_secs;           /* user+nice CPU seconds in the interval, all cores */
+    double stime_secs;           /* system CPU seconds in the interval */
+    uint32_t process_count;      /* processes (not threads) on the host */
+    bool has_cgroup;             /* root cgroup CPU counter found */
+    double cgroup_utilization_pct;
+    double cgroup_usage_secs;
+};
+
+struct rt_memory {
+    uint64_t total_mib, free_mib, available_mib, used_mib;
+    double used_pct;
+    uint64_t buffers_mib, cached_mib;
+    uint64_t swap_total_mib, swap_used_mib;
+    double swap_used_pct;
+    uint64_t active_mib, inactive_mib;
+};
+
+struct rt_mount {
+    const char *mount_point;
+    const char *filesystem;
+    uint64_t total_bytes, used_bytes, available_bytes;
+    double used_pct;
+};
+
+struct rt_disk {
+    const char *device;
+    const char *model, *vendor, *serial; /* NULL = unknown */
+    const char *device_type;             /* "nvme" | "ssd" | "hdd" | NULL */
+    bool has_capacity;
+    uint64_t capacity_bytes;
+    bool stacked;                        /* built on other devices (dm, md): not in I/O totals */
+    struct rt_mount *mounts;
+    size_t n_mounts;
+    double read_bytes_per_sec, write_bytes_per_sec;
+    uint64_t read_bytes_total, write_bytes_total;
+};
+
+struct rt_netif {
+    const char *interface;
+    const char *mac_address, *driver, *operstate; /* NULL = unknown */
+    bool has_speed;
+    int64_t speed_mbps;
+    bool has_mtu;
+    uint32_t mtu;
+    double rx_bytes_per_sec, tx_bytes_per_sec;
+    uint64_t rx_bytes_total, tx_bytes_total;
+};
+
+struct rt_kv {
+    const char *key, *value;
+};
+
+struct rt_gpu {
+    const char *uuid, *name, *host_id;
+    const char *vendor;                 /* "nvidia" | "amd" */
+    struct rt_kv *detail;
+    size_t n_detail;
+    double utilization_pct;             /* 0..100 */
+    uint64_t vram_total_bytes, vram_used_bytes;
+    double vram_used_pct;
+    bool has_temperature;
+    uint32_t temperature_celsius;
+    bool has_power;
+    double power_watts;
+    bool has_frequency;
+    uint32_t frequency_mhz;
+    bool has_energy;
+    double energy_joules;               /* cumulative counter of the device */
+};
+
+/* Fields of the tracked process tree (a job); absent on host samples. */
+struct rt_process {
+    bool present;
+    int32_t pid;
+    uint32_t child_count;
+    double cores_used;
+    double utime_secs, stime_secs;       /* in the interval */
+    uint64_t pss_mib, rss_mib;
+    uint64_t disk_read_bytes, disk_write_bytes; /* in the interval */
+};
+
+/* GPU use of the tracked tree, or of the whole host on host samples. Absent
+ * (null) only when the host has no GPU backend at all. */
+struct rt_process_gpu {
+    bool present;
+    double usage;                        /* fractional GPUs */
+    double vram_mib;
+    uint32_t utilized;                   /* GPUs in use */
+};
+
+struct rt_sample {
+    struct rt_arena arena;
+    uint64_t timestamp_secs;             /* wall clock, floored */
+    bool has_interval;
+    uint64_t actual_interval_ms;         /* since the previous sample */
+    double nominal_interval_secs;        /* used by CSV when has_interval is false */
+    struct rt_cpu cpu;
+    struct rt_memory memory;
+    struct rt_disk *disks;
+    size_t n_disks;
+    struct rt_netif *nets;
+    size_t n_nets;
+    struct rt_gpu *gpus;
+    size_t n_gpus;
+    bool has_gpu_backend;                /* NVML loaded or amdgpu present */
+    uint64_t job_id;                     /* 0 on host samples */
+    const char *job_name;
+    struct rt_process proc;
+    struct rt_process_gpu proc_gpu;
+};
+
+void rt_sample_init(struct rt_sample *s);
+/* Drop all contents (keeps the arena's memory for the next tick). */
+void rt_sample_reset(struct rt_sample *s);
+void rt_sample_free(struct rt_sample *s);
+
+/* Byte counts for the interval as CSV reports them: per device/interface
+ * round(rate x interval), summed. Stacked disks are skipped. */
+double rt_sample_interval_secs(const struct rt_sample *s);
+uint64_t rt_sample_disk_read_bytes(const struct rt_sample *s);
+uint64_t rt_sample_disk_write_bytes(const struct rt_sample *s);
+uint64_t rt_sample_net_recv_bytes(const struct rt_sample *s);
+uint64_t rt_sample_net_sent_bytes(const struct rt_sample *s);
+
+#define RT_MIB (1024ULL * 1024ULL)
+
+#endif

@@ -1,0 +1,46 @@
+/* Small helpers shared by the daemon and the client. */
+#ifndef RT_UTIL_H
+#define RT_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define RT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+void *rt_xmalloc(size_t n);
+void *rt_xcalloc(size_t n, size_t size);
+void *rt_xrealloc(void *p, size_t n);
+char *rt_xstrdup(const char *s);
+/* printf into a fresh heap string. */
+char *rt_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Copy with truncation; always NUL-terminates when size > 0. */
+size_t rt_strlcpy(char *dst, const char *src, size_t size);
+/* Strip leading and trailing whitespace in place. */
+char *rt_trim(char *s);
+bool rt_str_starts_with(const char *s, const char *prefix);
+bool rt_str_all_digits(const char *s);
+
+/* Read a whole (small) file relative to dirfd into buf, NUL-terminated.
+ * Returns the length, or -errno. A file longer than size-1 is truncated. */
+ssize_t rt_read_file_at(int dirfd, const char *path, char *buf, size_t size);
+/* Read a file holding one unsigned integer (whitespace allowed). 0 or -errno. */
+int rt_read_u64_at(int dirfd, const char *path, uint64_t *out);
+/* Read a one-line text attribute, trimmed. Returns length or -errno; an empty
+ * value returns -ENODATA. */
+ssize_t rt_read_str_at(int dirfd, const char *path, char *buf, size_t size);
+
+/* Parse an unsigned decimal; returns false on garbage or overflow. */
+bool rt_parse_u64(const char *s, uint64_t *out);
+bool rt_parse_i64(const char *s, int64_t *out);
+
+uint64_t rt_mono_ns(void);
+uint64_t rt_real_ns(void);
+/* CLOCK_BOOTTIME, comparable to /proc/PID/stat starttime. */
+uint64_t rt_boot_ns(void);
+
+#define RT_NSEC_PER_SEC 1000000000ULL
+
+#endif

@@ -1,0 +1,83 @@
+/* Varlink wire protocol: NUL-terminated JSON messages over a stream socket
+ * (https://varlink.org). Framing, parsing and a small blocking client; the
+ * daemon's server side builds on the same reader/writer. */
+#ifndef RT_VARLINK_H
+#define RT_VARLINK_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define RT_VL_INTERFACE "com.sparecores.ResourceTracker"
+#define RT_VL_MAX_DEPTH 64
+#define RT_VL_DEFAULT_MAX_MESSAGE (1024 * 1024)
+
+/* Accumulates bytes from a socket and hands out complete messages. */
+struct rt_vl_reader {
+    char *buf;
+    size_t start, len, cap; /* pending bytes are buf[start, len) */
+    size_t max;             /* longest message accepted, NUL excluded */
+};
+
+void rt_vl_reader_init(struct rt_vl_reader *r, size_t max);
+void rt_vl_reader_free(struct rt_vl_reader *r);
+/* One read(2) into the buffer: bytes read, 0 on EOF, or -errno. */
+ssize_t rt_vl_reader_fill(struct rt_vl_reader *r, int fd);
+/* Next complete message: 1 with *msg (NUL-terminated, valid until the next
+ * fill) and *len, 0 when none is complete yet, -EMSGSIZE when the pending
+ * message is longer than the limit. */
+int rt_vl_reader_next(struct rt_vl_reader *r, char **msg, size_t *len);
+
+/* Parse one message; NULL with a reason when it is not a JSON object, is
+ * nested deeper than RT_VL_MAX_DEPTH, or has trailing bytes. */
+struct json_object *rt_vl_parse(const char *msg, size_t len, char *err, size_t errlen);
+
+/* Buffered output with partial-write support for non-blocking sockets. */
+struct rt_vl_writer {
+    char *buf;
+    size_t off, len, cap;
+};
+
+void rt_vl_writer_init(struct rt_vl_writer *w);
+void rt_vl_writer_free(struct rt_vl_writer *w);
+/* Append a serialised object followed by NUL. */
+void rt_vl_writer_put(struct rt_vl_writer *w, struct json_object *msg);
+void rt_vl_writer_put_raw(struct rt_vl_writer *w, const char *json, size_t len);
+size_t rt_vl_writer_pending(const struct rt_vl_writer *w);
+/* Write as much as the socket takes: 0 when drained, 1 when bytes remain,
+ * -errno on a broken connection. */
+int rt_vl_writer_flush(struct rt_vl_writer *w, int fd);
+
+enum {
+    RT_VL_MORE = 1 << 0,
+    RT_VL_ONEWAY = 1 << 1,
+};
+
+/* {"method":…,"parameters":…} with the flags; takes ownership of params. */
+struct json_object *rt_vl_call_new(const char *method, struct json_object *params, int flags);
+
+/* Blocking client. */
+struct rt_vl_client {
+    int fd;
+    struct rt_vl_reader rd;
+};
+
+/* 0, or -errno (ENOENT/ECONNREFUSED when no daemon listens). */
+int rt_vl_client_connect(struct rt_vl_client *c, const char *path);
+void rt_vl_client_close(struct rt_vl_client *c);
+/* Send a call; takes ownership of params. 0 or -errno. */
+int rt_vl_client_send(struct rt_vl_client *c, const char *method, struct json_object *params, int flags);
+/* Next reply: 0 with *reply set (caller puts it), -ETIMEDOUT, -ECONNRESET when
+ * the peer closed, -EPROTO for a malformed reply. timeout_ms < 0 waits forever. */
+int rt_vl_client_recv(struct rt_vl_client *c, struct json_object **reply, int timeout_ms);
+/* send + recv of a single reply. *out is the whole reply object. */
+int rt_vl_client_call(struct rt_vl_client *c, const char *method, struct json_object *params,
+                      struct json_object **out, int timeout_ms);
+
+/* Reply accessors. */
+const char *rt_vl_reply_error(struct json_object *reply);
+struct json_object *rt_vl_reply_params(struct json_object *reply);
+bool rt_vl_reply_continues(struct json_object *reply);
+
+#endif

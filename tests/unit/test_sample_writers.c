@@ -1,0 +1,188 @@
+/* The JSON and CSV writers against a hand-built sample with exact output. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "rt/json.h"
+#include "rt/sample_csv.h"
+#include "rt/sample_json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void build(struct rt_sample *s)
+{
+    rt_sample_init(s);
+    struct rt_arena *a = &s->arena;
+    s->timestamp_secs = 1795310334;
+    s->has_interval = true;
+    s->actual_interval_ms = 1000;
+    s->nominal_interval_secs = 1;
+    s->cpu.utilization_pct = 1.25;
+    s->cpu.n_cores = 2;
+    s->cpu.per_core_pct = rt_arena_alloc(a, 2 * sizeof(double));
+    s->cpu.per_core_pct[0] = 100.0;
+    s->cpu.per_core_pct[1] = 25.0;
+    s->cpu.utime_secs = 1.0;
+    s->cpu.stime_secs = 0.25;
+    s->cpu.process_count = 77;
+    s->memory = (struct rt_memory){.total_mib = 1000, .free_mib = 400, .available_mib = 600,
+                                   .used_mib = 400, .used_pct = 40.0, .buffers_mib = 10,
+                                   .cached_mib = 150, .active_mib = 300, .inactive_mib = 200};
+    s->n_disks = 2;
+    s->disks = rt_arena_alloc(a, 2 * sizeof(struct rt_disk));
+    s->disks[0] = (struct rt_disk){.device = "dm-0", .stacked = true, .read_bytes_per_sec = 4096,
+                                   .write_bytes_per_sec = 8192};
+    s->disks[0].n_mounts = 1;
+    s->disks[0].mounts = rt_arena_alloc(a, sizeof(struct rt_mount));
+    s->disks[0].mounts[0] = (struct rt_mount){.mount_point = "/", .filesystem = "ext4",
+                                              .total_bytes = 2000000000, .used_bytes = 500000000,
+                                              .available_bytes = 1400000000, .used_pct = 25.0};
+    s->disks[1] = (struct rt_disk){.device = "sda", .device_type = "ssd", .has_capacity = true,
+                                   .capacity_bytes = 4000000000, .read_bytes_per_sec = 4096,
+                                   .write_bytes_per_sec = 8192, .read_bytes_total = 40960,
+                                   .write_bytes_total = 81920};
+    s->n_nets = 1;
+    s->nets = rt_arena_alloc(a, sizeof(struct rt_netif));
+    s->nets[0] = (struct rt_netif){.interface = "eth0", .operstate = "up", .has_mtu = true, .mtu = 1500,
+                                   .rx_bytes_per_sec = 100.5, .tx_bytes_per_sec = 10,
+                                   .rx_bytes_total = 1000, .tx_bytes_total = 100};
+}
+
+static void test_json_exact(void **state)
+{
+    (void)state;
+    struct rt_sample s;
+    build(&s);
+    struct json_object *o = rt_sample_to_json(&s);
+    const char *expect =
+        "{\"actual_interval_ms\":1000,\"cpu\":{\"cgroup_usage_secs\":null,\"cgroup_utilization_pct\":null,"
+        "\"per_core_pct\":[100.0,25.0],\"process_child_count\":null,\"process_cores_used\":null,"
+        "\"process_count\":77,\"process_disk_read_bytes\":null,\"process_disk_write_bytes\":null,"
+        "\"process_gpu_usage\":null,\"process_gpu_utilized\":null,\"process_gpu_vram_mib\":null,"
+        "\"process_pss_mib\":null,\"process_rss_mib\":null,\"process_stime_secs\":null,"
+        "\"process_utime_secs\":null,\"stime_secs\":0.25,\"utilization_pct\":1.25,\"utime_secs\":1.0},"
+        "\"disk\":[{\"capacity_bytes\":null,\"device\":\"dm-0\",\"device_type\":null,\"model\":null,"
+        "\"mounts\":[{\"available_bytes\":1400000000,\"filesystem\":\"ext4\",\"mount_point\":\"/\","
+        "\"total_bytes\":2000000000,\"used_bytes\":500000000,\"used_pct\":25.0}],"
+        "\"read_bytes_per_sec\":4096.0,\"read_bytes_total\":0,\"serial\":null,\"stacked\":true,"
+        "\"vendor\":null,\"write_bytes_per_sec\":8192.0,\"write_bytes_total\":0},"
+        "{\"capacity_bytes\":4000000000,\"device\":\"sda\",\"device_type\":\"ssd\",\"model\":null,"
+        "\"mounts\":[],\"read_bytes_per_sec\":4096.0,\"read_bytes_total\":40960,\"serial\":null,"
+        "\"stacked\":false,\"vendor\":null,\"write_bytes_per_sec\":8192.0,\"write_bytes_total\":81920}],"
+        "\"gpu\":[],\"job_id\":null,\"job_name\":null,"
+        "\"memory\":{\"active_mib\":300,\"available_mib\":600,\"buffers_mib\":10,\"cached_mib\":150,"
+        "\"free_mib\":400,\"inactive_mib\":200,\"swap_total_mib\":0,\"swap_used_mib\":0,"
+        "\"swap_used_pct\":0.0,\"total_mib\":1000,\"used_mib\":400,\"used_pct\":40.0},"
+        "\"network\":[{\"driver\":null,\"interface\":\"eth0\",\"mac_address\":null,\"mtu\":1500,"
+        "\"operstate\":\"up\",\"rx_bytes_per_sec\":100.5,\"rx_bytes_total\":1000,\"speed_mbps\":null,"
+        "\"tx_bytes_per_sec\":10.0,\"tx_bytes_total\":100}],"
+        "\"resource-tracker-version\":\"" RT_VERSION "\",\"timestamp_secs\":1795310334,\"tracked_pid\":null}";
+    assert_string_equal(rt_json_plain(o), expect);
+    json_object_put(o);
+    rt_sample_free(&s);
+}
+
+static void test_json_job_fields_and_roundtrip(void **state)
+{
+    (void)state;
+    struct rt_sample s;
+    build(&s);
+    s.job_id = 7;
+    s.job_name = "train";
+    s.proc = (struct rt_process){.present = true, .pid = 4242, .child_count = 3, .cores_used = 1.5,
+                                 .utime_secs = 1.25, .stime_secs = 0.25, .pss_mib = 31, .rss_mib = 40,
+                                 .disk_read_bytes = 1, .disk_write_bytes = 4096};
+    s.proc_gpu = (struct rt_process_gpu){.present = true, .usage = 0.5, .vram_mib = 811.6875, .utilized = 1};
+    struct json_object *o = rt_sample_to_json(&s);
+    char *first = strdup(rt_json_plain(o));
+    assert_non_null(strstr(first, "\"job_id\":7,\"job_name\":\"train\""));
+    assert_non_null(strstr(first, "\"process_child_count\":3,\"process_cores_used\":1.5,\"process_count\":77"));
+    assert_non_null(strstr(first, "\"tracked_pid\":4242}"));
+
+    struct rt_sample back;
+    rt_sample_init(&back);
+    char err[128];
+    assert_int_equal(rt_sample_from_json(o, &back, err, sizeof(err)), 0);
+    struct json_object *o2 = rt_sample_to_json(&back);
+    assert_string_equal(rt_json_plain(o2), first);
+
+    /* Switching the same tree to a host sample nulls every job key. */
+    rt_sample_reset(&back);
+    rt_sample_json_set_job(o2, &back);
+    assert_non_null(strstr(rt_json_plain(o2), "\"job_id\":null,\"job_name\":null"));
+    assert_non_null(strstr(rt_json_plain(o2), "\"process_cores_used\":null"));
+
+    free(first);
+    json_object_put(o);
+    json_object_put(o2);
+    rt_sample_free(&back);
+    rt_sample_free(&s);
+}
+
+static size_t count_fields(const char *line)
+{
+    size_t n = 1;
+    for (; *line && *line != '\n'; line++)
+        n += *line == ',';
+    return n;
+}
+
+static void test_csv(void **state)
+{
+    (void)state;
+    assert_int_equal(count_fields(RT_CSV_HEADER), RT_CSV_COLUMNS);
+    struct rt_sample s;
+    build(&s);
+    char row[1024];
+    size_t n = rt_sample_to_csv(&s, row, sizeof(row));
+    assert_int_equal(n, strlen(row));
+    /* Stacked dm-0 is left out of the I/O sums; its mount counts for space. */
+    assert_string_equal(row, "1795310334,77,1.000,0.250,1.2500,400,400,10,150,300,200,4096,8192,"
+                             "2.000000,0.600000,1.400000,101,10,0.0000,0.0000,0,,,,,,,,,,,\n");
+    assert_int_equal(count_fields(row), RT_CSV_COLUMNS);
+
+    s.proc = (struct rt_process){.present = true, .pid = 9, .child_count = 0, .cores_used = 0.99,
+                                 .utime_secs = 0.99, .pss_mib = 31, .disk_write_bytes = 4096};
+    rt_sample_to_csv(&s, row, sizeof(row));
+    assert_non_null(strstr(row, ",9,0,0.9900,0.0000,0.9900,31,0,4096,,,\n"));
+    s.proc_gpu = (struct rt_process_gpu){.present = true, .usage = 0.25, .vram_mib = 1024, .utilized = 1};
+    rt_sample_to_csv(&s, row, sizeof(row));
+    assert_non_null(strstr(row, ",31,0,4096,0.2500,1024.0000,1\n"));
+    assert_int_equal(count_fields(row), RT_CSV_COLUMNS);
+
+    /* Too small a buffer reports the size needed, like snprintf. */
+    char tiny[8];
+    size_t need = rt_sample_to_csv(&s, tiny, sizeof(tiny));
+    assert_int_equal(need, strlen(row));
+    rt_sample_free(&s);
+}
+
+static void test_json_double_format(void **state)
+{
+    (void)state;
+    struct { double v; int dec; const char *out; } cases[] = {
+        {0.0, 2, "0.0"}, {-0.0, 2, "0.0"}, {1.0, -1, "1.0"}, {0.1, -1, "0.1"},
+        {2.0 / 3.0, 4, "0.6667"}, {1e21, -1, "1e+21"}, {123456789.0, 1, "123456789.0"},
+        {100.0, 2, "100.0"}, {0.00001, -1, "0.00001"}, {1500.0, 1, "1500.0"}, {-2.5e3, 0, "-2500.0"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct json_object *o = rt_json_double(cases[i].v, cases[i].dec);
+        assert_string_equal(rt_json_plain(o), cases[i].out);
+        json_object_put(o);
+    }
+    assert_null(rt_json_double(0.0 / 0.0, 2));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_exact),
+        cmocka_unit_test(test_json_job_fields_and_roundtrip),
+        cmocka_unit_test(test_csv),
+        cmocka_unit_test(test_json_double_format),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
