@@ -55,7 +55,7 @@ struct rt_cpu_collector {
     uint64_t cg_prev_ns;
     double quota_cores;            /* 0 = no CFS quota */
 
-    bool warned_stat, warned_line, warned_cgroup, warned_procdir;
+    bool warned_read, warned_stat, warned_line, warned_cgroup, warned_procdir;
 };
 
 /* ---- /proc/stat ---- */
@@ -98,7 +98,7 @@ static size_t read_stat(struct rt_cpu_collector *c, struct cpu_times *agg, bool 
     *agg_ok = false;
     ssize_t n = rt_readbuf_load(&c->stat, c->proc_fd, "stat");
     if (n < 0) {
-        rt_log_once(&c->warned_stat, LOG_WARNING, "cpu: cannot read /proc/stat: %s; CPU figures are 0",
+        rt_log_once(&c->warned_read, LOG_WARNING, "cpu: cannot read /proc/stat: %s; CPU figures are 0",
                     strerror((int)-n));
         return 0;
     }

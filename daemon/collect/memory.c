@@ -21,19 +21,16 @@ static const char *const keys[F_COUNT] = {
  * (it runs on the sampler thread only). */
 static bool warned_read, warned_garbage, warned_total;
 
-/* "Key:   123 kB" → bytes. */
+/* "Key:   123 kB" → bytes. Every field we read carries the unit, so a value
+ * without it is a truncated file. */
 static bool parse_value(const char *p, uint64_t *bytes)
 {
     uint64_t v;
+    size_t len;
     if (!rt_scan_u64(&p, &v))
         return false;
-    size_t len;
     const char *unit = rt_scan_word(&p, &len);
-    if (!unit) {
-        *bytes = v;
-        return true;
-    }
-    if (len != 2 || memcmp(unit, "kB", 2) != 0 || v > UINT64_MAX / 1024)
+    if (!unit || len != 2 || memcmp(unit, "kB", 2) != 0 || rt_scan_word(&p, &len) || v > UINT64_MAX / 1024)
         return false;
     *bytes = v * 1024;
     return true;
