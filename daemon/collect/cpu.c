@@ -105,8 +105,12 @@ static size_t read_stat(struct rt_cpu_collector *c, struct cpu_times *agg, bool 
     size_t count = 0;
     char *cur = c->stat.data, *line;
     while ((line = rt_next_line(&cur))) {
-        if (line[0] != 'c' || line[1] != 'p' || line[2] != 'u')
+        if (line[0] != 'c' || line[1] != 'p' || line[2] != 'u') {
+            /* The cpu lines come first; skip the long intr line and the rest. */
+            if (*agg_ok || count)
+                break;
             continue;
+        }
         const char *p = line + 3;
         if (*p == ' ') {
             *agg_ok = parse_times(p, agg);

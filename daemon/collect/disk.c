@@ -380,9 +380,27 @@ static bool read_diskstats(struct rt_disk_collector *c)
 
 /* ---- mounts ---- */
 
+/* Decimal digits in [p, end); false when empty, not all digits or too big. */
+static bool parse_num(const char *p, const char *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (p == end || end - p > 9)
+        return false;
+    for (; p < end; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    *out = v;
+    return true;
+}
+
 /* mountinfo escapes space, tab, newline and backslash as \ooo. */
 static void unescape_octal(char *s)
 {
+    s = strchr(s, '\\');
+    if (!s)
+        return;
     char *w = s;
     for (const char *r = s; *r;) {
         if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
@@ -495,21 +513,24 @@ static void read_mounts(struct rt_disk_collector *c)
         while (ok && (sep = rt_scan_word(&p, &l)) && !(l == 1 && *sep == '-'))
             ;
         ok = ok && sep && (w[4] = rt_scan_word(&p, &len[4])) && (w[5] = rt_scan_word(&p, &len[5]));
-        unsigned maj, min;
-        if (!ok || sscanf(w[0], "%u:%u", &maj, &min) != 2) {
+        uint64_t maj, min;
+        const char *colon = ok ? memchr(w[0], ':', len[0]) : NULL;
+        if (!ok || !colon || !parse_num(w[0], colon, &maj) || !parse_num(colon + 1, w[0] + len[0], &min)) {
             rt_log_once(&c->warned_mountline, LOG_WARNING, "disk: unparsable line in mountinfo: %.60s", line);
             continue;
         }
         /* Scanning is done: the words can be cut in place. */
         char *mp = (char *)w[2], *fstype = (char *)w[4], *src = (char *)w[5];
         mp[len[2]] = fstype[len[4]] = src[len[5]] = '\0';
-        unescape_octal(mp);
-        unescape_octal(src);
-        if (virtual_mount_point(mp))
-            continue;
         uint32_t dev;
         uint64_t key = mkdevnum(maj, min);
-        if (!lookup_devnum(c, key, &dev) && !lookup_source(c, src, &dev, &key))
+        if (!lookup_devnum(c, key, &dev)) {
+            unescape_octal(src);
+            if (!lookup_source(c, src, &dev, &key))
+                continue; /* most lines: not on a disk of ours */
+        }
+        unescape_octal(mp);
+        if (virtual_mount_point(mp))
             continue;
         if (!seen_key(c, key))
             add_mount(c, dev, key, mp, fstype);

@@ -49,7 +49,8 @@ int rt_memory_collect(const struct rt_roots *r, struct rt_memory *m)
     uint64_t v[F_COUNT] = {0};
     bool have[F_COUNT] = {false};
     char *cur = buf, *line;
-    while ((line = rt_next_line(&cur))) {
+    int found = 0;
+    while (found < F_COUNT && (line = rt_next_line(&cur))) {
         char *colon = strchr(line, ':');
         if (!colon)
             continue;
@@ -57,6 +58,7 @@ int rt_memory_collect(const struct rt_roots *r, struct rt_memory *m)
         for (int i = 0; i < F_COUNT; i++) {
             if (strcmp(line, keys[i]) != 0)
                 continue;
+            found++;
             have[i] = parse_value(colon + 1, &v[i]);
             if (!have[i])
                 rt_log_once(&warned_garbage, LOG_WARNING, "memory: unparsable %s in /proc/meminfo", keys[i]);

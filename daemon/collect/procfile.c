@@ -3,6 +3,7 @@
 #include "rt/util.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void rt_readbuf_init(struct rt_readbuf *b, size_t initial)
 {
@@ -39,14 +40,12 @@ char *rt_next_line(char **cursor)
     char *line = *cursor;
     if (!line || !*line)
         return NULL;
-    char *nl = line;
-    while (*nl && *nl != '\n')
-        nl++;
-    if (*nl) {
+    char *nl = strchr(line, '\n');
+    if (nl) {
         *nl = '\0';
         *cursor = nl + 1;
     } else {
-        *cursor = nl;
+        *cursor = line + strlen(line);
     }
     return line;
 }
@@ -68,12 +67,10 @@ bool rt_scan_u64(const char **p, uint64_t *out)
     uint64_t v = 0;
     const char *start = s;
     for (; *s >= '0' && *s <= '9'; s++) {
-        unsigned d = (unsigned)(*s - '0');
-        if (v > (UINT64_MAX - d) / 10) {
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v)) {
             *p = start;
             return false;
         }
-        v = v * 10 + d;
     }
     if (*s && !is_blank(*s)) {
         *p = start;

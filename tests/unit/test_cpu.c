@@ -254,6 +254,37 @@ static void test_garbage(void **state)
     env_free(e);
 }
 
+/* 300 cores: /proc/stat outgrows the first read buffer. */
+static void test_many_cores(void **state)
+{
+    (void)state;
+    struct env *e = env_new();
+    size_t size = 64 * 400, len = 0;
+    char *text = rt_xmalloc(size);
+    len += (size_t)snprintf(text, size, "cpu  %d 0 %d %d 0 0 0 0 0 0\n", 300 * 10, 300 * 10, 300 * 80);
+    for (int i = 0; i < 300; i++)
+        len += (size_t)snprintf(text + len, size - len, "cpu%d 10 0 10 80 0 0 0 0 0 0\n", i);
+    fx_write(e->dir, "proc/stat", text);
+    struct rt_cpu_collector *c = rt_cpu_collector_new_hooks(&e->roots, &fx_hooks);
+    len = (size_t)snprintf(text, size, "cpu  %d 0 %d %d 0 0 0 0 0 0\n", 300 * 10 + 150 * 50, 300 * 10,
+                           300 * 80 + 150 * 50 + 150 * 100);
+    for (int i = 0; i < 300; i++)
+        len += (size_t)snprintf(text + len, size - len, "cpu%d %d 0 10 %d 0 0 0 0 0 0\n", i,
+                                i % 2 ? 10 : 60, i % 2 ? 180 : 130);
+    fx_write(e->dir, "proc/stat", text);
+    free(text);
+    fx_now_ns += 1000000000ULL;
+    rt_cpu_collect(c, &e->s);
+    assert_int_equal(e->s.cpu.n_cores, 300);
+    assert_int_equal(rt_cpu_collector_ncores(c), 300);
+    assert_float_equal(e->s.cpu.per_core_pct[0], 50.0, EPS);
+    assert_float_equal(e->s.cpu.per_core_pct[299], 0.0, EPS);
+    /* Even cores 50 % busy, odd ones idle: a quarter of 300 cores. */
+    assert_float_equal(e->s.cpu.utilization_pct, 75.0, EPS);
+    rt_cpu_collector_free(c);
+    env_free(e);
+}
+
 /* The real /proc: sane ranges only. */
 static void test_live(void **state)
 {
@@ -280,7 +311,7 @@ int main(void)
         cmocka_unit_test(test_hotplug),       cmocka_unit_test(test_quota_caps_cgroup),
         cmocka_unit_test(test_cgroup_hybrid), cmocka_unit_test(test_cgroup_v1),
         cmocka_unit_test(test_no_cgroup),     cmocka_unit_test(test_garbage),
-        cmocka_unit_test(test_live),
+        cmocka_unit_test(test_many_cores),    cmocka_unit_test(test_live),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
