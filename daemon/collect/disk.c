@@ -197,10 +197,11 @@ static void load_partitions(struct rt_disk_collector *c, struct dev *d)
         close(fd);
         return;
     }
-    size_t cap = 0, len = strlen(d->name);
+    const char *sysname = path + 6; /* the name as sysfs spells it */
+    size_t cap = 0, len = strlen(sysname);
     struct dirent *e;
     while ((e = readdir(dir))) {
-        if (strncmp(e->d_name, d->name, len) != 0 || !e->d_name[len] || strlen(e->d_name) >= DEVNAME_LEN)
+        if (strncmp(e->d_name, sysname, len) != 0 || !e->d_name[len] || strlen(e->d_name) >= DEVNAME_LEN)
             continue;
         char devpath[sizeof(e->d_name) + 8], val[32];
         snprintf(devpath, sizeof(devpath), "%s/dev", e->d_name);
@@ -214,6 +215,9 @@ static void load_partitions(struct rt_disk_collector *c, struct dev *d)
         }
         struct part *p = &d->parts[d->n_parts++];
         rt_strlcpy(p->name, e->d_name, sizeof(p->name));
+        for (char *ch = p->name; *ch; ch++)
+            if (*ch == '!')
+                *ch = '/'; /* back to the /dev and diskstats spelling */
         p->devnum = mkdevnum(maj, min);
     }
     closedir(dir);

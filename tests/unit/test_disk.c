@@ -238,6 +238,33 @@ static void test_appear_and_vanish(void **state)
     env_free(e);
 }
 
+/* Names with a slash ("cciss/c0d0") are spelt with '!' in sysfs. */
+static void test_slash_names(void **state)
+{
+    (void)state;
+    struct env *e = env_new();
+    fx_write(e->dir, "sys/block/cciss!c0d0/dev", "104:0\n");
+    fx_write(e->dir, "sys/block/cciss!c0d0/size", "4000\n");
+    fx_write(e->dir, "sys/block/cciss!c0d0/device/model", "LOGICAL VOLUME\n");
+    fx_write(e->dir, "sys/block/cciss!c0d0/cciss!c0d0p1/dev", "104:1\n");
+    fx_write(e->dir, "proc/diskstats", " 104       0 cciss/c0d0 1 0 10 0 1 0 20 0 0 0 0\n"
+                                       " 104       1 cciss/c0d0p1 1 0 10 0 1 0 20 0 0 0 0\n");
+    fx_write(e->dir, "proc/self/mountinfo",
+             "21 1 0:99 / /srv rw - btrfs /dev/cciss/c0d0p1 rw\n"
+             "22 1 104:1 / /srv2 rw - btrfs /dev/cciss/c0d0p1 rw\n");
+    static const struct fx_fs fs[] = {{"/srv", 4096, 4096, 10, 5, 5, 0}, {NULL, 0, 0, 0, 0, 0, 0}};
+    fx_fs_table = fs;
+    collect(e, 1000000000ULL);
+    assert_int_equal(e->s.n_disks, 1);
+    const struct rt_disk *d = disk(&e->s, "cciss/c0d0");
+    assert_string_equal(d->model, "LOGICAL VOLUME");
+    assert_int_equal(d->capacity_bytes, 4000 * 512);
+    assert_int_equal(d->read_bytes_total, 10 * 512); /* an 11-field (pre-4.18) line */
+    assert_int_equal(d->n_mounts, 1);
+    assert_string_equal(d->mounts[0].mount_point, "/srv");
+    env_free(e);
+}
+
 /* An empty drive (size 0) is not reported until media shows up. */
 static void test_media_inserted(void **state)
 {
@@ -331,7 +358,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture),         cmocka_unit_test(test_appear_and_vanish),
-        cmocka_unit_test(test_media_inserted),  cmocka_unit_test(test_statvfs_failures),
+        cmocka_unit_test(test_slash_names),     cmocka_unit_test(test_media_inserted),  cmocka_unit_test(test_statvfs_failures),
         cmocka_unit_test(test_garbage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
