@@ -317,9 +317,11 @@ static void m_start_job(struct rt_call *c)
     }
 
     /* Pin the process first, then check who it is: a PID reused after the
-     * pidfd was opened shows up as the pidfd becoming readable. */
+     * pidfd was opened shows up as the pidfd becoming readable. Without
+     * pidfd_open (ENOSYS, EPERM from seccomp) the starttime check remains
+     * (poll ignores fd -1). */
     int pidfd = pidfd_open_((pid_t)pid);
-    if (pidfd < 0) {
+    if (pidfd < 0 && errno == ESRCH) {
         no_such_process(c, pid);
         return;
     }
