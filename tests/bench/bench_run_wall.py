@@ -1,0 +1,89 @@
+#!/usr/bin/python3
+"""Benchmark: wall time of `resource-trackerctl run -- true` next to a bare
+`true`, with the daemon already running (default interval 1 s, no other
+jobs). Three commands are timed the same way:
+
+  true                                   the bare command
+  resource-trackerctl run --quiet -- true   register, run, report the exit
+  resource-trackerctl run -- true           the same, plus following the
+                                         sample stream (samples to stderr,
+                                         here /dev/null) until its end
+
+Each command runs BENCH_RUNS times (default 200) after 5 for warmup, timed
+by hyperfine (-N: no shell) when it is installed (Debian package
+hyperfine), else by a posix_spawn loop here; mean/median/p90/min/max are
+printed either way.
+
+  tests/bench/bench_run_wall.py [--quick] [--no-hyperfine]"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import benchlib as B
+
+
+def spawn_loop(argv, runs, env):
+    """Sorted wall times in ms of runs spawns (after 5 for warmup)."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    fa = [(os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
+    path = shutil.which(argv[0]) or argv[0]
+    times = []
+    for i in range(runs + 5):
+        t = time.perf_counter()
+        pid = os.posix_spawn(path, argv, env, file_actions=fa)
+        _, status = os.waitpid(pid, 0)
+        dt = time.perf_counter() - t
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError("%s exited %d" % (argv, os.waitstatus_to_exitcode(status)))
+        if i >= 5:
+            times.append(dt * 1e3)
+    os.close(devnull)
+    return sorted(times)
+
+
+def print_table(rows):
+    print("%-26s %9s %9s %9s %9s %9s %14s" % ("command", "mean ms", "median ms", "p90 ms", "min ms",
+                                            "max ms", "median − true"))
+    base = None
+    for name, t in rows:
+        med = B.percentile(t, 0.5)
+        base = med if base is None else base
+        print("%-26s %9.2f %9.2f %9.2f %9.2f %9.2f %+11.2f ms" % (
+            name, sum(t) / len(t), med, B.percentile(t, 0.9), t[0], t[-1], med - base))
+
+
+def main(argv):
+    quick = "--quick" in argv
+    runs = int(B.env_float("BENCH_RUNS", 50 if quick else 200))
+    B.build("resource-trackerd", "resource-trackerctl")
+    cmds = [("true", ["true"]),
+            ("ctl run --quiet -- true", [B.CTL, "run", "--quiet", "--", "true"]),
+            ("ctl run -- true", [B.CTL, "run", "--", "true"])]
+    print("# resource-trackerctl run -- true vs true — %s; daemon interval 1 s" % B.machine())
+    with B.Daemon(1.0) as d:
+        env = dict(os.environ, RESOURCE_TRACKER_SOCKET=d.socket)
+        hyperfine = shutil.which("hyperfine") and "--no-hyperfine" not in argv
+        if hyperfine:
+            with tempfile.NamedTemporaryFile(suffix=".json") as js:
+                args = ["hyperfine", "-N", "--warmup", "5", "--runs", str(runs), "--style", "none",
+                        "--export-json", js.name]
+                for name, a in cmds:
+                    args += ["-n", name, " ".join(a)]
+                subprocess.run(args, env=env, check=True, stdout=subprocess.DEVNULL)
+                results = json.load(open(js.name))["results"]
+            print("hyperfine -N, %d runs each" % runs)
+            print_table([(r["command"], sorted(t * 1e3 for t in r["times"])) for r in results])
+        else:
+            print("posix_spawn loop, %d runs each" % runs)
+            print_table([(name, spawn_loop(a, runs, env)) for name, a in cmds])
+        jobs = d.call("ListJobs")["jobs"]
+        print("jobs recorded by the daemon: %d" % len(jobs))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""Benchmark: the daemon's CPU per tick for host-only sampling and for jobs
+of 4 processes, on a host with extra sleeping processes spawned here.
+
+Each scenario starts a fresh Release daemon at the default interval (1 s;
+BENCH_INTERVAL), spawns the sleepers and the jobs, lets it settle, then
+reads the CPU time of every daemon thread (on-CPU ns from /proc/PID/task/
+TID/schedstat, so short windows still measure exactly; user/system split
+from .../stat) before and after a window of BENCH_SECONDS (default 60).
+Ticks are counted from a job's samples (or window / interval without
+jobs). "% core" is daemon CPU time over wall time. The default interval
+matters: slow reads (the /proc listing for the process count, PSS of large
+processes) are spaced in time, not in ticks.
+
+  tests/bench/bench_tick_cpu.py [--callgrind] [--quick] [SCENARIO...]
+
+--callgrind runs the daemon under valgrind's callgrind instead and reports
+instructions per tick (user space only, repeatable on a busy machine): the
+counters are zeroed after the settle time and dumped after the window
+(default 30 s); ticks are the calls of rt_host_sampler_collect in between. The dumps stay
+in $BENCH_OUT (default /tmp/rt-bench) for callgrind_annotate.
+
+Scenarios are NAME=SLEEPERS:JOBS[:PROCS_PER_JOB]; the default set is
+host=1000:0 1job=1000:1 1job-5k=5000:1 50jobs=1000:50 50jobs-5k=5000:50."""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import benchlib as B
+
+DEFAULT = ["host=1000:0", "1job=1000:1", "1job-5k=5000:1", "50jobs=1000:50", "50jobs-5k=5000:50"]
+INTERVAL = B.env_float("BENCH_INTERVAL", 1.0)
+SETTLE = 3.0
+OUT = os.environ.get("BENCH_OUT", "/tmp/rt-bench")
+
+
+def parse_scenario(s):
+    name, _, spec = s.partition("=")
+    parts = [int(x) for x in spec.split(":")]
+    return name, parts[0], parts[1], parts[2] if len(parts) > 2 else 4
+
+
+def sampler_tid(pid):
+    for tid, name in B.tasks(pid).items():
+        if name == "rt-sampler":
+            return tid
+    return None
+
+
+def callgrind_ticks_and_ir(path):
+    """(calls of rt_host_sampler_collect, total Ir) from a callgrind dump."""
+    names, calls, total = {}, 0, 0
+    cur_cfn = None
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = re.match(r"c?fn=\((\d+)\)(?: (.*))?", line)
+            if m:
+                if m.group(2):
+                    names[m.group(1)] = m.group(2).strip()
+                if line.startswith("cfn="):
+                    cur_cfn = names.get(m.group(1))
+                continue
+            if line.startswith("calls=") and cur_cfn == "rt_host_sampler_collect":
+                calls += int(line.split("=", 1)[1].split()[0])
+            elif line.startswith(("summary:", "totals:")):
+                total = max(total, int(line.split()[1]))
+    return calls, total
+
+
+def run_scenario(name, nsleep, njobs, nprocs, seconds, callgrind):
+    prefix = []
+    cg_file = None
+    if callgrind:
+        os.makedirs(OUT, exist_ok=True)
+        cg_file = os.path.join(OUT, "callgrind.%s.out" % name)
+        for f in os.listdir(OUT):
+            if f.startswith("callgrind.%s.out" % name):
+                os.unlink(os.path.join(OUT, f))
+        prefix = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + cg_file]
+    with B.sleepers(nsleep), B.Daemon(INTERVAL, prefix=prefix) as d:
+        trees = []
+        try:
+            for _ in range(njobs):
+                trees.append(B.JobTree(nprocs))
+            with d.connect() as c:
+                ids = [B.start_job(c, t.pid) for t in trees]
+                time.sleep(max(SETTLE, 3 * INTERVAL) * (3 if callgrind else 1))
+                if callgrind:
+                    subprocess.run(["callgrind_control", "-z", str(d.pid)], check=True,
+                                   stdout=subprocess.DEVNULL)
+                    time.sleep(seconds)
+                    subprocess.run(["callgrind_control", "-d", str(d.pid)], check=True,
+                                   stdout=subprocess.DEVNULL)
+                    dumps = sorted(f for f in os.listdir(OUT)
+                                   if f.startswith(os.path.basename(cg_file) + "."))
+                    ticks, ir = callgrind_ticks_and_ir(os.path.join(OUT, dumps[-1]))
+                    return {"ticks": ticks, "ir": ir, "tracked": njobs * nprocs,
+                            "dump": os.path.join(OUT, dumps[-1])}
+                tid = sampler_tid(d.pid)
+                s0 = B.job_samples(c, ids[0]) if ids else 0
+                p0, t0, m0 = B.process_cpu(d.pid), B.task_cpu(d.pid, tid), time.monotonic()
+                time.sleep(seconds)
+                p1, t1, m1 = B.process_cpu(d.pid), B.task_cpu(d.pid, tid), time.monotonic()
+                wall = m1 - m0
+                s1 = B.job_samples(c, ids[0]) if ids else 0
+                rss, hwm = B.status_kib(d.pid, "VmRSS", "VmHWM")
+        finally:
+            B.kill_all(trees)
+    ticks = s1 - s0 if ids else round((m1 - m0) / INTERVAL)
+    return {
+        "ticks": ticks,
+        "tracked": njobs * nprocs,
+        "proc_us": (p1[0] - p0[0]) / 1e3 / ticks,
+        "core_pct": 100.0 * (p1[0] - p0[0]) / 1e9 / wall,
+        "sampler_us": (t1[0] - t0[0]) / 1e3 / ticks,
+        "user_pct": 100.0 * (t1[1] - t0[1]) / max(1, (t1[1] - t0[1]) + (t1[2] - t0[2])),
+        "rss_kib": rss,
+        "hwm_kib": hwm,
+    }
+
+
+def main(argv):
+    callgrind = "--callgrind" in argv
+    quick = "--quick" in argv
+    scen = [a for a in argv if not a.startswith("--")] or DEFAULT
+    seconds = B.env_float("BENCH_SECONDS", (10 if quick else 30) if callgrind else
+                          (20 if quick else 60))
+    B.build("resource-trackerd", "rt_bench_procs")
+    print("# daemon CPU per tick — %s; interval %.2g s, window %g s%s"
+          % (B.machine(), INTERVAL, seconds, ", callgrind" if callgrind else ""))
+    if callgrind:
+        print("%-10s %8s %5s %8s %6s %14s" % ("scenario", "sleepers", "jobs", "tracked", "ticks",
+                                              "Ir/tick"))
+    else:
+        print("%-10s %8s %5s %8s %6s %11s %11s %7s %12s %9s" % (
+            "scenario", "sleepers", "jobs", "tracked", "ticks", "µs/tick", "sampler µs",
+            "user %", "% core", "RSS KiB"))
+    results = {}
+    for s in scen:
+        name, nsleep, njobs, nprocs = parse_scenario(s)
+        r = run_scenario(name, nsleep, njobs, nprocs, seconds, callgrind)
+        r["jobs"] = njobs
+        results[name] = r
+        if callgrind:
+            r["proc_us"] = r["ir"] / max(1, r["ticks"])  # per tick, for the summary below
+            print("%-10s %8d %5d %8d %6d %14.0f" % (name, nsleep, njobs, r["tracked"], r["ticks"],
+                                                    r["proc_us"]))
+        else:
+            print("%-10s %8d %5d %8d %6d %11.1f %11.1f %7.0f %12.3f %9d" % (
+                name, nsleep, njobs, r["tracked"], r["ticks"], r["proc_us"], r["sampler_us"],
+                r["user_pct"], r["core_pct"], r["rss_kib"]))
+        sys.stdout.flush()
+    if "1job" in results and "50jobs" in results:
+        one, fifty = results["1job"], results["50jobs"]
+        print("per job beyond the first: %.0f %s/tick ((50jobs − 1job) / 49)"
+              % ((fifty["proc_us"] - one["proc_us"]) / (fifty["jobs"] - one["jobs"]),
+                 "Ir" if callgrind else "µs"))
+    if callgrind:
+        print("dumps: %s (callgrind_annotate --inclusive=yes FILE)" % OUT)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Run every benchmark in tests/bench/ and print their figures (not a
+# pass/fail test; not registered in ctest). A Release tree is built in
+# build-release (or $BENCH_BUILD_DIR). --quick shortens every window.
+#   tests/bench/run_all.sh [--quick]
+set -euo pipefail
+cd "$(dirname "$0")"
+for b in bench_tick_cpu.py bench_pss.py bench_latency.py bench_run_wall.py bench_rss.py; do
+    echo
+    /usr/bin/python3 -B "./$b" "$@"
+done
