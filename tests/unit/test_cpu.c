@@ -285,6 +285,48 @@ static void test_many_cores(void **state)
     env_free(e);
 }
 
+/* A clock that advances by slow_step at every reading, so a /proc listing
+ * seems to take slow_step. */
+static uint64_t slow_now, slow_step;
+
+static uint64_t slow_mono(void *ctx)
+{
+    (void)ctx;
+    return slow_now += slow_step;
+}
+
+/* Listing /proc is repeated only after 2000 times its duration (at most 30 s);
+ * in between the last count stands. */
+static void test_process_count_spacing(void **state)
+{
+    (void)state;
+    struct env *e = env_new();
+    struct rt_collect_hooks h = fx_hooks;
+    h.mono_ns = slow_mono;
+    slow_now = 1000000000ULL;
+    slow_step = 1000000; /* a listing takes 1 ms: the next one is due 2 s later */
+    struct rt_cpu_collector *c = rt_cpu_collector_new_hooks(&e->roots, &h);
+    fx_write(e->dir, "proc/777/stat", "777 (new) S 1");
+    rt_cpu_collect(c, &e->s);
+    assert_int_equal(e->s.cpu.process_count, 3);
+    slow_now += 2000000000ULL;
+    rt_cpu_collect(c, &e->s);
+    assert_int_equal(e->s.cpu.process_count, 4);
+
+    slow_step = 1000000000ULL; /* 1 s per listing: capped at 30 s, not 2000 s */
+    slow_now += 60000000000ULL;
+    rt_cpu_collect(c, &e->s);
+    fx_remove(e->dir, "proc/777");
+    slow_now += 25000000000ULL;
+    rt_cpu_collect(c, &e->s);
+    assert_int_equal(e->s.cpu.process_count, 4);
+    slow_now += 10000000000ULL;
+    rt_cpu_collect(c, &e->s);
+    assert_int_equal(e->s.cpu.process_count, 3);
+    rt_cpu_collector_free(c);
+    env_free(e);
+}
+
 /* The real /proc: sane ranges only. */
 static void test_live(void **state)
 {
@@ -311,7 +353,8 @@ int main(void)
         cmocka_unit_test(test_hotplug),       cmocka_unit_test(test_quota_caps_cgroup),
         cmocka_unit_test(test_cgroup_hybrid), cmocka_unit_test(test_cgroup_v1),
         cmocka_unit_test(test_no_cgroup),     cmocka_unit_test(test_garbage),
-        cmocka_unit_test(test_many_cores),    cmocka_unit_test(test_live),
+        cmocka_unit_test(test_many_cores),    cmocka_unit_test(test_process_count_spacing),
+        cmocka_unit_test(test_live),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
