@@ -22,6 +22,7 @@ struct rt_pinfo {
     bool io_ok, pss_ok;
     uint64_t read_bytes, write_bytes;
     uint64_t pss_bytes;
+    uint64_t pss_cost_ns;     /* CPU time of the smaps_rollup read */
     size_t kids_off, kids_n;
 };
 

@@ -52,14 +52,29 @@ static void push(int32_t **v, size_t *n, size_t *cap, int32_t pid)
     (*v)[(*n)++] = pid;
 }
 
-static unsigned needs(const struct rt_ptree *t)
+/* PSS of a process: read when due (or already read this tick for another
+ * job), else the last read moved along with RSS. */
+static uint64_t pss_of(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptrack *p,
+                       const struct rt_pinfo **pi, uint64_t rss, uint64_t now,
+                       struct rt_ptree_result *out)
 {
-    return RT_PI_IO | RT_PI_KIDS | (t->with_pss ? RT_PI_PSS : 0);
+    const struct rt_ptrack *old = table_find(&t->prev, p->pid);
+    if (old && old->starttime == p->starttime)
+        p->pss = old->pss;
+    uint32_t kids = (uint32_t)(*pi)->kids_n;
+    bool cached = (*pi)->have & RT_PI_PSS;
+    if (cached || rt_pss_due(&p->pss, now, kids, rss)) {
+        *pi = rt_proc_cache_get(c, p->pid, RT_PI_PSS);
+        rt_pss_update(&p->pss, (*pi)->pss_ok, (*pi)->pss_bytes, rss, now, (*pi)->pss_cost_ns, kids);
+        out->pss_reads += !cached;
+    }
+    return rt_pss_estimate(&p->pss, rss);
 }
 
 /* Walk the tree from the root into t->cur; fills memory figures in out. */
 static void walk(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_result *out)
 {
+    uint64_t now = rt_mono_ns();
     table_clear(&t->cur);
     t->npids = 0;
     size_t sp = 0;
@@ -68,7 +83,7 @@ static void walk(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_re
         int32_t pid = t->stack[--sp];
         if (table_find(&t->cur, pid))
             continue; /* already visited (racy reads can repeat a child) */
-        const struct rt_pinfo *pi = rt_proc_cache_get(c, pid, needs(t));
+        const struct rt_pinfo *pi = rt_proc_cache_get(c, pid, RT_PI_IO | RT_PI_KIDS);
         if (!pi)
             continue;
         if (pid == t->root_pid) {
@@ -86,9 +101,10 @@ static void walk(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_re
         p->io_ok = pi->io_ok;
         p->rb = pi->read_bytes;
         p->wb = pi->write_bytes;
-        out->rss_bytes += pi->st.rss_pages * (uint64_t)rt_page_size();
-        if (pi->pss_ok)
-            out->pss_bytes += pi->pss_bytes;
+        uint64_t rss = pi->st.rss_pages * (uint64_t)rt_page_size();
+        out->rss_bytes += rss;
+        if (t->with_pss)
+            out->pss_bytes += pss_of(t, c, p, &pi, rss, now, out);
         push(&t->pids, &t->npids, &t->pids_cap, pid);
         size_t nk;
         const int32_t *kids = rt_proc_cache_kids(c, pi, &nk);

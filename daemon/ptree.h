@@ -16,6 +16,7 @@
 
 #include "pidmap.h"
 #include "proccache.h"
+#include "pss.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,6 +28,7 @@ struct rt_ptrack {
     uint64_t u, s;        /* inclusive CPU ticks at the last sighting */
     uint64_t rb, wb;      /* inclusive I/O bytes at the last sighting */
     bool io_ok;
+    struct rt_pss pss;    /* last PSS read, reused while not due (pss.h) */
     int64_t debit_u, debit_s, debit_rb, debit_wb; /* scratch: reaped children to subtract */
 };
 
@@ -56,6 +58,7 @@ struct rt_ptree_result {
     uint64_t d_utime, d_stime;  /* clock ticks in this interval */
     uint64_t d_read_bytes, d_write_bytes;
     uint64_t rss_bytes, pss_bytes;
+    uint32_t pss_reads;       /* smaps_rollup files read for this scan */
 };
 
 /* Start tracking: the root's current counters (and those of descendants that
