@@ -29,6 +29,7 @@
 #define BACKLOG_MAX (16u * 1024 * 1024) /* unwritten sample bytes kept per job */
 #define RECORD_EVERY 60                 /* ticks between record saves of running jobs */
 #define RETENTION_EVERY_NS (60 * RT_NSEC_PER_SEC)
+#define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 struct rt_sampler {
     struct rt_sampler_opts o;
@@ -51,11 +52,14 @@ struct rt_sampler {
     uint64_t tick_no, cache_tick;
     struct rt_sample sample;
     struct json_object *host_obj;
+    unsigned host_lines;        /* job lines made from host_obj this tick */
     uint64_t host_timestamp, host_interval_ms;
     bool host_has_interval;
     struct rt_ticker ticker;
     struct rt_job **active;
     size_t nactive, active_cap;
+    char *line;                 /* a job's sample line with its '\n' */
+    size_t line_cap;
     uint64_t next_retention_ns;
     bool stall_logged;
     bool pidfd_warned;
@@ -68,7 +72,16 @@ static int pidfd_open_(pid_t pid)
 
 /* ---- outbox ---- */
 
-static void publish(struct rt_sampler *s, struct rt_sevt *e)
+static void wake_main(struct rt_sampler *s)
+{
+    uint64_t one = 1;
+    if (write(s->out_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        rt_warn("sampler: cannot signal the main loop: %s", strerror(errno));
+}
+
+/* Queue an event; the main loop is woken now, or (quiet) once at the end of
+ * the tick for all its job samples. */
+static void publish_ex(struct rt_sampler *s, struct rt_sevt *e, bool quiet)
 {
     pthread_mutex_lock(&s->mu);
     if (s->out_tail)
@@ -77,9 +90,13 @@ static void publish(struct rt_sampler *s, struct rt_sevt *e)
         s->out = e;
     s->out_tail = e;
     pthread_mutex_unlock(&s->mu);
-    uint64_t one = 1;
-    if (write(s->out_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-        rt_warn("sampler: cannot signal the main loop: %s", strerror(errno));
+    if (!quiet)
+        wake_main(s);
+}
+
+static void publish(struct rt_sampler *s, struct rt_sevt *e)
+{
+    publish_ex(s, e, false);
 }
 
 static struct rt_sevt *sevt(enum rt_sevt_type t)
@@ -200,6 +217,55 @@ static void save_record(struct rt_sampler *s, struct rt_job *j)
 
 /* ---- job samples ---- */
 
+/* A subtree serialised once per tick (see freeze). */
+struct frozen {
+    size_t len;
+    char text[];
+};
+
+static int emit_frozen(struct json_object *o, struct printbuf *pb, int level, int flags)
+{
+    (void)level;
+    (void)flags;
+    const struct frozen *f = json_object_get_userdata(o);
+    return printbuf_memappend(pb, f->text, (int)f->len);
+}
+
+static void free_frozen(struct json_object *o, void *userdata)
+{
+    (void)o;
+    free(userdata);
+}
+
+static void freeze(struct json_object *o)
+{
+    if (!o)
+        return;
+    size_t len;
+    const char *txt = json_object_to_json_string_length(o, JSON_FLAGS, &len);
+    struct frozen *f = rt_xmalloc(sizeof(*f) + len + 1);
+    f->len = len;
+    memcpy(f->text, txt, len + 1);
+    json_object_set_serializer(o, emit_frozen, f, free_frozen);
+}
+
+/* Every job line repeats the host sample: from the second job line of a
+ * tick on, its host-only subtrees (per-core figures, disks, GPUs, memory,
+ * NICs) are serialised once, so a job line costs its own fields, not the
+ * size of the host. */
+static void freeze_host(struct rt_sampler *s)
+{
+    if (++s->host_lines != 2)
+        return;
+    static const char *const host_arrays[] = {"disk", "gpu", "network"};
+    for (size_t i = 0; i < RT_ARRAY_SIZE(host_arrays); i++)
+        freeze(rt_json_get_array(s->host_obj, host_arrays[i]));
+    freeze(rt_json_get_object(s->host_obj, "memory"));
+    struct json_object *cpu = rt_json_get_object(s->host_obj, "cpu");
+    if (cpu)
+        freeze(rt_json_get_array(cpu, "per_core_pct"));
+}
+
 static void begin_scan(struct rt_sampler *s, bool fresh)
 {
     if (fresh || s->cache_tick != s->tick_no) {
@@ -242,23 +308,25 @@ static void job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
     sm->actual_interval_ms = (uint64_t)llround(elapsed * 1000.0);
     sm->proc_gpu.present = false; /* GPU attribution per job: added with the GPU collector */
 
+    freeze_host(s);
     rt_sample_json_set_job(s->host_obj, sm);
     json_object_object_add(s->host_obj, "timestamp_secs", rt_json_u64(sm->timestamp_secs));
     json_object_object_add(s->host_obj, "actual_interval_ms", rt_json_u64(sm->actual_interval_ms));
     size_t len;
-    const char *txt = json_object_to_json_string_length(
-        s->host_obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    const char *txt = json_object_to_json_string_length(s->host_obj, JSON_FLAGS, &len);
     struct rt_rcstr *line = rt_rcstr_new(txt, len);
     char row[1024];
     size_t rlen = rt_sample_to_csv(sm, row, sizeof(row));
     struct rt_rcstr *csv = rt_rcstr_new(row, rlen < sizeof(row) ? rlen : sizeof(row) - 1);
 
-    /* The file gets "line\n"; rcstr data is NUL-terminated, so write in two parts. */
-    char *buf = rt_xmalloc(len + 1);
-    memcpy(buf, txt, len);
-    buf[len] = '\n';
-    store_append(j, buf, len + 1);
-    free(buf);
+    /* The file gets "line\n", from a buffer kept across ticks. */
+    if (len + 1 > s->line_cap) {
+        s->line_cap = len + 1 + 1024;
+        s->line = rt_xrealloc(s->line, s->line_cap);
+    }
+    memcpy(s->line, txt, len);
+    s->line[len] = '\n';
+    store_append(j, s->line, len + 1);
 
     rt_jobs_lock(s->jobs);
     struct rt_job_summary *sum = &j->summary;
@@ -283,7 +351,7 @@ static void job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
     e->index = index;
     e->json = line;
     e->csv = csv;
-    publish(s, e);
+    publish_ex(s, e, !fresh); /* a final sample at once; a tick's in one wake-up */
 
     /* Restore the host view for the next job of this tick. */
     sm->timestamp_secs = s->host_timestamp;
@@ -568,9 +636,9 @@ static void host_tick(struct rt_sampler *s)
     json_object_put(s->host_obj);
     s->host_obj = rt_sample_to_json(&s->sample);
     size_t len;
-    const char *txt = json_object_to_json_string_length(
-        s->host_obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    const char *txt = json_object_to_json_string_length(s->host_obj, JSON_FLAGS, &len);
     struct rt_rcstr *str = rt_rcstr_new(txt, len);
+    s->host_lines = 0;
     pthread_mutex_lock(&s->mu);
     rt_rcstr_unref(s->latest);
     s->latest = rt_rcstr_ref(str);
@@ -597,6 +665,7 @@ static void tick(struct rt_sampler *s)
     }
     s->tick_no++;
     host_tick(s);
+    bool sampled = false;
     for (size_t i = 0; i < s->nactive;) {
         struct rt_job *j = s->active[i];
         if (j->pidfd < 0 && root_ended(s, j)) {
@@ -609,9 +678,12 @@ static void tick(struct rt_sampler *s)
         j->tick_phase = 0;
         struct rt_ptree_result r;
         job_sample(s, j, false, &r);
+        sampled = true;
         if (j->summary.samples % RECORD_EVERY == 0)
             save_record(s, j);
     }
+    if (sampled)
+        wake_main(s);
     uint64_t now = rt_mono_ns();
     if (now >= s->next_retention_ns) {
         retention(s);
@@ -729,6 +801,7 @@ void rt_sampler_free(struct rt_sampler *s)
         j->tracking = false;
     }
     free(s->active);
+    free(s->line);
     /* Requests never answered and undelivered events. */
     for (struct rt_sreq *q = s->reqs; q;) {
         struct rt_sreq *n = q->next;
