@@ -5,8 +5,7 @@ of 4 processes, on a host with extra sleeping processes spawned here.
 Each scenario starts a fresh Release daemon at the default interval (1 s;
 BENCH_INTERVAL), spawns the sleepers and the jobs, lets it settle, then
 reads the CPU time of every daemon thread (on-CPU ns from /proc/PID/task/
-TID/schedstat, so short windows still measure exactly; user/system split
-from .../stat) before and after a window of BENCH_SECONDS (default 60).
+TID/schedstat, so short windows still measure exactly) before and after a window of BENCH_SECONDS (default 60).
 Ticks are counted from a job's samples (or window / interval without
 jobs). "% core" is daemon CPU time over wall time. The default interval
 matters: slow reads (the /proc listing for the process count, PSS of large
@@ -116,7 +115,6 @@ def run_scenario(name, nsleep, njobs, nprocs, seconds, callgrind):
         "proc_us": (p1[0] - p0[0]) / 1e3 / ticks,
         "core_pct": 100.0 * (p1[0] - p0[0]) / 1e9 / wall,
         "sampler_us": (t1[0] - t0[0]) / 1e3 / ticks,
-        "user_pct": 100.0 * (t1[1] - t0[1]) / max(1, (t1[1] - t0[1]) + (t1[2] - t0[2])),
         "rss_kib": rss,
         "hwm_kib": hwm,
     }
@@ -135,9 +133,9 @@ def main(argv):
         print("%-10s %8s %5s %8s %6s %14s" % ("scenario", "sleepers", "jobs", "tracked", "ticks",
                                               "Ir/tick"))
     else:
-        print("%-10s %8s %5s %8s %6s %11s %11s %7s %12s %9s" % (
+        print("%-10s %8s %5s %8s %6s %11s %11s %8s %9s" % (
             "scenario", "sleepers", "jobs", "tracked", "ticks", "µs/tick", "sampler µs",
-            "user %", "% core", "RSS KiB"))
+            "% core", "RSS KiB"))
     results = {}
     for s in scen:
         name, nsleep, njobs, nprocs = parse_scenario(s)
@@ -149,9 +147,9 @@ def main(argv):
             print("%-10s %8d %5d %8d %6d %14.0f" % (name, nsleep, njobs, r["tracked"], r["ticks"],
                                                     r["proc_us"]))
         else:
-            print("%-10s %8d %5d %8d %6d %11.1f %11.1f %7.0f %12.3f %9d" % (
+            print("%-10s %8d %5d %8d %6d %11.1f %11.1f %8.3f %9d" % (
                 name, nsleep, njobs, r["tracked"], r["ticks"], r["proc_us"], r["sampler_us"],
-                r["user_pct"], r["core_pct"], r["rss_kib"]))
+                r["core_pct"], r["rss_kib"]))
         sys.stdout.flush()
     if "1job" in results and "50jobs" in results:
         one, fifty = results["1job"], results["50jobs"]
