@@ -199,6 +199,20 @@ int rt_gunzip(const void *in, size_t len, char **out, size_t *outlen)
     return 0;
 }
 
+DIR *rt_opendir_at(int dirfd)
+{
+    int fd = dup(dirfd);
+    if (fd < 0)
+        return NULL;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return NULL;
+    }
+    rewinddir(d);
+    return d;
+}
+
 int rt_spool_unlink(int dirfd, const char *name)
 {
     if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)

@@ -7,6 +7,7 @@
 #ifndef RT_UPLOAD_SPOOL_H
 #define RT_UPLOAD_SPOOL_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,10 @@ int rt_spool_seal(int dirfd, uint64_t seq, uint64_t *rows, uint64_t *bytes);
 /* gzip (level 6, standard header) / gunzip in memory. 0 or -1. */
 int rt_gzip(const void *in, size_t len, char **out, size_t *outlen);
 int rt_gunzip(const void *in, size_t len, char **out, size_t *outlen);
+
+/* A fresh DIR stream over dirfd, from the start (a dup shares the offset,
+ * so it is rewound). NULL on error. */
+DIR *rt_opendir_at(int dirfd);
 
 /* Unlinks a file and fsyncs the directory; 0 or -errno (ENOENT is 0). */
 int rt_spool_unlink(int dirfd, const char *name);

@@ -37,6 +37,17 @@ bool rt_u64_list_has(const struct rt_u64_list *l, uint64_t v)
     return false;
 }
 
+void rt_u64_list_remove(struct rt_u64_list *l, uint64_t v)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->v[i] == v) {
+            memmove(&l->v[i], &l->v[i + 1], (l->n - i - 1) * sizeof(*l->v));
+            l->n--;
+            return;
+        }
+    }
+}
+
 struct rt_upload_job *rt_upload_job_alloc(uint64_t id)
 {
     struct rt_upload_job *j = rt_xcalloc(1, sizeof(*j));
@@ -67,6 +78,7 @@ void rt_upload_job_destroy(struct rt_upload_job *j)
     free(j->pending);
     free(j->sent.v);
     free(j->dropped.v);
+    free(j->unsealed.v);
     free(j);
 }
 
@@ -209,7 +221,7 @@ static bool parse_seq(const char *s, size_t digits_end, uint64_t *seq)
 
 static void remove_dir(int spool_fd, const char *name, int dirfd)
 {
-    DIR *d = fdopendir(dup(dirfd));
+    DIR *d = rt_opendir_at(dirfd);
     if (d) {
         struct dirent *e;
         while ((e = readdir(d)))
@@ -251,7 +263,7 @@ struct rt_upload_job *rt_upload_job_load(int spool_fd, const char *name)
     memset(text, 0, len); /* holds the token */
     free(text);
 
-    DIR *d = fdopendir(dup(dirfd));
+    DIR *d = rt_opendir_at(dirfd);
     struct rt_u64_list rows = {0};
     uint64_t max_seq = 0;
     bool any = false;
@@ -294,8 +306,10 @@ struct rt_upload_job *rt_upload_job_load(int spool_fd, const char *name)
         rc = rt_spool_seal(dirfd, seq, &nrows, &bytes);
         if (rc == 1)
             rt_upload_job_add_pending(j, seq, bytes, (int64_t)(rt_real_ns() / 1000000));
-        else if (rc < 0)
+        else if (rc < 0) {
             rt_warn("upload: job %llu: cannot seal %s: %s", (unsigned long long)id, rname, strerror(-rc));
+            rt_u64_list_add(&j->unsealed, seq); /* retried by the worker */
+        }
     }
     free(rows.v);
     for (size_t i = 0; i < j->sent.n; i++)

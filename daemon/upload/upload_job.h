@@ -40,6 +40,8 @@ struct rt_upload_job {
     struct rt_batch *pending;    /* sorted by seq */
     size_t n_pending, cap_pending;
     struct rt_u64_list sent, dropped;
+    struct rt_u64_list unsealed; /* rows segments whose sealing failed: retried */
+    bool stop_sealed;            /* sealed once for the shutdown */
     /* lifecycle */
     bool ended, finished, done, resumed_running;
     int exit_code;
@@ -54,6 +56,7 @@ struct rt_upload_job {
 
 void rt_u64_list_add(struct rt_u64_list *l, uint64_t v);
 bool rt_u64_list_has(const struct rt_u64_list *l, uint64_t v);
+void rt_u64_list_remove(struct rt_u64_list *l, uint64_t v);
 
 struct rt_upload_job *rt_upload_job_alloc(uint64_t id);
 void rt_upload_job_destroy(struct rt_upload_job *j);

@@ -69,6 +69,12 @@ static struct rt_upload_job *find_job(struct rt_upload_worker *w, uint64_t id)
     return NULL;
 }
 
+/* Everything of an ended job is sealed: /finish may go once it is sent. */
+static bool all_sealed(const struct rt_upload_job *j)
+{
+    return j->ended && j->rows_fd < 0 && j->unsealed.n == 0;
+}
+
 static void write_meta_locked(struct rt_upload_worker *w, struct rt_upload_job *j)
 {
     /* meta_mu held: the dirfd cannot be closed meanwhile (job_done takes it). */
@@ -161,7 +167,8 @@ static bool is_rejection(long status)
            status != 409 && status != 429;
 }
 
-static void job_done(struct rt_upload_worker *w, struct rt_upload_job *j)
+/* The job needs nothing more: its spool goes; finished = /finish accepted. */
+static void job_done(struct rt_upload_worker *w, struct rt_upload_job *j, bool finished)
 {
     pthread_mutex_lock(&w->meta_mu);
     pthread_mutex_lock(&w->mu);
@@ -174,14 +181,16 @@ static void job_done(struct rt_upload_worker *w, struct rt_upload_job *j)
     pthread_mutex_unlock(&w->mu);
     rt_upload_job_remove_files(j, w->spool_fd);
     pthread_mutex_lock(&w->mu);
-    /* Forget the oldest finished jobs beyond MAX_DONE_JOBS. */
+    j->finished = finished; /* status says finished only once the spool is clean */
+    /* Forget the oldest finished jobs beyond MAX_DONE_JOBS (never j: the
+     * caller still holds it). */
     size_t n_done = 0;
     for (struct rt_upload_job *x = w->jobs; x; x = x->next)
         n_done += x->done;
     while (n_done > MAX_DONE_JOBS) {
         struct rt_upload_job **pp = &w->jobs, **oldest = NULL;
         for (; *pp; pp = &(*pp)->next)
-            if ((*pp)->done)
+            if ((*pp)->done && *pp != j)
                 oldest = pp; /* new jobs are pushed at the head: the last one is the oldest */
         struct rt_upload_job *victim = *oldest;
         *oldest = victim->next;
@@ -198,13 +207,36 @@ static void job_rejected(struct rt_upload_worker *w, struct rt_upload_job *j, co
     job_failed(w, j, what, resp->error);
     if (++j->rejections >= MAX_REJECTIONS) {
         rt_upload_on_abandoned(j->id, j->run_id, j->last_error);
-        job_done(w, j);
+        job_done(w, j, false);
     }
 }
 
 /* ---- sealing and the spool cap ---- */
 
 static void enforce_cap(struct rt_upload_worker *w);
+
+/* rows.<seq> -> batch; a failure (disk full) is retried with backoff and
+ * holds back /finish until it succeeds. */
+static void seal_rows(struct rt_upload_worker *w, struct rt_upload_job *j, uint64_t seq)
+{
+    uint64_t rows = 0, bytes = 0;
+    int rc = rt_spool_seal(j->dirfd, seq, &rows, &bytes);
+    pthread_mutex_lock(&w->mu);
+    if (rc == 1)
+        rt_upload_job_add_pending(j, seq, bytes, (int64_t)(rt_real_ns() / 1000000));
+    if (rc < 0)
+        rt_u64_list_add(&j->unsealed, seq);
+    else
+        rt_u64_list_remove(&j->unsealed, seq);
+    pthread_mutex_unlock(&w->mu);
+    if (rc < 0) {
+        char err[96];
+        snprintf(err, sizeof(err), "cannot seal batch %llu: %s", (unsigned long long)seq, strerror(-rc));
+        job_failed(w, j, "spool", err);
+    }
+    if (rc == 1)
+        enforce_cap(w);
+}
 
 /* Cuts the current rows segment into a batch. final: the job ended, no new
  * segment is opened. */
@@ -218,6 +250,8 @@ static void seal_segment(struct rt_upload_worker *w, struct rt_upload_job *j, bo
     }
     uint64_t seq = j->seg;
     int old_fd = j->rows_fd;
+    if (w->stopping)
+        j->stop_sealed = true;
     if (!final) {
         int fd = rt_spool_open_rows(j->dirfd, seq + 1);
         if (fd < 0) {
@@ -234,17 +268,7 @@ static void seal_segment(struct rt_upload_worker *w, struct rt_upload_job *j, bo
     pthread_mutex_unlock(&w->mu);
 
     close(old_fd);
-    uint64_t rows = 0, bytes = 0;
-    int rc = rt_spool_seal(j->dirfd, seq, &rows, &bytes);
-    if (rc < 0)
-        rt_warn("upload: job %llu: cannot seal batch %llu: %s (kept for the next start)",
-                (unsigned long long)j->id, (unsigned long long)seq, strerror(-rc));
-    if (rc == 1) {
-        pthread_mutex_lock(&w->mu);
-        rt_upload_job_add_pending(j, seq, bytes, (int64_t)(rt_real_ns() / 1000000));
-        pthread_mutex_unlock(&w->mu);
-        enforce_cap(w);
-    }
+    seal_rows(w, j, seq);
 }
 
 struct victim {
@@ -466,13 +490,13 @@ static bool upload_batches(struct rt_upload_worker *w, struct rt_upload_job *j)
 
 /* Nothing was uploaded and S3 is unusable (or kept failing after the end):
  * the rows go inline in /finish instead. */
-static bool finish_inline(struct rt_upload_worker *w, const struct rt_upload_job *j)
+static bool finish_inline(struct rt_upload_worker *w, const struct rt_upload_job *j, bool sealed)
 {
     if (j->sent.n)
         return false;
     if (!j->bucket || !j->has_creds)
         return true;
-    return j->ended && j->rows_fd < 0 && j->s3_failures >= w->inline_after &&
+    return sealed && j->s3_failures >= w->inline_after &&
            rt_upload_job_pending_bytes(j) <= INLINE_MAX_BYTES;
 }
 
@@ -508,7 +532,7 @@ static char *inline_csv(struct rt_upload_job *j)
 
 static void finish_run(struct rt_upload_worker *w, struct rt_upload_job *j)
 {
-    bool inl = finish_inline(w, j);
+    bool inl = finish_inline(w, j, true);
     char finished_at[32];
     rt_format_iso8601(j->finished_at, finished_at);
     struct json_object *body;
@@ -549,10 +573,7 @@ static void finish_run(struct rt_upload_worker *w, struct rt_upload_job *j)
     rt_http_resp_free(&resp);
     job_succeeded(w, j);
     rt_upload_on_finished(j->id, j->run_id, inl ? "inline" : "s3", j->sent.n);
-    pthread_mutex_lock(&w->mu);
-    j->finished = true;
-    pthread_mutex_unlock(&w->mu);
-    job_done(w, j);
+    job_done(w, j, true);
 }
 
 /* ---- scheduling ---- */
@@ -561,40 +582,54 @@ static bool needs_network(struct rt_upload_worker *w, const struct rt_upload_job
 {
     if (j->done)
         return false;
-    if (!j->run_id)
+    if (!j->run_id || j->unsealed.n)
         return true;
-    if (j->n_pending && !finish_inline(w, j))
+    bool sealed = all_sealed(j);
+    if (j->n_pending && !finish_inline(w, j, sealed))
         return true;
-    return j->ended && j->rows_fd < 0 && (j->n_pending == 0 || finish_inline(w, j));
+    return sealed && (j->n_pending == 0 || finish_inline(w, j, sealed));
 }
 
 static bool seal_due(struct rt_upload_worker *w, const struct rt_upload_job *j, uint64_t now)
 {
     if (j->done || j->rows_fd < 0)
         return false;
-    return j->ended || (j->seg_bytes && (now >= j->next_cut_ms || w->stopping));
+    return j->ended || (j->seg_bytes && (now >= j->next_cut_ms || (w->stopping && !j->stop_sealed)));
 }
 
-/* Runs one job's due work. Called without the lock. */
+/* Runs one job's due work. Called without the lock; what other threads
+ * change (ended, rows) is read under it. */
 static void step(struct rt_upload_worker *w, struct rt_upload_job *j)
 {
+    pthread_mutex_lock(&w->mu);
     uint64_t now = now_ms();
-    if (seal_due(w, j, now))
-        seal_segment(w, j, j->ended);
-    if (j->done || now < j->retry_at_ms || !needs_network(w, j))
+    bool seal = seal_due(w, j, now), final = j->ended;
+    pthread_mutex_unlock(&w->mu);
+    if (seal)
+        seal_segment(w, j, final);
+    pthread_mutex_lock(&w->mu);
+    bool go = !j->done && now >= j->retry_at_ms && needs_network(w, j);
+    bool sealed = all_sealed(j);
+    pthread_mutex_unlock(&w->mu);
+    if (!go)
         return;
+    for (size_t i = j->unsealed.n; i-- > 0;) {
+        seal_rows(w, j, j->unsealed.v[i]);
+        if (j->unsealed.n > i)
+            return; /* still failing: backed off */
+    }
     if (!j->run_id) {
         /* Everything this job had was dropped before a run existed. */
-        if (j->ended && j->rows_fd < 0 && j->n_pending == 0 && j->dropped.n) {
-            job_done(w, j);
+        if (sealed && j->n_pending == 0 && j->dropped.n) {
+            job_done(w, j, false);
             return;
         }
         if (!start_run(w, j))
             return;
     }
-    if (!finish_inline(w, j) && !upload_batches(w, j))
+    if (!finish_inline(w, j, sealed) && !upload_batches(w, j))
         return;
-    if (j->ended && j->rows_fd < 0 && (j->n_pending == 0 || finish_inline(w, j)))
+    if (sealed && (j->n_pending == 0 || finish_inline(w, j, sealed)))
         finish_run(w, j);
 }
 
@@ -668,7 +703,7 @@ static char *dup_or_null(const char *s) { return s && *s ? rt_xstrdup(s) : NULL;
 
 static void load_spool(struct rt_upload_worker *w)
 {
-    DIR *d = fdopendir(dup(w->spool_fd));
+    DIR *d = rt_opendir_at(w->spool_fd);
     struct dirent *e;
     size_t n = 0;
     while (d && (e = readdir(d))) {

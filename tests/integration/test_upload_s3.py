@@ -154,9 +154,9 @@ class UploadTest(unittest.TestCase):
             self.assertRegex(h["authorization"], r"^AWS4-HMAC-SHA256 Credential=AKIDTEST1/\d{8}/us-east-1/s3/"
                              r"aws4_request, SignedHeaders=[^,]*x-amz-content-sha256;x-amz-date;"
                              r"x-amz-security-token")
-        st = d.status(1)
+        st = wait_until(lambda: (lambda s: s["finished"] and s)(d.status(1)), 30, "job done")
         self.assertEqual((st["finished"], st["sent"], st["pending"], st["run_id"]), (True, len(keys), 0, run_id))
-        self.assertEqual(self.spool_files(), [], "the spool is empty once the run is finished")
+        self.assertEqual(os.listdir(self.spool), [], "the spool is empty once the run is finished")
         self.quit(d)
 
     def test_wrong_secret_then_fixed(self):
@@ -348,10 +348,12 @@ class UploadTest(unittest.TestCase):
         d.begin(2, TOKEN, {})  # a job without rows: header only
         d.end(2)
         fin = self.wait_finished(2)
+        wait_until(lambda: d.status(1)["finished"] and d.status(2)["finished"], 30, "both jobs done")
         by_rows = sorted(fin.values(), key=lambda f: len(f[0]["data_csv"]))
         self.assertEqual(by_rows[0][0]["data_csv"], HEADER + "\n")
         self.assertEqual(by_rows[1][0]["data_csv"], HEADER + "\n" + "\n".join(rows) + "\n")
         self.assertEqual({f[0]["data_source"] for f in fin.values()}, {"inline"})
+        self.assertEqual(os.listdir(self.spool), [], "finished jobs leave nothing in the spool")
         self.quit(d)
 
     def test_inline_fallback_when_s3_keeps_failing(self):
@@ -362,9 +364,11 @@ class UploadTest(unittest.TestCase):
         d.rows(1, rows)
         d.end(1)
         fin = self.wait_finished()
+        wait_until(lambda: d.status(1)["finished"], 30, "job done")
         (f,) = fin.values()
         self.assertEqual(f[0]["data_source"], "inline")
         self.assertEqual(f[0]["data_csv"], HEADER + "\n" + "\n".join(rows) + "\n")
+        self.assertEqual(os.listdir(self.spool), [])
         self.quit(d)
 
 

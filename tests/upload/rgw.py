@@ -100,6 +100,13 @@ class Radosgw:
                               stderr=subprocess.PIPE, text=True).stdout
 
     def start(self):
+        try:
+            self._start()
+        except BaseException:
+            self.stop()  # no half-started daemons left behind
+            raise
+
+    def _start(self):
         for tool in ("ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "ceph"):
             if not shutil.which(tool):
                 raise RuntimeError(f"{tool} missing: run scripts/setup.d/50-radosgw.sh")
