@@ -75,7 +75,7 @@ rgw data = {d}/rgw.a
 class Radosgw:
     def __init__(self, workdir=None):
         self.owned = workdir is None
-        self.dir = workdir or tempfile.mkdtemp(prefix="rt-rgw-")
+        self.dir = workdir
         self.endpoint = None
         self.keys = KEYS
         self.region = REGION
@@ -110,6 +110,8 @@ class Radosgw:
         for tool in ("ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "ceph"):
             if not shutil.which(tool):
                 raise RuntimeError(f"{tool} missing: run scripts/setup.d/50-radosgw.sh")
+        if self.dir is None:
+            self.dir = tempfile.mkdtemp(prefix="rt-rgw-")
         d = self.dir
         for sub in ("run", "log", "mon.a", "osd.0", "rgw.a"):
             os.makedirs(os.path.join(d, sub), exist_ok=True)
@@ -158,6 +160,8 @@ class Radosgw:
                   "--key-type=s3", f"--access-key={ak}", timeout=60)
 
     def stop(self):
+        if self.dir is None:
+            return
         run = os.path.join(self.dir, "run")
         pids = []
         if os.path.isdir(run):
