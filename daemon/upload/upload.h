@@ -54,8 +54,9 @@ struct rt_upload_worker *rt_upload_worker_new(const struct rt_upload_config *cfg
  * neither the job is ignored (returns 0, no network traffic, nothing spooled).
  * run_fields: metadata + host + cloud fields for POST /runs (borrowed; a copy
  * is kept). Calling it for a job resumed from the spool continues that job
- * (same run, next sequence number). Writes the job's meta file (one fsync).
- * 0 on success (or ignored), -errno on spool errors. */
+ * (same run, next sequence number, its spooled token: token may be NULL). Writes the job's meta file (one fsync).
+ * 0 on success (or ignored), -EEXIST when the id belongs to an ended job still
+ * being uploaded, -errno on spool errors. */
 int rt_upload_job_begin(struct rt_upload_worker *w, uint64_t job_id, const char *token,
                         struct json_object *run_fields);
 

@@ -48,6 +48,16 @@ void rt_u64_list_remove(struct rt_u64_list *l, uint64_t v)
     }
 }
 
+uint64_t rt_upload_backoff_ms(unsigned base_ms, unsigned max_ms, unsigned failures, uint64_t rnd)
+{
+    uint64_t d = base_ms;
+    for (unsigned i = 1; i < failures && d < max_ms; i++)
+        d *= 2;
+    if (d > max_ms)
+        d = max_ms;
+    return d / 2 + rnd % (d / 2 + 1);
+}
+
 struct rt_upload_job *rt_upload_job_alloc(uint64_t id)
 {
     struct rt_upload_job *j = rt_xcalloc(1, sizeof(*j));

@@ -58,6 +58,10 @@ void rt_u64_list_add(struct rt_u64_list *l, uint64_t v);
 bool rt_u64_list_has(const struct rt_u64_list *l, uint64_t v);
 void rt_u64_list_remove(struct rt_u64_list *l, uint64_t v);
 
+/* Capped exponential backoff with jitter for the n-th consecutive failure:
+ * uniform in [d/2, d], d = min(base·2^(n-1), max); rnd is any random number. */
+uint64_t rt_upload_backoff_ms(unsigned base_ms, unsigned max_ms, unsigned failures, uint64_t rnd);
+
 struct rt_upload_job *rt_upload_job_alloc(uint64_t id);
 void rt_upload_job_destroy(struct rt_upload_job *j);
 void rt_upload_job_add_pending(struct rt_upload_job *j, uint64_t seq, uint64_t bytes, int64_t sealed_at);

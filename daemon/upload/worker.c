@@ -121,15 +121,9 @@ static uint64_t next_rand(struct rt_upload_worker *w)
     return w->rng;
 }
 
-/* Capped exponential backoff with jitter: uniform in [d/2, d], d = base·2^(n-1). */
 static uint64_t backoff_ms(struct rt_upload_worker *w, unsigned failures)
 {
-    uint64_t d = w->backoff_base_ms;
-    for (unsigned i = 1; i < failures && d < w->backoff_max_ms; i++)
-        d *= 2;
-    if (d > w->backoff_max_ms)
-        d = w->backoff_max_ms;
-    return d / 2 + next_rand(w) % (d / 2 + 1);
+    return rt_upload_backoff_ms(w->backoff_base_ms, w->backoff_max_ms, failures, next_rand(w));
 }
 
 static void job_failed(struct rt_upload_worker *w, struct rt_upload_job *j, const char *what, const char *error)
@@ -784,13 +778,17 @@ int rt_upload_job_begin(struct rt_upload_worker *w, uint64_t job_id, const char 
                         struct json_object *run_fields)
 {
     const char *tok = token && *token ? token : w->default_token;
-    if (!tok)
-        return 0; /* no token: this job never touches the network */
     pthread_mutex_lock(&w->mu);
     struct rt_upload_job *j = find_job(w, job_id);
-    if (j && !j->done) {
+    if (j && !j->done) { /* resumed from the spool: it has its token */
         int rc = 0;
-        if (!j->ended && j->rows_fd < 0) { /* resumed from the spool: continue */
+        if (j->ended) {
+            pthread_mutex_unlock(&w->mu);
+            rt_warn("upload: job %llu: its id is still in use by an ended job being uploaded; not uploading it",
+                    (unsigned long long)job_id);
+            return -EEXIST;
+        }
+        if (j->rows_fd < 0) { /* continue: same run, next sequence number */
             j->rows_fd = rt_spool_open_rows(j->dirfd, j->seg);
             rc = j->rows_fd < 0 ? j->rows_fd : 0;
             j->resumed_running = false;
@@ -800,6 +798,8 @@ int rt_upload_job_begin(struct rt_upload_worker *w, uint64_t job_id, const char 
         return rc;
     }
     pthread_mutex_unlock(&w->mu);
+    if (!tok)
+        return 0; /* no token: this job never touches the network */
 
     char name[32];
     snprintf(name, sizeof(name), "%llu", (unsigned long long)job_id);
