@@ -29,7 +29,7 @@
 
 #define MAX_DONE_JOBS 256        /* finished jobs kept for status queries */
 #define MAX_REJECTIONS 5         /* consecutive 4xx answers before a job is given up */
-#define INLINE_MAX_BYTES (4u << 20)
+#define INLINE_MAX_BYTES (1u << 20) /* spooled gzip; the inline CSV is ~10x that */
 
 struct region_cache {
     char bucket[64], region[64];
@@ -315,22 +315,26 @@ static void enforce_cap(struct rt_upload_worker *w)
     pthread_mutex_unlock(&w->mu);
     if (warn)
         rt_upload_on_spool_full(was, w->spool_max);
+    /* Per job: one record, the drops recorded in meta.json, then the files
+     * deleted (a crash in between leaves a batch the loader knows to skip). */
     for (size_t i = 0; i < nv; i++) {
-        char name[32];
-        rt_spool_batch_name(v[i].seq, name);
-        unlinkat(v[i].job->dirfd, name, 0);
-    }
-    /* One record and one meta write per job. */
-    for (size_t i = 0; i < nv; i++) {
-        if (!v[i].job)
+        struct rt_upload_job *j = v[i].job;
+        if (!j)
             continue;
         uint64_t n = 0, bytes = 0;
-        struct rt_upload_job *j = v[i].job;
         for (size_t k = i; k < nv; k++)
             if (v[k].job == j)
-                n++, bytes += v[k].bytes, v[k].job = NULL;
+                n++, bytes += v[k].bytes;
         rt_upload_on_dropped(j->id, j->run_id, n, bytes);
         save_meta(w, j);
+        for (size_t k = i; k < nv; k++) {
+            if (v[k].job != j)
+                continue;
+            char name[32];
+            rt_spool_batch_name(v[k].seq, name);
+            unlinkat(j->dirfd, name, 0);
+            v[k].job = NULL;
+        }
     }
     free(v);
 }
@@ -391,7 +395,8 @@ static bool fresh_credentials(struct rt_upload_worker *w, struct rt_upload_job *
         rc = -1;
     }
     if (rc != 0) {
-        bool usable = !j->creds_stale && j->creds.expires_at > now;
+        /* Unknown expiry (0): like the Rust port, try the old ones. */
+        bool usable = !j->creds_stale && (j->creds.expires_at == 0 || j->creds.expires_at > now);
         if (!usable)
             job_failed(w, j, "refresh credentials", resp.error);
         else
@@ -425,6 +430,19 @@ static const char *bucket_region(struct rt_upload_worker *w, const char *bucket)
     free(url);
     rt_info("upload: bucket %s is in region %s", bucket, c->region);
     return c->region;
+}
+
+/* A wrong-region error (301, 400) names the bucket's region: believe it. */
+static void update_region(struct rt_upload_worker *w, const char *bucket, const char *region)
+{
+    if (w->s3_endpoint || !region[0])
+        return;
+    for (size_t i = 0; i < w->n_regions; i++) {
+        if (strcmp(w->regions[i].bucket, bucket) == 0 && strcmp(w->regions[i].region, region) != 0) {
+            rt_info("upload: bucket %s is in region %s, not %s", bucket, region, w->regions[i].region);
+            rt_strlcpy(w->regions[i].region, region, sizeof(w->regions[i].region));
+        }
+    }
 }
 
 /* PUTs pending batches in order; false after a failure. */
@@ -463,6 +481,7 @@ static bool upload_batches(struct rt_upload_worker *w, struct rt_upload_job *j)
             if (resp.status == 400 || resp.status == 403)
                 j->creds_stale = true; /* expired or rotated: ask for new ones first */
             pthread_mutex_unlock(&w->mu);
+            update_region(w, j->bucket, resp.region);
             job_failed(w, j, "upload", resp.error);
             rt_http_resp_free(&resp);
             return false;
