@@ -76,7 +76,9 @@ class UploadTest(unittest.TestCase):
 
     def quit(self, d):
         self.assertEqual(d.quit(), 0, "driver exit status (sanitizer report?): see " + d.log_path)
-        self.assertNotIn(TOKEN, d.log_text(), "the token was logged")
+        log = d.log_text()
+        for secret in (TOKEN, KEY1[1], KEY2[1], "sts-token-"):
+            self.assertNotIn(secret, log, "a secret was logged")
 
     def wait_finished(self, n=1, timeout=60):
         return wait_until(lambda: len(self.api.finishes()) >= n and self.api.finishes(), timeout,
