@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -158,14 +159,22 @@ int rt_upload_job_begin(struct rt_upload_worker *w, uint64_t job_id, const char 
 
 void rt_upload_job_rows(struct rt_upload_worker *w, uint64_t job_id, const char *csv_rows, size_t len)
 {
-    if (!len)
+    if (!csv_rows || !len)
         return;
+    /* A caller's row without its '\n' would merge with the next one. */
+    bool nl = csv_rows[len - 1] == '\n';
+    struct iovec iov[2] = {{(void *)(uintptr_t)csv_rows, len}, {(void *)(uintptr_t)"\n", 1}};
+    size_t total = len + !nl;
     pthread_mutex_lock(&w->mu);
     struct rt_upload_job *j = rt_upload_find_job(w, job_id);
     if (j && !j->ended && j->rows_fd >= 0) {
-        ssize_t n = write(j->rows_fd, csv_rows, len);
-        if (n == (ssize_t)len) {
-            j->seg_bytes += len;
+        if (!nl && !w->unterminated_warned) {
+            w->unterminated_warned = true;
+            rt_warn("upload: job %llu: rows without a final newline; one added", (unsigned long long)job_id);
+        }
+        ssize_t n = writev(j->rows_fd, iov, nl ? 1 : 2);
+        if (n == (ssize_t)total) {
+            j->seg_bytes += total;
             j->write_failed = false;
         } else {
             if (n > 0 && ftruncate(j->rows_fd, (off_t)j->seg_bytes) < 0)

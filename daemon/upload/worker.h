@@ -39,6 +39,7 @@ struct rt_upload_worker {
     pthread_cond_t cond;
     struct rt_upload_job *jobs;
     bool stopping, stopped, started;
+    bool unterminated_warned;    /* rows without '\n' seen (logged once) */
     uint64_t stop_deadline_ms;
     _Atomic uint64_t abort_at_ms;
     pthread_t thread;

@@ -130,6 +130,7 @@ static void test_spool_retry_resume(void **state)
     rt_upload_job_rows(w, 5, rows, sizeof(rows) - 1);
     rt_upload_job_rows(w, 99, rows, sizeof(rows) - 1); /* unknown job: ignored */
     rt_upload_job_rows(w, 5, rows, 0);
+    rt_upload_job_rows(w, 5, NULL, 4);
     struct rt_upload_status st;
     wait_status(w, 5, 3, &st);
     assert_true(st.tracked);
@@ -160,7 +161,7 @@ static void test_spool_retry_resume(void **state)
     /* Resume (no token at hand and no default: the spooled one is used), add a
      * row, end: the job keeps retrying its run, nothing is lost. */
     assert_int_equal(rt_upload_job_begin(w, 5, NULL, NULL), 0);
-    rt_upload_job_rows(w, 5, "4,d\n", 4);
+    rt_upload_job_rows(w, 5, "4,d", 3); /* unterminated: the newline is added */
     rt_upload_job_end(w, 5, 1);
     assert_int_equal(rt_upload_job_begin(w, 5, "tok", NULL), -EEXIST);
     wait_status(w, 5, 2, &st);
