@@ -76,7 +76,8 @@ static enum gpu_status amd_util(void *dev, double *pct)
         return GPU_OK;
     }
     uint64_t v;
-    if (!g->no_busy && rt_read_u64_at(g->dev_fd, "gpu_busy_percent", &v) == 0) {
+    int r = g->no_busy ? -ENOENT : rt_read_u64_at(g->dev_fd, "gpu_busy_percent", &v);
+    if (r == 0) {
         *pct = v > 100 ? 100 : (double)v;
         return GPU_OK;
     }
@@ -84,7 +85,8 @@ static enum gpu_status amd_util(void *dev, double *pct)
         snprintf(g->err, sizeof(g->err), "device removed");
         return GPU_LOST;
     }
-    g->no_busy = true; /* older kernels: no gpu_busy_percent */
+    if (r == -ENOENT)
+        g->no_busy = true; /* older kernels: no gpu_busy_percent; EBUSY etc. are transient */
     return GPU_FAILED;
 }
 
@@ -94,7 +96,8 @@ static bool sclk_from_dpm(int dev_fd, uint32_t *mhz)
     char buf[1024];
     if (rt_read_file_at(dev_fd, "pp_dpm_sclk", buf, sizeof(buf)) <= 0)
         return false;
-    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+    char *save = NULL; /* pollers of several cards run this concurrently */
+    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         const char *colon = strchr(line, ':');
         unsigned v;
         if (strchr(line, '*') && colon && sscanf(colon + 1, "%u", &v) == 1) {

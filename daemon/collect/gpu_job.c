@@ -130,9 +130,10 @@ void rt_gpu_job_usage(struct rt_gpu_collector *c, struct rt_gpu_job *j, const in
         c->pids_cap = npids;
         c->pids = rt_xrealloc(c->pids, npids * sizeof(*c->pids));
     }
-    if (npids)
+    if (npids) {
         memcpy(c->pids, pids, npids * sizeof(*pids));
-    qsort(c->pids, npids, sizeof(*c->pids), cmp_pid);
+        qsort(c->pids, npids, sizeof(*c->pids), cmp_pid);
+    }
     if (n > c->acc_cap) {
         c->acc_cap = n;
         c->acc = rt_xrealloc(c->acc, n * sizeof(*c->acc));
@@ -144,7 +145,7 @@ void rt_gpu_job_usage(struct rt_gpu_collector *c, struct rt_gpu_job *j, const in
         j->n_devs = n;
     }
 
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n && npids; i++)
         if (c->view[i].visible && c->view[i].vendor == GPU_NVIDIA)
             match_nvidia(&c->view[i], c->pids, npids, &c->acc[i]);
     gpu_fdinfo_scan(c, j->fdinfo, c->pids, npids);

@@ -217,6 +217,11 @@ static void test_job_usage_from_fdinfo(void **state)
     rt_gpu_job_usage(c, jb, job_b, 1, 1.0, &p);
     assert_double_equal(p.vram_mib, 512, 1e-9);
     assert_int_equal(p.utilized, 1);
+    struct rt_gpu_job *empty = rt_gpu_job_new();
+    rt_gpu_job_usage(c, empty, NULL, 0, 1.0, &p);
+    assert_true(p.present);
+    assert_int_equal(p.utilized, 0);
+    rt_gpu_job_free(empty);
     rt_gpu_job_usage(c, jc, job_c, 2, 1.0, &p); /* an idle client, a PID that does not exist */
     assert_true(p.present);
     assert_double_equal(p.vram_mib, 0, 1e-12);

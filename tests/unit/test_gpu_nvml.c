@@ -263,6 +263,13 @@ static void test_job_usage_and_energy(void **state)
     assert_double_equal(pb.vram_mib, 256, 1e-9);
     assert_double_equal(pb.usage, 0.5, 1e-9);
     assert_int_equal(pb.utilized, 1);
+    struct rt_gpu_job *empty = rt_gpu_job_new(); /* a job whose processes are all gone */
+    struct rt_process_gpu pe;
+    rt_gpu_job_usage(c, empty, NULL, 0, 1.0, &pe);
+    assert_true(pe.present);
+    assert_int_equal(pe.utilized, 0);
+    assert_double_equal(pe.vram_mib, 0, 1e-12);
+    rt_gpu_job_free(empty);
 
     for (int i = 0; i < 2; i++) {
         assert_true(rt_gpu_collector_wait_polls(c, 2, DEADLINE_SECS));
