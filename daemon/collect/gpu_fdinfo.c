@@ -1,6 +1,6 @@
 /* AMD per-job attribution from /proc/PID/fdinfo: the job's DRM clients, their
  * VRAM and gfx engine time. A full scan of a process costs a readlink per fd
- * (about 2.5 us), so each process's DRM fds are remembered and only those are
+ * (about 5 us), so each process's DRM fds are remembered and only those are
  * read. A full rescan happens as soon as the size of /proc/PID/fd changes
  * (Linux >= 6.2 reports the open fd count there), and periodically: every
  * RESCAN_EVERY calls, RESCAN_EVERY_COUNTED where that count is available. */
