@@ -2,7 +2,10 @@
 
 #include "listen.h"
 #include "log.h"
+#include "rt/json.h"
 #include "rt/paths.h"
+#include "rt/sample.h"
+#include "rt/varlink.h"
 #include "rt/util.h"
 #include "server.h"
 #include "upload/upload.h"
@@ -70,12 +73,36 @@ static int open_socket(struct rt_daemon *d)
     return 0;
 }
 
+/* GPU model, count and memory of the host, from the latest sample. */
+static void gpus_from_latest_sample(struct rt_daemon *d, struct rt_host_info *info)
+{
+    struct rt_sampler *s = d->sampler;
+    struct rt_rcstr *latest = s ? rt_sampler_latest_host(s) : NULL;
+    if (!latest)
+        return;
+    char err[128];
+    struct json_object *o = rt_vl_parse(latest->data, latest->len, err, sizeof(err));
+    struct json_object *gpus = rt_json_get_array(o, "gpu");
+    size_t n = gpus ? json_object_array_length(gpus) : 0;
+    uint64_t mib = 0, total;
+    for (size_t i = 0; i < n; i++)
+        if (rt_json_get_u64(json_object_array_get_idx(gpus, i), "vram_total_bytes", &total))
+            mib += total / RT_MIB;
+    if (n)
+        rt_host_info_set_gpus(info, rt_json_get_string(json_object_array_get_idx(gpus, 0), "name"),
+                              (unsigned)n, mib);
+    json_object_put(o);
+    rt_rcstr_unref(latest);
+}
+
 /* Worker thread: host and cloud facts for POST /runs. Cloud discovery starts
  * with the first upload, so a daemon that never uploads never probes. */
 static void complete_run_fields(struct json_object *fields, void *ctx)
 {
     struct rt_daemon *d = ctx;
-    struct json_object *host = rt_host_info_to_json(&d->host);
+    struct rt_host_info hi = d->host;
+    gpus_from_latest_sample(d, &hi);
+    struct json_object *host = rt_host_info_to_json(&hi);
     json_object_object_foreach(host, hk, hv) json_object_object_add(fields, hk, json_object_get(hv));
     json_object_put(host);
     if (!d->cloud)
@@ -272,7 +299,6 @@ int rt_daemon_run(struct rt_daemon *d)
     if (open_socket(d) < 0)
         goto out;
     own_socket = !d->socket_activated;
-    start_upload(d);
 
     struct rt_sampler_opts so = {
         .interval_secs = d->cfg.interval_secs,
@@ -281,9 +307,11 @@ int rt_daemon_run(struct rt_daemon *d)
         .stall_file = getenv("RESOURCE_TRACKERD_TEST_STALL_FILE"),
         .retention_max_age_secs = d->cfg.retention_max_age_secs,
         .retention_max_bytes = d->cfg.retention_max_bytes,
-        .upload = d->upload,
     };
     d->sampler = rt_sampler_new(&so, &d->jobs, &d->store);
+    /* The worker's thread may read d->sampler: create it afterwards. */
+    start_upload(d);
+    rt_sampler_set_upload(d->sampler, d->upload);
     r = rt_sampler_start(d->sampler);
     if (r < 0) {
         rt_err("cannot start the sampler thread: %s", strerror(-r));
@@ -310,14 +338,16 @@ int rt_daemon_run(struct rt_daemon *d)
 out:
     rt_server_free(d->server);
     d->server = NULL;
-    rt_sampler_free(d->sampler);
-    d->sampler = NULL;
+    if (d->sampler)
+        rt_sampler_stop(d->sampler);
     if (d->upload) {
         /* Bounded: what is not sent stays in the spool for the next start. */
         rt_upload_worker_stop(d->upload, 10000);
         rt_upload_worker_free(d->upload);
         d->upload = NULL;
     }
+    rt_sampler_free(d->sampler);
+    d->sampler = NULL;
     rt_cloud_discovery_free(d->cloud);
     d->cloud = NULL;
     if (d->listen_fd >= 0) {

@@ -1,5 +1,6 @@
 #include "sampler.h"
 
+#include "collect/gpu.h"
 #include "collect/host_sampler.h"
 #include "log.h"
 #include "proccache.h"
@@ -47,6 +48,7 @@ struct rt_sampler {
 
     /* sampler thread only */
     struct rt_host_sampler *host;
+    struct rt_gpu_collector *gpu;
     struct rt_proc_cache cache;
     uint64_t tick_no, cache_tick;
     struct rt_sample sample;
@@ -239,7 +241,12 @@ static void job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
     sm->timestamp_secs = fresh ? rt_real_ns() / RT_NSEC_PER_SEC : s->host_timestamp;
     sm->has_interval = true;
     sm->actual_interval_ms = (uint64_t)llround(elapsed * 1000.0);
-    sm->proc_gpu.present = false; /* GPU attribution per job: added with the GPU collector */
+    struct rt_process_gpu host_gpu = sm->proc_gpu;
+    if (!j->gpu_state)
+        j->gpu_state = rt_gpu_job_new();
+    rt_gpu_job_usage(s->gpu, j->gpu_state, j->tree.pids, j->tree.npids, elapsed, &sm->proc_gpu);
+    struct rt_gpu_job_summary gs;
+    rt_gpu_job_summary(j->gpu_state, &gs);
 
     rt_sample_json_set_job(s->host_obj, sm);
     json_object_object_add(s->host_obj, "timestamp_secs", rt_json_u64(sm->timestamp_secs));
@@ -275,6 +282,19 @@ static void job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
         sum->peak_pss_bytes = r->pss_bytes;
     sum->disk_read_bytes += r->d_read_bytes;
     sum->disk_write_bytes += r->d_write_bytes;
+    if (gs.present) {
+        sum->has_gpu = true;
+        sum->gpu_avg_usage = gs.avg_usage;
+        sum->gpu_peak_vram_bytes = gs.peak_vram_bytes;
+        sum->has_gpu_energy = gs.has_energy;
+        sum->gpu_energy_joules = gs.energy_joules;
+        if (!sum->gpus || json_object_array_length(sum->gpus) != gs.n_gpus) {
+            json_object_put(sum->gpus);
+            sum->gpus = json_object_new_array_ext((int)gs.n_gpus);
+            for (size_t i = 0; i < gs.n_gpus; i++)
+                json_object_array_add(sum->gpus, json_object_new_string(gs.gpu_uuids[i]));
+        }
+    }
     rt_jobs_unlock(s->jobs);
 
     if (j->wants_upload && s->o.upload)
@@ -288,6 +308,7 @@ static void job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
     publish(s, e);
 
     /* Restore the host view for the next job of this tick. */
+    sm->proc_gpu = host_gpu;
     sm->timestamp_secs = s->host_timestamp;
     sm->has_interval = s->host_has_interval;
     sm->actual_interval_ms = s->host_interval_ms;
@@ -366,6 +387,8 @@ static void end_job(struct rt_sampler *s, struct rt_job *j, enum end_reason why,
         j->pidfd = -1;
     }
     rt_ptree_free(&j->tree);
+    rt_gpu_job_free(j->gpu_state);
+    j->gpu_state = NULL;
     j->tracking = false;
     active_remove(s, j);
     if (j->wants_upload && s->o.upload)
@@ -593,6 +616,7 @@ static void host_tick(struct rt_sampler *s)
 {
     rt_sample_reset(&s->sample);
     rt_host_sampler_collect(s->host, &s->sample);
+    rt_gpu_collect(s->gpu, &s->sample);
     s->host_timestamp = s->sample.timestamp_secs;
     s->host_has_interval = s->sample.has_interval;
     s->host_interval_ms = s->sample.actual_interval_ms;
@@ -695,7 +719,17 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
     rt_proc_cache_init(&s->cache, o->roots->proc_fd);
     rt_sample_init(&s->sample);
     s->host = rt_host_sampler_new(o->roots, o->interval_secs);
+    struct rt_gpu_options go = {.poll_interval_secs = o->interval_secs,
+                                .nvml_library = o->nvml_library,
+                                .disable_nvml = o->disable_gpu,
+                                .disable_amd = o->disable_gpu};
+    s->gpu = rt_gpu_collector_new(o->roots, &go);
     return s;
+}
+
+void rt_sampler_set_upload(struct rt_sampler *s, struct rt_upload_worker *w)
+{
+    s->o.upload = w;
 }
 
 int rt_sampler_start(struct rt_sampler *s)
@@ -764,6 +798,7 @@ void rt_sampler_free(struct rt_sampler *s)
     json_object_put(s->host_obj);
     rt_sample_free(&s->sample);
     rt_host_sampler_free(s->host);
+    rt_gpu_collector_free(s->gpu);
     rt_proc_cache_free(&s->cache);
     close(s->epfd);
     close(s->req_efd);

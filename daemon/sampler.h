@@ -60,7 +60,9 @@ struct rt_sampler_opts {
     const char *stall_file;      /* test hook: stall ticks while this file exists */
     uint64_t retention_max_age_secs;
     uint64_t retention_max_bytes;
-    struct rt_upload_worker *upload; /* may be NULL */
+    struct rt_upload_worker *upload; /* set with rt_sampler_set_upload */
+    const char *nvml_library;        /* NULL = libnvidia-ml.so.1 */
+    bool disable_gpu;
 };
 
 struct rt_sampler;
@@ -70,6 +72,8 @@ void rt_sreq_free(struct rt_sreq *q);
 
 struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_jobs *jobs,
                                   struct rt_store *store);
+/* Before rt_sampler_start: where job rows go for upload (NULL = nowhere). */
+void rt_sampler_set_upload(struct rt_sampler *s, struct rt_upload_worker *w);
 /* Takes the baseline and the first host sample before returning, so callers
  * can announce readiness with a sample available. */
 int rt_sampler_start(struct rt_sampler *s);

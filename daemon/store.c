@@ -257,7 +257,8 @@ void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_
     sum->disk_write_bytes += wb;
     if (rt_json_get_double(cpu, "process_gpu_usage", &gpu)) {
         sum->has_gpu = true;
-        sum->gpu_usage_sum += gpu;
+        /* Running mean over samples: the time weights are not in the line. */
+        sum->gpu_avg_usage += (gpu - sum->gpu_avg_usage) / (double)sum->samples;
         rt_json_get_double(cpu, "process_gpu_vram_mib", &vram);
         if ((uint64_t)(vram * (double)RT_MIB) > sum->gpu_peak_vram_bytes)
             sum->gpu_peak_vram_bytes = (uint64_t)(vram * (double)RT_MIB);

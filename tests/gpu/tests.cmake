@@ -21,3 +21,9 @@ if(TARGET test_gpu_nvml)
     "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake"
     "RT_FAKE_NVML_OLD=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake-old/libnvidia-ml.so.1")
 endif()
+
+# The daemon with the fake NVIDIA driver, end to end.
+if(TEST integration.test_gpu_daemon)
+  set_property(TEST integration.test_gpu_daemon APPEND PROPERTY ENVIRONMENT
+    "RT_FAKE_NVML_DIR=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake")
+endif()
