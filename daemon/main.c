@@ -1,7 +1,40 @@
-#include <stdio.h>
+/* resource-trackerd: parse the command line and run the daemon. */
+#include "daemon.h"
+#include "http_global.h"
+#include "log.h"
+#include "options.h"
 
-int main(void)
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
 {
-    fprintf(stderr, "resource-trackerd: not implemented yet\n");
-    return 1;
+    static struct rt_daemon d;
+    rt_config_defaults(&d.cfg);
+    d.listen_fd = -1;
+    struct rt_options o;
+    int rc = rt_options_parse(argc, argv, &d, &o);
+    if (rc)
+        return rc;
+    if (o.help) {
+        rt_options_usage(stdout);
+        return 0;
+    }
+    if (o.version) {
+        printf("resource-trackerd %s\n", RT_VERSION);
+        return 0;
+    }
+    rt_log_init(o.log_target == RT_LOGT_STDERR    ? RT_LOG_STDERR
+                : o.log_target == RT_LOGT_JOURNAL ? RT_LOG_JOURNAL
+                                                  : RT_LOG_AUTO,
+                d.cfg.log_level);
+    if (o.check_config) {
+        printf("configuration OK\n");
+        return 0;
+    }
+    /* libcurl's global state must exist before any thread starts. */
+    rt_http_global_init();
+    rc = rt_daemon_run(&d);
+    rt_http_global_cleanup();
+    return rc;
 }

@@ -1,0 +1,12 @@
+/* Host memory from /proc/meminfo (stateless; docs/collectors.md). */
+#ifndef RT_MEMORY_H
+#define RT_MEMORY_H
+
+#include "roots.h"
+#include "rt/sample.h"
+
+/* Fill *m (zeroed first). 0, or -errno when meminfo is unreadable or has no
+ * MemTotal; fields that are missing or garbage stay 0 (warned once). */
+int rt_memory_collect(const struct rt_roots *r, struct rt_memory *m);
+
+#endif

@@ -1,0 +1,36 @@
+/* The daemon's shared context and its main loop. */
+#ifndef RT_DAEMON_H
+#define RT_DAEMON_H
+
+#include "collect/roots.h"
+#include "config.h"
+#include "jobs.h"
+#include "sampler.h"
+#include "store.h"
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct rt_server;
+
+struct rt_daemon {
+    struct rt_config cfg;
+    char config_path[PATH_MAX];     /* "" when none */
+    struct rt_roots roots;
+    struct rt_store store;
+    struct rt_jobs jobs;
+    struct rt_sampler *sampler;
+    struct rt_server *server;
+    uint64_t start_mono_ns;
+    char hostname[256];
+    bool has_admin_gid;
+    gid_t admin_gid;
+    int listen_fd;
+    bool socket_activated;
+    volatile bool quit;
+};
+
+/* Run until SIGTERM/SIGINT (or idle exit). Returns the process exit code. */
+int rt_daemon_run(struct rt_daemon *d);
+
+#endif

@@ -1,0 +1,42 @@
+/* Readers for per-process /proc files, relative to a proc root fd. */
+#ifndef RT_PROCFS_H
+#define RT_PROCFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct rt_pstat {
+    int32_t pid, ppid;
+    char state;               /* R, S, D, Z, … */
+    uint64_t utime, stime;    /* clock ticks */
+    uint64_t cutime, cstime;  /* clock ticks of waited-for children (negative clamped to 0) */
+    int32_t num_threads;
+    uint64_t starttime;       /* clock ticks since boot */
+    uint64_t rss_pages;
+    int exit_code;            /* wait status; meaningful for zombies (field 52), else -1 */
+};
+
+/* 0, -ENOENT when the process is gone, -EINVAL for an unparsable file. The
+ * comm field may hold spaces and ')' and is skipped by the last ')'. */
+int rt_pstat_read(int proc_fd, int32_t pid, struct rt_pstat *out);
+int rt_pstat_parse(const char *buf, struct rt_pstat *out);
+
+/* read_bytes/write_bytes of /proc/PID/io (storage I/O, incl. reaped children). */
+int rt_pio_read(int proc_fd, int32_t pid, uint64_t *read_bytes, uint64_t *write_bytes);
+/* Pss of /proc/PID/smaps_rollup in bytes. */
+int rt_ppss_read(int proc_fd, int32_t pid, uint64_t *pss_bytes);
+/* Real uid from /proc/PID/status. */
+int rt_puid_read(int proc_fd, int32_t pid, uid_t *uid);
+
+/* Append the direct children of every thread of pid to *kids (a growable
+ * array). Threads that fork leave children in their own task's file. Returns
+ * 0 or -errno (-ENOENT when the kernel lacks the children file). */
+int rt_pchildren_read(int proc_fd, int32_t pid, int32_t num_threads, int32_t **kids, size_t *n,
+                      size_t *cap);
+
+long rt_clk_tck(void);
+long rt_page_size(void);
+
+#endif

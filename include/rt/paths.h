@@ -1,0 +1,21 @@
+/* Where the daemon listens and keeps state, shared by daemon and client. */
+#ifndef RT_PATHS_H
+#define RT_PATHS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define RT_SOCKET_NAME "com.sparecores.ResourceTracker"
+#define RT_SYSTEM_SOCKET "/run/resource-tracker/" RT_SOCKET_NAME
+#define RT_SOCKET_ENV "RESOURCE_TRACKER_SOCKET"
+
+/* $XDG_RUNTIME_DIR/resource-tracker/<name>, else /tmp/resource-tracker-<uid>/<name>.
+ * 0, or -1 when no usable path exists. */
+int rt_user_socket_path(char *buf, size_t size);
+/* $XDG_STATE_HOME/resource-tracker, else ~/.local/state/resource-tracker. */
+int rt_user_state_dir(char *buf, size_t size);
+/* Create the socket's directory for a user daemon: mode 0700, owned by us.
+ * Refuses a directory someone else owns. 0 or -errno. */
+int rt_user_socket_dir_prepare(const char *socket_path);
+
+#endif
