@@ -116,16 +116,6 @@ bool rt_watchdog_check(struct rt_watchdog *w, uint64_t now_ns, uint64_t heartbea
     return notify("WATCHDOG=1") > 0;
 }
 
-unsigned rt_test_stall_sampler_after(void)
-{
-    const char *v = getenv("RT_TEST_STALL_SAMPLER_AFTER");
-    uint64_t n;
-    if (!v || !rt_parse_u64(v, &n) || n == 0 || n > 1000000)
-        return 0;
-    rt_warn("test hook RT_TEST_STALL_SAMPLER_AFTER=%" PRIu64 ": the sampler will hang", n);
-    return (unsigned)n;
-}
-
 int rt_listen_fd_from_systemd(const char *expected_path)
 {
     int n = sd_listen_fds(1);

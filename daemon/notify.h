@@ -58,11 +58,6 @@ uint64_t rt_watchdog_period_ns(const struct rt_watchdog *w);
  * alive; logs the first stall (and the recovery) once. CLOCK_MONOTONIC ns. */
 bool rt_watchdog_check(struct rt_watchdog *w, uint64_t now_ns, uint64_t heartbeat_ns, uint64_t interval_ns);
 
-/* Test hook for the watchdog scenario: RT_TEST_STALL_SAMPLER_AFTER=N in the
- * daemon's environment makes the sampler block forever after N ticks.
- * Returns N, or 0 when unset (read once, at start, from the main thread). */
-unsigned rt_test_stall_sampler_after(void);
-
 /* Socket activation: the listening socket systemd passed (LISTEN_FDS) that
  * is a Unix stream socket bound to expected_path (NULL: any such socket),
  * with FD_CLOEXEC set and otherwise as passed (blocking). Other passed fds

@@ -135,18 +135,6 @@ static void test_watchdog(void **state)
     assert_string_equal(next_message(), "");
 }
 
-static void test_stall_hook(void **state)
-{
-    (void)state;
-    unsetenv("RT_TEST_STALL_SAMPLER_AFTER");
-    assert_int_equal(rt_test_stall_sampler_after(), 0);
-    setenv("RT_TEST_STALL_SAMPLER_AFTER", "3", 1);
-    assert_int_equal(rt_test_stall_sampler_after(), 3);
-    setenv("RT_TEST_STALL_SAMPLER_AFTER", "soon", 1);
-    assert_int_equal(rt_test_stall_sampler_after(), 0);
-    unsetenv("RT_TEST_STALL_SAMPLER_AFTER");
-}
-
 static void test_no_notify_socket(void **state)
 {
     (void)state;
@@ -282,7 +270,6 @@ int main(void)
         cmocka_unit_test(test_ready_reload_stop),
         cmocka_unit_test(test_status),
         cmocka_unit_test(test_watchdog),
-        cmocka_unit_test(test_stall_hook),
         cmocka_unit_test(test_no_notify_socket),
         cmocka_unit_test(test_socket_activation),
     };
