@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -384,6 +383,8 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
     begin_scan(s, true);
     if (rt_ptree_init(&j->tree, &s->cache, j->pid, j->starttime, s->o.with_pss) < 0) {
         snprintf(err, errlen, "process %d has exited", (int)j->pid);
+        close(j->pidfd);
+        j->pidfd = -1;
         return -ESRCH;
     }
     j->tracking = true;
@@ -435,12 +436,11 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
             rt_info("job %" PRIu64 " resumed (pid %d)", j->id, (int)j->pid);
             break;
         }
+        /* It ended while we were away: the last sample tells when, roughly. */
+        double last = rt_store_samples_mtime(s->store, j->id);
         rt_jobs_lock(s->jobs);
         j->state = RT_JOB_LOST;
-        struct stat st;
-        j->ended_at = j->samples_fd >= 0 && fstat(j->samples_fd, &st) == 0
-                          ? (double)st.st_mtim.tv_sec
-                          : (double)rt_real_ns() / 1e9;
+        j->ended_at = last > j->started_at ? last : j->started_at;
         rt_jobs_unlock(s->jobs);
         save_record(s, j);
         rt_notice("job %" PRIu64 " lost: its process ended while the daemon was not running", j->id);

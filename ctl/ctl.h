@@ -1,0 +1,75 @@
+/* resource-trackerctl internals. */
+#ifndef RT_CTL_H
+#define RT_CTL_H
+
+#include "rt/varlink.h"
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Exit codes of the client's own failures (run exits with the command's). */
+enum {
+    RT_EXIT_OK = 0,
+    RT_EXIT_FAILURE = 1,
+    RT_EXIT_USAGE = 2,
+    RT_EXIT_UNREACHABLE = 3,
+    RT_EXIT_DENIED = 4,
+    RT_EXIT_NOT_FOUND = 5,
+};
+
+struct ctl {
+    const char *socket;        /* --socket or $RESOURCE_TRACKER_SOCKET, else NULL */
+    bool json;                 /* --json */
+    char used_socket[4096];    /* the socket we connected to */
+};
+
+/* Connect to the daemon: the chosen socket, else the system socket, else the
+ * user socket. With autostart, start a private user daemon when none answers.
+ * Returns 0 or an RT_EXIT_* code after printing why. */
+int ctl_connect(struct ctl *ctl, struct rt_vl_client *c, bool autostart);
+/* Call a method and wait for its reply. On a varlink error, print it and
+ * return the matching exit code; on success *params (may be NULL) holds the
+ * reply's parameters, owned by *reply which the caller puts. */
+int ctl_call(struct rt_vl_client *c, const char *method, struct json_object *params,
+             struct json_object **reply, struct json_object **out_params);
+/* Exit code and message for an error reply. */
+int ctl_report_error(struct json_object *reply);
+
+/* JOB argument: an id when numeric, else a name. Adds "id" or "name". */
+void ctl_job_ref(struct json_object *params, const char *arg);
+
+/* Metadata flags and TRACKER_* variables, shared by run and start. */
+struct ctl_meta {
+    struct json_object *metadata; /* JobMetadata */
+    const char *job_name;
+    double interval;              /* 0 = daemon default */
+};
+void ctl_meta_init(struct ctl_meta *m);
+void ctl_meta_free(struct ctl_meta *m);
+/* Try to consume a metadata option at argv[*i]. 1 consumed, 0 not ours,
+ * -1 usage error (printed). */
+int ctl_meta_option(struct ctl_meta *m, int argc, char **argv, int *i);
+/* Fill unset fields from TRACKER_* environment variables. */
+int ctl_meta_from_env(struct ctl_meta *m);
+/* Parse a boolean the way TRACKER_* variables accept them: 1/0/true/false/yes/no. */
+int ctl_parse_bool(const char *s, bool *out);
+
+/* verbs */
+int ctl_run(struct ctl *ctl, int argc, char **argv);
+int ctl_start(struct ctl *ctl, int argc, char **argv);
+int ctl_stop(struct ctl *ctl, int argc, char **argv);
+int ctl_jobs(struct ctl *ctl, int argc, char **argv);
+int ctl_status(struct ctl *ctl, int argc, char **argv);
+int ctl_samples(struct ctl *ctl, int argc, char **argv);
+int ctl_info(struct ctl *ctl, int argc, char **argv);
+
+/* formatting */
+void ctl_fmt_bytes(char *buf, size_t size, double bytes);
+void ctl_fmt_duration(char *buf, size_t size, double secs);
+void ctl_fmt_time(char *buf, size_t size, double unix_secs);
+void ctl_print_json(FILE *f, struct json_object *o);
+
+#define CTL_ERR(...) (fprintf(stderr, "resource-trackerctl: " __VA_ARGS__), fputc('\n', stderr))
+
+#endif

@@ -1,0 +1,222 @@
+"""Shared helpers for integration tests: a real daemon on a temporary
+socket and state directory, a raw varlink client, and the client binary.
+
+Every daemon started here must exit cleanly (status 0) when stopped and
+print no sanitizer report: that is how ASan/UBSan and leak checks reach
+the integration tests."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+DAEMON = os.environ.get("RT_DAEMON", "resource-trackerd")
+CTL = os.environ.get("RT_CTL", "resource-trackerctl")
+TOOLS = os.environ.get("RT_TOOLS_DIR", "")
+IFACE = "com.sparecores.ResourceTracker"
+
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                   "UndefinedBehaviorSanitizer")
+
+
+def wait_for(pred, timeout=10.0, step=0.02, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+
+
+class VarlinkError(Exception):
+    def __init__(self, reply):
+        self.error = reply.get("error")
+        self.parameters = reply.get("parameters") or {}
+        super().__init__("%s %s" % (self.error, self.parameters))
+
+
+class Connection:
+    """A raw varlink connection: NUL-terminated JSON messages."""
+
+    def __init__(self, path, timeout=30.0):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        try:
+            self.sock.connect(path)
+        except OSError:
+            self.sock.close()
+            raise
+        self.buf = b""
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
+    def send(self, method, params=None, more=False, oneway=False):
+        msg = {"method": method}
+        if params is not None:
+            msg["parameters"] = params
+        if more:
+            msg["more"] = True
+        if oneway:
+            msg["oneway"] = True
+        self.send_raw(json.dumps(msg).encode() + b"\0")
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def recv(self):
+        """Next message, or None when the server closed the connection."""
+        while b"\0" not in self.buf:
+            d = self.sock.recv(1 << 20)
+            if not d:
+                return None
+            self.buf += d
+        msg, self.buf = self.buf.split(b"\0", 1)
+        return json.loads(msg)
+
+    def call(self, method, params=None):
+        """Parameters of the reply; raises VarlinkError on an error reply."""
+        self.send(method if "." in method else IFACE + "." + method, params)
+        r = self.recv()
+        if r is None:
+            raise ConnectionError("connection closed")
+        if "error" in r:
+            raise VarlinkError(r)
+        return r.get("parameters", {})
+
+    def stream(self, method, params=None):
+        """Yield replies of a "more" call until the last one."""
+        self.send(method if "." in method else IFACE + "." + method, params, more=True)
+        while True:
+            r = self.recv()
+            if r is None:
+                raise ConnectionError("connection closed mid-stream")
+            if "error" in r:
+                raise VarlinkError(r)
+            yield r.get("parameters", {})
+            if not r.get("continues"):
+                return
+
+
+class Daemon:
+    """resource-trackerd in the foreground on a private socket and state dir."""
+
+    def __init__(self, interval=0.2, args=(), state_dir=None, env=None):
+        self.tmp = tempfile.mkdtemp(prefix="rt-test-")
+        os.chmod(self.tmp, 0o755)
+        self.socket = os.path.join(self.tmp, "rt.sock")
+        self.state_dir = state_dir or os.path.join(self.tmp, "state")
+        self.log_path = os.path.join(self.tmp, "daemon.log")
+        self.interval = interval
+        self.args = list(args)
+        self.env = dict(os.environ, **(env or {}))
+        self.proc = None
+        self.logs = []
+
+    def start(self):
+        self.log = open(self.log_path, "ab")
+        cmd = [DAEMON, "--socket", self.socket, "--state-dir", self.state_dir,
+               "--interval", str(self.interval), "--log-target", "stderr",
+               "--log-level", "debug"] + self.args
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=self.env)
+        wait_for(self._ready, timeout=20, what="the daemon's socket")
+        return self
+
+    def _ready(self):
+        if self.proc.poll() is not None:
+            raise AssertionError("daemon exited early (%s):\n%s" % (self.proc.returncode, self.read_log()))
+        try:
+            with Connection(self.socket, timeout=2) as c:
+                c.call("Ping")
+            return True
+        except OSError:
+            return False
+
+    def connect(self, timeout=30.0):
+        return Connection(self.socket, timeout)
+
+    def call(self, method, params=None):
+        with self.connect() as c:
+            return c.call(method, params)
+
+    def read_log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def check_log_clean(self):
+        log = self.read_log()
+        for mark in SANITIZER_MARKS:
+            if mark in log:
+                raise AssertionError("sanitizer report in the daemon log:\n" + log[-6000:])
+
+    def stop(self, expect_clean=True):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("daemon did not stop on SIGTERM:\n" + self.read_log()[-4000:])
+        rc = self.proc.returncode if self.proc else 0
+        self.log.close()
+        self.check_log_clean()
+        if expect_clean and rc != 0:
+            raise AssertionError("daemon exited with %s:\n%s" % (rc, self.read_log()[-4000:]))
+        return rc
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+    def cleanup(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def run_ctl(daemon, *args, env=None, user=None, timeout=60, input=None, check=None):
+    """Run resource-trackerctl against daemon (as another user with setpriv)."""
+    e = dict(os.environ)
+    if daemon is not None:
+        e["RESOURCE_TRACKER_SOCKET"] = daemon.socket
+    e.update(env or {})
+    cmd = [CTL] + list(args)
+    if user is not None:
+        cmd = ["setpriv", "--reuid", user, "--regid", user, "--init-groups", "--"] + cmd
+    p = subprocess.run(cmd, env=e, capture_output=True, timeout=timeout, input=input)
+    out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    for mark in SANITIZER_MARKS:
+        if mark in err:
+            raise AssertionError("sanitizer report from resource-trackerctl:\n" + err[-6000:])
+    if check is not None and p.returncode != check:
+        raise AssertionError("ctl %s exited %s, expected %s\nstdout: %s\nstderr: %s"
+                             % (args, p.returncode, check, out[-3000:], err[-3000:]))
+    return p.returncode, out, err
+
+
+class DaemonTest(unittest.TestCase):
+    """A test case with a fresh daemon per test (self.d)."""
+
+    interval = 0.2
+    daemon_args = ()
+
+    def setUp(self):
+        self.d = Daemon(interval=self.interval, args=self.daemon_args).start()
+
+    def tearDown(self):
+        try:
+            self.d.stop()
+        finally:
+            self.d.cleanup()
