@@ -51,6 +51,27 @@ done
 bash -n "$complete" || fail "completion has a syntax error"
 [ "$(bash -c "source '$complete'; complete -p resource-trackerctl")" = \
   "complete -F _resource_trackerctl resource-trackerctl" ] || fail "completion does not register"
+# What it completes, with stand-ins for bash-completion's helpers.
+cat >"$tmp/comp.sh" <<'COMP'
+source "$1"
+_init_completion() { words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; cur=${words[cword]}; prev=${words[cword-1]}; }
+_command_offset() { COMPREPLY=("<command at $1>"); }
+_filedir() { COMPREPLY=("<files>"); }
+_pids() { COMPREPLY=("<pids>"); }
+comp() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _resource_trackerctl; echo "${COMPREPLY[*]}"; }
+comp resource-trackerctl st
+comp resource-trackerctl --socket /x j
+comp resource-trackerctl run --form
+comp resource-trackerctl run --format ""
+comp resource-trackerctl run -q --job-name x py
+comp resource-trackerctl run -- python3 tr
+comp resource-trackerctl start --pid ""
+comp resource-trackerctl samples train --f
+COMP
+printf '%s\n' "start stop status" "jobs" "--format" "json csv" "<command at 5>" "<command at 3>" "<pids>" \
+  "--format --follow" >"$tmp/comp.want"
+bash "$tmp/comp.sh" "$complete" >"$tmp/comp.got" 2>&1 || fail "completion failed: $(cat "$tmp/comp.got")"
+diff -u "$tmp/comp.want" "$tmp/comp.got" || fail "completion completes the wrong words"
 
 # sysusers.d creates the admin group.
 if command -v systemd-sysusers >/dev/null; then

@@ -184,14 +184,17 @@ ct systemctl start resource-trackerd || fail "start with the file restored"
 
 # ---------------------------------------------------------------- C
 step "C: the real daemon and resource-trackerctl"
-pending=()
+# Parts of C need daemon features that land separately; each missing one is
+# reported as PENDING instead of failing (symbols carry @LIBSYSTEMD_* versions).
 syms=$(nm "$RT_DAEMON" 2>/dev/null || true)
-grep -q ' U sd_notify$' <<<"$syms" || pending+=("the daemon sends no sd_notify (READY=1)")
-grep -q ' U sd_journal_sendv$' <<<"$syms" || pending+=("the daemon writes no journal records")
+has_sym() { grep -Eq " U $1(@|\$)" <<<"$syms"; }
+HAS_NOTIFY=0; HAS_JOURNAL=0; HAS_LISTEN=0
+has_sym sd_notify && HAS_NOTIFY=1 || echo "PENDING: the daemon sends no sd_notify: Type=simple, no STATUS/watchdog checks"
+has_sym sd_journal_sendv && HAS_JOURNAL=1 || echo "PENDING: the daemon writes no journal records: no job-record checks"
+has_sym sd_listen_fds && HAS_LISTEN=1 || echo "PENDING: the daemon takes no socket from systemd: no activation checks"
 usage=$("$RT_CTL" --help 2>&1 || true)
-grep -qw run <<<"$usage" || pending+=("resource-trackerctl has no run")
-if [ ${#pending[@]} -gt 0 ]; then
-  printf 'PENDING (part C not run): %s\n' "${pending[@]}"
+if ! grep -qw run <<<"$usage"; then
+  echo "PENDING: resource-trackerctl has no run: part C not run"
   echo ok
   exit 0
 fi
