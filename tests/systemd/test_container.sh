@@ -20,6 +20,10 @@ for t in systemd-nspawn nsenter cpack dpkg-deb; do
 done
 
 rootfs=$("$here/make-rootfs.sh")
+# One container at a time on this host: with --keep-unit, containers share
+# the caller's cgroup, and each cleans up the cgroups its boot created.
+exec 8>"$(dirname "$rootfs")/.container.lock"
+flock -w 900 8 || { echo "FAIL: another container test holds the lock"; exit 1; }
 work=$(mktemp -d /tmp/rt-container.XXXXXX)
 chmod 755 "$work"
 cleanup() { ct_stop; rm -rf "$work"; }
