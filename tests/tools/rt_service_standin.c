@@ -81,7 +81,7 @@ static const char *try_read(const char *path)
  * access), host-wide /proc and /sys, outbound IP and netlink sockets. */
 static void probe(int c, const char *pid)
 {
-    char io[64], smaps[64], stat[64], fdp[64];
+    char io[320], smaps[320], stat[320], fdp[320];
     snprintf(stat, sizeof(stat), "/proc/%s/stat", pid);
     snprintf(io, sizeof(io), "/proc/%s/io", pid);
     snprintf(smaps, sizeof(smaps), "/proc/%s/smaps_rollup", pid);
