@@ -131,7 +131,8 @@ static void job_fields(struct rec *r, const struct rt_event_job *job)
     field(r, "JOB_ID=%s", job->id ? job->id : "");
     if (job->name && *job->name)
         field(r, "JOB_NAME=%s", job->name);
-    field(r, "JOB_OWNER_UID=%u", (unsigned)job->owner_uid);
+    if (job->owner_uid != RT_EVENT_UID_UNKNOWN)
+        field(r, "JOB_OWNER_UID=%u", (unsigned)job->owner_uid);
     if (job->root_pid > 0)
         field(r, "JOB_ROOT_PID=%d", (int)job->root_pid);
 }
@@ -203,7 +204,9 @@ void rt_event_job_started(const struct rt_event_job *job)
 {
     struct rec r = {.priority = LOG_INFO};
     job_title(&r, "Job", job);
-    message(&r, " started for uid %u", (unsigned)job->owner_uid);
+    message(&r, " started");
+    if (job->owner_uid != RT_EVENT_UID_UNKNOWN)
+        message(&r, " for uid %u", (unsigned)job->owner_uid);
     if (job->root_pid > 0)
         message(&r, ", root pid %d", (int)job->root_pid);
     job_fields(&r, job);
@@ -219,8 +222,9 @@ void rt_event_job_finished(const struct rt_event_job *job, const struct rt_job_t
     const char *state = t->state && *t->state ? t->state : "finished";
     job_title(&r, "Job", job);
     human_usec(t->duration_usec, a, sizeof(a));
-    message(&r, " of uid %u %s after %s", (unsigned)job->owner_uid,
-            strcmp(state, "lost") == 0 ? "was lost" : state, a);
+    if (job->owner_uid != RT_EVENT_UID_UNKNOWN)
+        message(&r, " of uid %u", (unsigned)job->owner_uid);
+    message(&r, " %s after %s", strcmp(state, "lost") == 0 ? "was lost" : state, a);
     if (t->exit_status >= 0)
         message(&r, ", exit status %d", t->exit_status);
     job_fields(&r, job);
@@ -287,37 +291,51 @@ void rt_event_upload_failed(const struct rt_event_job *job, const struct rt_uplo
         message(&r, " with HTTP %ld", f->http_status);
     if (f->error && *f->error)
         message(&r, ": %s", clean(f->error, err, sizeof(err)));
-    human_usec(f->retry_in_usec, retry, sizeof(retry));
-    message(&r, " (attempt %u, next in %s, %u batch%s queued)", f->attempt, retry, f->queued_batches,
-            f->queued_batches == 1 ? "" : "es");
+    if (f->attempt) {
+        human_usec(f->retry_in_usec, retry, sizeof(retry));
+        message(&r, " (attempt %u, next in %s, %u batch%s queued)", f->attempt, retry, f->queued_batches,
+                f->queued_batches == 1 ? "" : "es");
+    } else {
+        message(&r, "; retrying with backoff");
+    }
     if (job)
         job_fields(&r, job);
     field(&r, "UPLOAD_STAGE=%s", f->stage);
+    if (f->run_id && *f->run_id)
+        field(&r, "UPLOAD_RUN_ID=%s", f->run_id);
     if (f->http_status > 0)
         field(&r, "UPLOAD_HTTP_STATUS=%ld", f->http_status);
     if (f->error && *f->error)
         field(&r, "UPLOAD_ERROR=%s", f->error);
-    field(&r, "UPLOAD_ATTEMPT=%u", f->attempt);
-    field(&r, "UPLOAD_RETRY_USEC=%" PRIu64, f->retry_in_usec);
-    field(&r, "UPLOAD_QUEUE=%u", f->queued_batches);
+    if (f->attempt) {
+        field(&r, "UPLOAD_ATTEMPT=%u", f->attempt);
+        field(&r, "UPLOAD_RETRY_USEC=%" PRIu64, f->retry_in_usec);
+        field(&r, "UPLOAD_QUEUE=%u", f->queued_batches);
+    }
     emit(&r, RT_MSGID_UPLOAD_FAILED);
 }
 
-void rt_event_upload_recovered(const struct rt_event_job *job, unsigned failed_attempts, uint64_t outage_usec)
+void rt_event_upload_recovered(const struct rt_event_job *job, const char *run_id, unsigned failed_attempts,
+                               uint64_t outage_usec)
 {
     struct rec r = {.priority = LOG_NOTICE};
     char outage[32];
-    human_usec(outage_usec, outage, sizeof(outage));
     if (job)
         job_title(&r, "Upload of job", job);
     else
         message(&r, "Upload");
-    message(&r, " recovered after %u failed attempt%s over %s", failed_attempts, failed_attempts == 1 ? "" : "s",
-            outage);
+    message(&r, " recovered after %u failed attempt%s", failed_attempts, failed_attempts == 1 ? "" : "s");
+    if (outage_usec) {
+        human_usec(outage_usec, outage, sizeof(outage));
+        message(&r, " over %s", outage);
+    }
     if (job)
         job_fields(&r, job);
+    if (run_id && *run_id)
+        field(&r, "UPLOAD_RUN_ID=%s", run_id);
     field(&r, "UPLOAD_FAILED_ATTEMPTS=%u", failed_attempts);
-    field(&r, "UPLOAD_OUTAGE_USEC=%" PRIu64, outage_usec);
+    if (outage_usec)
+        field(&r, "UPLOAD_OUTAGE_USEC=%" PRIu64, outage_usec);
     emit(&r, RT_MSGID_UPLOAD_RECOVERED);
 }
 

@@ -29,6 +29,8 @@
 /* A counter nobody could read (EACCES on /proc/PID/io, no GPU energy
  * counter): its field is left out of the record instead of claiming 0. */
 #define RT_EVENT_UNKNOWN UINT64_MAX
+/* An owner the caller does not know (the upload worker knows job ids only). */
+#define RT_EVENT_UID_UNKNOWN ((uid_t)-1)
 
 struct rt_event_daemon {
     const char *version;       /* RT_VERSION */
@@ -40,11 +42,11 @@ struct rt_event_daemon {
     unsigned gpus;             /* GPU_COUNT */
 };
 
-/* Who a job is; id and owner are required, the rest may be NULL/0. */
+/* Who a job is; id is required, the rest may be NULL/0/RT_EVENT_UID_UNKNOWN. */
 struct rt_event_job {
     const char *id;            /* JOB_ID */
     const char *name;          /* JOB_NAME (left out when NULL or "") */
-    uid_t owner_uid;           /* JOB_OWNER_UID */
+    uid_t owner_uid;           /* JOB_OWNER_UID (left out when RT_EVENT_UID_UNKNOWN) */
     pid_t root_pid;            /* JOB_ROOT_PID (left out when 0) */
     const char *command;       /* JOB_COMMAND, argv joined by spaces (optional) */
 };
@@ -70,9 +72,11 @@ struct rt_job_totals {
 
 /* One failed upload attempt. Never pass a token or a signed URL here. */
 struct rt_upload_failure {
-    const char *stage;         /* UPLOAD_STAGE: "start", "batch", "refresh", "finish" */
+    const char *stage;         /* UPLOAD_STAGE: "start run", "upload", "refresh credentials", … */
+    const char *run_id;        /* UPLOAD_RUN_ID: the Sentinel run (optional) */
     long http_status;          /* UPLOAD_HTTP_STATUS; 0 = no HTTP answer (left out) */
     const char *error;         /* UPLOAD_ERROR: curl's message or the API's */
+    /* 0 = not known: UPLOAD_ATTEMPT, UPLOAD_RETRY_USEC and UPLOAD_QUEUE are left out */
     unsigned attempt;          /* UPLOAD_ATTEMPT, 1 for the first failure */
     uint64_t retry_in_usec;    /* UPLOAD_RETRY_USEC */
     unsigned queued_batches;   /* UPLOAD_QUEUE: batches waiting in the spool */
@@ -97,7 +101,9 @@ void rt_event_job_finished(const struct rt_event_job *job, const struct rt_job_t
 /* Log the first failure of an outage and then only when it changes
  * (another stage or status), not every retry: the journal rate-limits. */
 void rt_event_upload_failed(const struct rt_event_job *job, const struct rt_upload_failure *f);
-void rt_event_upload_recovered(const struct rt_event_job *job, unsigned failed_attempts, uint64_t outage_usec);
+/* outage_usec 0 = not known (left out). */
+void rt_event_upload_recovered(const struct rt_event_job *job, const char *run_id, unsigned failed_attempts,
+                               uint64_t outage_usec);
 void rt_event_gpu_appeared(const struct rt_event_gpu *g);
 void rt_event_gpu_lost(const struct rt_event_gpu *g, const char *reason);
 

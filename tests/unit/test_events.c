@@ -165,12 +165,36 @@ static void test_upload_events(void **state)
     assert_null(strstr(last, "UPLOAD_HTTP_STATUS"));
     assert_null(strstr(last, "JOB_ID"));
 
-    rt_event_upload_recovered(&train, 3, 150000000);
+    /* What the upload worker knows: job id, run id, stage and error. */
+    struct rt_event_job id_only = {.id = "9", .owner_uid = RT_EVENT_UID_UNKNOWN};
+    struct rt_upload_failure h = {.stage = "start run", .run_id = "", .error = "Couldn't connect to server"};
+    rt_event_upload_failed(&id_only, &h);
+    assert_string_equal(last,
+                        "JOB_ID=9\n"
+                        "UPLOAD_STAGE=start run\n"
+                        "UPLOAD_ERROR=Couldn't connect to server\n"
+                        "MESSAGE=Upload of job 9 failed at start run: Couldn't connect to server; retrying "
+                        "with backoff\n"
+                        "MESSAGE_ID=" RT_MSGID_UPLOAD_FAILED "\n"
+                        "PRIORITY=4\n"
+                        "SYSLOG_IDENTIFIER=resource-trackerd\n");
+    rt_event_upload_recovered(&id_only, "run-9", 1, 0);
+    assert_string_equal(last,
+                        "JOB_ID=9\n"
+                        "UPLOAD_RUN_ID=run-9\n"
+                        "UPLOAD_FAILED_ATTEMPTS=1\n"
+                        "MESSAGE=Upload of job 9 recovered after 1 failed attempt\n"
+                        "MESSAGE_ID=" RT_MSGID_UPLOAD_RECOVERED "\n"
+                        "PRIORITY=5\n"
+                        "SYSLOG_IDENTIFIER=resource-trackerd\n");
+
+    rt_event_upload_recovered(&train, "run-7", 3, 150000000);
     assert_string_equal(last,
                         "JOB_ID=42\n"
                         "JOB_NAME=train\n"
                         "JOB_OWNER_UID=1000\n"
                         "JOB_ROOT_PID=4242\n"
+                        "UPLOAD_RUN_ID=run-7\n"
                         "UPLOAD_FAILED_ATTEMPTS=3\n"
                         "UPLOAD_OUTAGE_USEC=150000000\n"
                         "MESSAGE=Upload of job 42 (train) recovered after 3 failed attempts over 2min 30s\n"
