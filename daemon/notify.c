@@ -138,8 +138,12 @@ int rt_listen_fd_from_systemd(const char *expected_path)
                 expected_path ? expected_path : "the control socket", n);
         return -1;
     }
+    /* Like the daemon's own socket: not inherited, never blocking the event loop. */
     int flags = fcntl(found, F_GETFD);
     if (flags >= 0)
         fcntl(found, F_SETFD, flags | FD_CLOEXEC);
+    flags = fcntl(found, F_GETFL);
+    if (flags >= 0)
+        fcntl(found, F_SETFL, flags | O_NONBLOCK);
     return found;
 }

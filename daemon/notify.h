@@ -60,7 +60,7 @@ bool rt_watchdog_check(struct rt_watchdog *w, uint64_t now_ns, uint64_t heartbea
 
 /* Socket activation: the listening socket systemd passed (LISTEN_FDS) that
  * is a Unix stream socket bound to expected_path (NULL: any such socket),
- * with FD_CLOEXEC set and otherwise as passed (blocking). Other passed fds
+ * with FD_CLOEXEC and O_NONBLOCK set, like rt_listen_unix's. Other passed fds
  * are closed with a warning, and the LISTEN_* variables are removed.
  * Returns -1 when not socket-activated or nothing matched: the daemon then
  * binds the socket itself. */

@@ -59,7 +59,7 @@ def main():
         path = os.path.join(d, "com.sparecores.ResourceTracker")
         reply, rc, err = activate(path, path)
         assert rc == 0, (rc, err)
-        assert reply == "fd=3 cloexec=1 listen_fds=unset\n", reply
+        assert reply == "fd=3 cloexec=1 nonblock=1 listen_fds=unset\n", reply
 
         # The socket the manager passed is bound elsewhere: the probe refuses
         # it (the daemon would bind its own) and the client sees EOF.

@@ -28,7 +28,8 @@ alice() { ct timeout 120 runuser -u alice -- resource-trackerctl "$@"; }
 ct_wait 60 ct timeout 5 resource-trackerctl info || fail "the daemon does not answer"
 [ "$(show ActiveState)/$(show SubState)" = active/running ] || fail "not active/running"
 if [ "$HAS_NOTIFY" = 1 ]; then
-  [[ $(show StatusText) == Tracking* ]] || fail "StatusText: '$(show StatusText)'"
+  ct_wait 30 ct sh -c 'systemctl show -p StatusText --value resource-trackerd | grep -q "^Tracking "' ||
+    fail "StatusText: '$(show StatusText)'"
 fi
 if [ "$HAS_JOURNAL" = 1 ]; then
   ct_wait 30 ct sh -c "[ \$(journalctl -o export MESSAGE_ID=$MSG_STARTED | grep -ac '^MESSAGE=') -gt $starts ]" ||

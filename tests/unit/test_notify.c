@@ -194,7 +194,7 @@ static int activation_child(const char *expected, const char *const *paths, cons
     int fd = rt_listen_fd_from_systemd(expected);
     if (getenv("LISTEN_FDS") || getenv("LISTEN_PID"))
         _exit(93);
-    if (fd >= 0 && !(fcntl(fd, F_GETFD) & FD_CLOEXEC))
+    if (fd >= 0 && (!(fcntl(fd, F_GETFD) & FD_CLOEXEC) || !(fcntl(fd, F_GETFL) & O_NONBLOCK)))
         _exit(94);
     for (int i = 0; i < n; i++)
         if (3 + i != fd && !other_pid && fcntl(3 + i, F_GETFD) != -1)
