@@ -9,6 +9,7 @@
 #include "rt/sample_json.h"
 #include "rt/util.h"
 #include "ticker.h"
+#include "upload/upload.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -276,6 +277,9 @@ static void job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
     sum->disk_write_bytes += r->d_write_bytes;
     rt_jobs_unlock(s->jobs);
 
+    if (j->wants_upload && s->o.upload)
+        rt_upload_job_rows(s->o.upload, j->id, csv->data, csv->len);
+
     struct rt_sevt *e = sevt(RT_SEVT_JOB_SAMPLE);
     e->job_id = j->id;
     e->index = index;
@@ -364,6 +368,8 @@ static void end_job(struct rt_sampler *s, struct rt_job *j, enum end_reason why,
     rt_ptree_free(&j->tree);
     j->tracking = false;
     active_remove(s, j);
+    if (j->wants_upload && s->o.upload)
+        rt_upload_job_end(s->o.upload, j->id, j->has_exit ? j->exit_code : 0);
     rt_info("job %" PRIu64 "%s%s%s ended: %s", j->id, j->name ? " (" : "", j->name ? j->name : "",
             j->name ? ")" : "", rt_job_state_name(j->state));
     struct rt_sevt *e = sevt(RT_SEVT_JOB_ENDED);
@@ -415,6 +421,38 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
     return 0;
 }
 
+/* Sentinel fields of a job: its metadata and name (host and cloud facts are
+ * added by the worker when it starts the run). */
+static void begin_upload(struct rt_sampler *s, struct rt_sreq *q)
+{
+    struct rt_job *j = q->job;
+    rt_jobs_lock(s->jobs);
+    struct json_object *fields = NULL;
+    if (json_object_deep_copy(j->metadata, &fields, NULL) != 0)
+        fields = json_object_new_object();
+    if (j->name)
+        json_object_object_add(fields, "job_name", json_object_new_string(j->name));
+    rt_jobs_unlock(s->jobs);
+    struct rt_upload_job_opts opts = {.api_url = q->api_url,
+                                      .upload_interval_ms = q->upload_interval_secs * 1000};
+    int r = rt_upload_job_begin_opts(s->o.upload, j->id, q->token, fields, &opts);
+    if (r < 0)
+        rt_warn("job %" PRIu64 ": will not be uploaded: %s", j->id, strerror(-r));
+    json_object_put(fields);
+}
+
+void rt_sreq_free(struct rt_sreq *q)
+{
+    if (!q)
+        return;
+    if (q->token) {
+        explicit_bzero(q->token, strlen(q->token));
+        free(q->token);
+    }
+    free(q->api_url);
+    free(q);
+}
+
 static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
 {
     q->result = 0;
@@ -423,6 +461,8 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
         /* The main thread put the job in the registry already (names stay
          * unique); on failure it takes it out again. */
         q->result = begin_job(s, q->job, false, q->error, sizeof(q->error));
+        if (q->result == 0 && q->job->wants_upload && s->o.upload)
+            begin_upload(s, q);
         if (q->result == 0) {
             rt_info("job %" PRIu64 " started: pid %d, uid %u%s%s", q->job->id, (int)q->job->pid,
                     (unsigned)q->job->owner_uid, q->job->name ? ", name " : "",
@@ -444,6 +484,8 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
         rt_jobs_unlock(s->jobs);
         save_record(s, j);
         rt_notice("job %" PRIu64 " lost: its process ended while the daemon was not running", j->id);
+        if (j->wants_upload && s->o.upload)
+            rt_upload_job_end(s->o.upload, j->id, 0);
         break;
     }
     case RT_SREQ_FINISH:
@@ -709,12 +751,12 @@ void rt_sampler_free(struct rt_sampler *s)
     /* Requests never answered and undelivered events. */
     for (struct rt_sreq *q = s->reqs; q;) {
         struct rt_sreq *n = q->next;
-        free(q);
+        rt_sreq_free(q);
         q = n;
     }
     for (struct rt_sevt *e = s->out; e;) {
         struct rt_sevt *n = e->next;
-        free(e->req);
+        rt_sreq_free(e->req);
         rt_sevt_free(e);
         e = n;
     }

@@ -31,6 +31,17 @@ struct rt_upload_config {
     unsigned connect_timeout_ms;    /* 10000 */
     unsigned request_timeout_ms;    /* 30000 */
     unsigned inline_after_failures; /* ended job, nothing uploaded: go inline after N S3 failures: 3 */
+    /* Called on the worker thread just before POST /runs with a copy of the
+     * job's run fields, to add what is known only later (host and cloud
+     * facts); it may block for a few seconds. NULL = none. */
+    void (*complete_run_fields)(struct json_object *fields, void *ctx);
+    void *complete_ctx;
+};
+
+/* Per-job settings; zero/NULL fields take the worker's configuration. */
+struct rt_upload_job_opts {
+    const char *api_url;
+    unsigned upload_interval_ms;
 };
 
 struct rt_upload_status {
@@ -59,6 +70,9 @@ struct rt_upload_worker *rt_upload_worker_new(const struct rt_upload_config *cfg
  * being uploaded, -errno on spool errors. */
 int rt_upload_job_begin(struct rt_upload_worker *w, uint64_t job_id, const char *token,
                         struct json_object *run_fields);
+/* The same with per-job settings (NULL = the worker's). */
+int rt_upload_job_begin_opts(struct rt_upload_worker *w, uint64_t job_id, const char *token,
+                             struct json_object *run_fields, const struct rt_upload_job_opts *opts);
 
 /* Appends complete LF-terminated CSV rows (no header). Cheap: one write(2) to
  * the page cache, no fsync, no network. Ignored for unknown or ended jobs. */

@@ -63,6 +63,8 @@ struct rt_upload_worker *rt_upload_worker_new(const struct rt_upload_config *cfg
     w->s3_region = rt_xstrdup(cfg->s3_region && *cfg->s3_region ? cfg->s3_region : "us-east-1");
     w->probe_url = rt_xstrdup(cfg->region_probe_url ? cfg->region_probe_url : "http://%s.s3.amazonaws.com/");
     w->interval_ms = cfg->upload_interval_ms ? cfg->upload_interval_ms : 60000;
+    w->complete_run_fields = cfg->complete_run_fields;
+    w->complete_ctx = cfg->complete_ctx;
     w->spool_max = cfg->spool_max_bytes;
     w->backoff_base_ms = cfg->backoff_base_ms ? cfg->backoff_base_ms : 1000;
     w->backoff_max_ms = cfg->backoff_max_ms ? cfg->backoff_max_ms : 300000;
@@ -101,6 +103,12 @@ struct rt_upload_worker *rt_upload_worker_new(const struct rt_upload_config *cfg
 int rt_upload_job_begin(struct rt_upload_worker *w, uint64_t job_id, const char *token,
                         struct json_object *run_fields)
 {
+    return rt_upload_job_begin_opts(w, job_id, token, run_fields, NULL);
+}
+
+int rt_upload_job_begin_opts(struct rt_upload_worker *w, uint64_t job_id, const char *token,
+                             struct json_object *run_fields, const struct rt_upload_job_opts *opts)
+{
     const char *tok = token && *token ? token : w->default_token;
     pthread_mutex_lock(&w->mu);
     struct rt_upload_job *j = rt_upload_find_job(w, job_id);
@@ -116,7 +124,7 @@ int rt_upload_job_begin(struct rt_upload_worker *w, uint64_t job_id, const char 
             j->rows_fd = rt_spool_open_rows(j->dirfd, j->seg);
             rc = j->rows_fd < 0 ? j->rows_fd : 0;
             j->resumed_running = false;
-            j->next_cut_ms = rt_upload_now_ms() + w->interval_ms;
+            j->next_cut_ms = rt_upload_now_ms() + rt_upload_interval(w, j);
         }
         pthread_mutex_unlock(&w->mu);
         return rc;
@@ -136,6 +144,10 @@ int rt_upload_job_begin(struct rt_upload_worker *w, uint64_t job_id, const char 
     j = rt_upload_job_alloc(job_id);
     j->dirfd = dirfd;
     j->token = rt_xstrdup(tok);
+    if (opts && opts->api_url && *opts->api_url)
+        j->api_url = rt_xstrdup(opts->api_url);
+    if (opts)
+        j->interval_ms = opts->upload_interval_ms;
     j->run_fields = json_object_is_type(run_fields, json_type_object) ? NULL : json_object_new_object();
     if (!j->run_fields && json_object_deep_copy(run_fields, &j->run_fields, NULL) != 0)
         j->run_fields = json_object_new_object();
@@ -149,7 +161,7 @@ int rt_upload_job_begin(struct rt_upload_worker *w, uint64_t job_id, const char 
     }
     rt_upload_save_meta(w, j);
     pthread_mutex_lock(&w->mu);
-    j->next_cut_ms = rt_upload_now_ms() + w->interval_ms;
+    j->next_cut_ms = rt_upload_now_ms() + rt_upload_interval(w, j);
     j->next = w->jobs;
     w->jobs = j;
     pthread_cond_signal(&w->cond);

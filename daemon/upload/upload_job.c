@@ -79,6 +79,7 @@ void rt_upload_job_destroy(struct rt_upload_job *j)
         memset(j->token, 0, strlen(j->token));
         free(j->token);
     }
+    free(j->api_url);
     json_object_put(j->run_fields);
     free(j->run_id);
     free(j->uri_prefix);
@@ -155,6 +156,8 @@ char *rt_upload_job_meta(const struct rt_upload_job *j)
     json_object_object_add(o, "version", json_object_new_int(1));
     json_object_object_add(o, "job_id", json_object_new_uint64(j->id));
     json_object_object_add(o, "token", json_object_new_string(j->token));
+    json_object_object_add(o, "api_url", rt_json_string_or_null(j->api_url));
+    json_object_object_add(o, "interval_ms", json_object_new_uint64(j->interval_ms));
     json_object_object_add(o, "run_fields", json_object_get(j->run_fields));
     json_object_object_add(o, "run_id", rt_json_string_or_null(j->run_id));
     json_object_object_add(o, "upload_uri_prefix", rt_json_string_or_null(j->uri_prefix));
@@ -195,6 +198,9 @@ static int parse_meta(struct rt_upload_job *j, const char *text)
         return -1;
     }
     j->token = rt_xstrdup(token);
+    const char *url = rt_json_get_string(o, "api_url");
+    j->api_url = url ? rt_xstrdup(url) : NULL;
+    rt_json_get_u64(o, "interval_ms", &j->interval_ms);
     struct json_object *f = rt_json_get_object(o, "run_fields");
     j->run_fields = f ? json_object_get(f) : json_object_new_object();
     const char *run_id = rt_json_get_string(o, "run_id");

@@ -31,6 +31,8 @@ struct rt_upload_job {
     uint64_t next_cut_ms;        /* monotonic */
     bool write_failed;           /* a rows append failed (logged once) */
     char *token;
+    char *api_url;               /* NULL = the worker's */
+    uint64_t interval_ms;        /* 0 = the worker's */
     struct json_object *run_fields;
     /* run state */
     char *run_id, *uri_prefix;

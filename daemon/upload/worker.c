@@ -40,7 +40,7 @@ static void seal_rows(struct rt_upload_worker *w, struct rt_upload_job *j, uint6
 static void seal_segment(struct rt_upload_worker *w, struct rt_upload_job *j, bool final)
 {
     pthread_mutex_lock(&w->mu);
-    j->next_cut_ms = rt_upload_now_ms() + w->interval_ms;
+    j->next_cut_ms = rt_upload_now_ms() + rt_upload_interval(w, j);
     if (j->rows_fd < 0 || (j->seg_bytes == 0 && !final)) {
         pthread_mutex_unlock(&w->mu);
         return;
@@ -215,7 +215,7 @@ static struct rt_upload_job *due_job(struct rt_upload_worker *w, uint64_t now, u
                 wake = j->retry_at_ms;
         }
         if (j->rows_fd >= 0 && j->seg_bytes == 0 && j->next_cut_ms <= now)
-            j->next_cut_ms = now + w->interval_ms; /* nothing to cut: next interval */
+            j->next_cut_ms = now + rt_upload_interval(w, j); /* nothing to cut: next interval */
         if (j->rows_fd >= 0 && j->next_cut_ms < wake)
             wake = j->next_cut_ms;
     }

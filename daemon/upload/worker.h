@@ -32,6 +32,8 @@ struct rt_upload_worker {
     char *spool_dir, *api_url, *default_token, *s3_endpoint, *s3_region, *probe_url;
     uint64_t interval_ms, spool_max;
     unsigned backoff_base_ms, backoff_max_ms, refresh_margin_s, inline_after;
+    void (*complete_run_fields)(struct json_object *fields, void *ctx);
+    void *complete_ctx;
     int spool_fd;
     /* shared state */
     pthread_mutex_t mu;          /* jobs and every job field */
@@ -50,6 +52,16 @@ struct rt_upload_worker {
     struct region_cache regions[8];
     size_t n_regions;
 };
+
+static inline uint64_t rt_upload_interval(const struct rt_upload_worker *w, const struct rt_upload_job *j)
+{
+    return j->interval_ms ? j->interval_ms : w->interval_ms;
+}
+
+static inline const char *rt_upload_api_url(const struct rt_upload_worker *w, const struct rt_upload_job *j)
+{
+    return j->api_url ? j->api_url : w->api_url;
+}
 
 static inline uint64_t rt_upload_now_ms(void) { return rt_mono_ns() / 1000000; }
 static inline int64_t rt_upload_now_unix(void) { return (int64_t)(rt_real_ns() / RT_NSEC_PER_SEC); }

@@ -17,14 +17,20 @@
 bool rt_upload_start_run(struct rt_upload_worker *w, struct rt_upload_job *j)
 {
     pthread_mutex_lock(&w->mu);
-    unsigned dropped = 0;
-    struct json_object *body = rt_sentinel_runs_body(j->run_fields, &dropped);
+    struct json_object *fields = NULL;
+    if (json_object_deep_copy(j->run_fields, &fields, NULL) != 0)
+        fields = json_object_new_object();
     pthread_mutex_unlock(&w->mu);
+    if (w->complete_run_fields)
+        w->complete_run_fields(fields, w->complete_ctx);
+    unsigned dropped = 0;
+    struct json_object *body = rt_sentinel_runs_body(fields, &dropped);
+    json_object_put(fields);
     if (dropped)
         rt_notice("upload: job %llu: %u fields not in the API's schema left out of POST /runs",
                   (unsigned long long)j->id, dropped);
     struct rt_http_resp resp;
-    int rc = rt_sentinel_post(&w->http, w->api_url, "/runs", j->token, rt_json_plain(body), &resp);
+    int rc = rt_sentinel_post(&w->http, rt_upload_api_url(w, j), "/runs", j->token, rt_json_plain(body), &resp);
     json_object_put(body);
     struct rt_sentinel_run run;
     if (rc == 0 && rt_sentinel_parse_run(resp.body, &run) != 0) {
@@ -60,7 +66,7 @@ static bool fresh_credentials(struct rt_upload_worker *w, struct rt_upload_job *
         return true;
     char *path = rt_sentinel_run_path(j->run_id, "refresh-credentials");
     struct rt_http_resp resp;
-    int rc = rt_sentinel_post(&w->http, w->api_url, path, j->token, NULL, &resp);
+    int rc = rt_sentinel_post(&w->http, rt_upload_api_url(w, j), path, j->token, NULL, &resp);
     free(path);
     struct rt_s3_creds creds;
     if (rc == 0 && rt_sentinel_parse_refresh(resp.body, &creds) != 0) {
@@ -240,7 +246,7 @@ void rt_upload_finish_run(struct rt_upload_worker *w, struct rt_upload_job *j)
     }
     char *path = rt_sentinel_run_path(j->run_id, "finish");
     struct rt_http_resp resp;
-    int rc = rt_sentinel_post(&w->http, w->api_url, path, j->token, rt_json_plain(body), &resp);
+    int rc = rt_sentinel_post(&w->http, rt_upload_api_url(w, j), path, j->token, rt_json_plain(body), &resp);
     free(path);
     json_object_put(body);
     /* Only 200 is success (rust-port §4.5); 409 = already finished by an
