@@ -1,17 +1,26 @@
 #include "upload_events.h"
 
+#include "events.h"
 #include "log.h"
 
+#include <stdio.h>
+
+/* Journal records with the upload MESSAGE_IDs (daemon/events.h). */
 void rt_upload_on_failed(uint64_t job_id, const char *run_id, const char *what, const char *error)
 {
-    rt_warn("upload: job %llu (run %s): %s failed: %s; retrying with backoff", (unsigned long long)job_id,
-            run_id && *run_id ? run_id : "-", what, error);
+    char id[24];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)job_id);
+    struct rt_event_job j = {.id = id, .owner_uid = RT_EVENT_UID_UNKNOWN};
+    struct rt_upload_failure f = {.stage = what, .run_id = run_id, .error = error};
+    rt_event_upload_failed(&j, &f);
 }
 
 void rt_upload_on_recovered(uint64_t job_id, const char *run_id, unsigned failures)
 {
-    rt_notice("upload: job %llu (run %s): recovered after %u failed attempts", (unsigned long long)job_id,
-              run_id && *run_id ? run_id : "-", failures);
+    char id[24];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)job_id);
+    struct rt_event_job j = {.id = id, .owner_uid = RT_EVENT_UID_UNKNOWN};
+    rt_event_upload_recovered(&j, run_id, failures, 0);
 }
 
 void rt_upload_on_spool_full(uint64_t spool_bytes, uint64_t cap)
