@@ -6,6 +6,7 @@
 #include "log.h"
 #include "rt/util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <libconfig.h>
 #include <math.h>
@@ -32,6 +33,7 @@ enum kind {
     K_GROUP,         /* group name or "" */
     K_URL,           /* http(s) URL or "" */
     K_CREDENTIAL,    /* systemd credential name */
+    K_REGION,        /* S3 region name ("us-east-1") or "" */
     K_LOGLEVEL,      /* syslog level name, stored as int */
     K_BOOL,
 };
@@ -78,6 +80,8 @@ static const struct key keys[] = {
      false},
     {IN("upload", "spool_max_size"), K_BYTES_U64, RT_CFG_SPOOL_MAX_BYTES, F(spool_max_bytes), MIB, TIB,
      false},
+    {IN("upload", "s3_endpoint"), K_URL, RT_CFG_S3_ENDPOINT, F(s3_endpoint), 0, 0, false},
+    {IN("upload", "s3_region"), K_REGION, RT_CFG_S3_REGION, F(s3_region), 0, 0, false},
     /* command line only */
     {TOP("proc_root"), K_PATH, RT_CFG_PROC_ROOT, F(proc_root), 0, 0, true},
     {TOP("sys_root"), K_PATH, RT_CFG_SYS_ROOT, F(sys_root), 0, 0, true},
@@ -417,6 +421,14 @@ static int parse_string(const struct key *k, const struct raw *r, char *why, siz
             return -1;
         }
         break;
+    case K_REGION:
+        for (const char *p = s; *p; p++) {
+            if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p) && *p != '-') {
+                snprintf(why, whylen, "\"%s\" is not a region name (like us-east-1)", s);
+                return -1;
+            }
+        }
+        break;
     default:
         break;
     }
@@ -689,7 +701,7 @@ uint32_t rt_config_diff(const struct rt_config *a, const struct rt_config *b)
         bool same;
         if (k->kind == K_SECS_DOUBLE)
             same = *(const double *)(const void *)pa == *(const double *)(const void *)pb;
-        else if (k->kind >= K_SOCKET && k->kind <= K_CREDENTIAL)
+        else if (k->kind >= K_SOCKET && k->kind <= K_REGION)
             same = strcmp(pa, pb) == 0; /* bytes after the NUL do not count */
         else
             same = memcmp(pa, pb, k->size) == 0;

@@ -74,6 +74,8 @@ enum {
     RT_CFG_SYS_ROOT = 1u << 16,
     RT_CFG_USER_MODE = 1u << 17,
     RT_CFG_EXIT_ON_IDLE = 1u << 18,
+    RT_CFG_S3_ENDPOINT = 1u << 19,
+    RT_CFG_S3_REGION = 1u << 20,
 };
 /* Settings a running daemon cannot change on SIGHUP: where it listens,
  * where its state lives, what it reads and how it runs. */

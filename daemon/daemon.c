@@ -1,7 +1,11 @@
 #include "daemon.h"
 
+#include "credential.h"
+#include "events.h"
 #include "listen.h"
 #include "log.h"
+#include "notify.h"
+#include "options.h"
 #include "rt/json.h"
 #include "rt/paths.h"
 #include "rt/sample.h"
@@ -118,18 +122,11 @@ static void complete_run_fields(struct json_object *fields, void *ctx)
  * (a private daemon inherits its starter's). NULL when there is none. */
 static char *default_token(const struct rt_config *c)
 {
-    const char *dir = getenv("CREDENTIALS_DIRECTORY");
-    if (dir && c->token_credential[0]) {
-        char path[PATH_MAX], buf[4096];
-        snprintf(path, sizeof(path), "%s/%s", dir, c->token_credential);
-        ssize_t n = rt_read_file_at(AT_FDCWD, path, buf, sizeof(buf));
-        if (n > 0) {
-            char *t = rt_xstrdup(rt_trim(buf));
-            explicit_bzero(buf, sizeof(buf));
-            if (*t)
-                return t;
-            free(t);
-        }
+    char buf[4096];
+    if (c->token_credential[0] && rt_credential_read(c->token_credential, buf, sizeof(buf)) > 0) {
+        char *t = rt_xstrdup(buf);
+        explicit_bzero(buf, sizeof(buf));
+        return t;
     }
     const char *env = getenv("SENTINEL_API_TOKEN");
     return env && *env ? rt_xstrdup(env) : NULL;
@@ -209,6 +206,113 @@ static bool idle(struct rt_daemon *d)
     return !running;
 }
 
+static struct rt_watchdog watchdog;
+
+static unsigned running_jobs(struct rt_daemon *d)
+{
+    unsigned n = 0;
+    rt_jobs_lock(&d->jobs);
+    for (size_t i = 0; i < d->jobs.n; i++)
+        n += d->jobs.v[i]->state == RT_JOB_RUNNING;
+    rt_jobs_unlock(&d->jobs);
+    return n;
+}
+
+static void send_status(struct rt_daemon *d)
+{
+    struct rt_notify_status st = {.jobs_running = running_jobs(d),
+                                  .gpus_nvidia = rt_sampler_gpu_count(d->sampler)};
+    rt_notify_status(&st);
+}
+
+static void command_line(const struct rt_job *j, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    struct json_object *cmd = rt_json_get_array(j->metadata, "command");
+    size_t len = 0;
+    for (size_t i = 0; cmd && i < json_object_array_length(cmd) && len + 1 < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " " : "",
+                                json_object_get_string(json_object_array_get_idx(cmd, i)));
+}
+
+/* Journal records of jobs that started or ended, from the sampler's outbox. */
+static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
+{
+    for (const struct rt_sevt *e = list; e; e = e->next) {
+        bool started = e->type == RT_SEVT_REQ_DONE && e->req->type == RT_SREQ_START && e->req->result == 0;
+        if (!started && e->type != RT_SEVT_JOB_ENDED)
+            continue;
+        rt_jobs_lock(&d->jobs);
+        struct rt_job *j = rt_jobs_find(&d->jobs, started ? e->req->job_id : e->job_id);
+        if (j) {
+            char id[24], cmd[1024];
+            snprintf(id, sizeof(id), "%" PRIu64, j->id);
+            command_line(j, cmd, sizeof(cmd));
+            struct rt_event_job ej = {.id = id, .name = j->name, .owner_uid = j->owner_uid,
+                                      .root_pid = j->pid, .command = cmd};
+            if (started) {
+                rt_event_job_started(&ej);
+            } else {
+                const struct rt_job_summary *s = &j->summary;
+                struct rt_job_totals t = {
+                    .state = rt_job_state_name(j->state),
+                    .exit_status = j->has_exit ? j->exit_code : -1,
+                    .duration_usec = (uint64_t)(rt_job_duration(j, j->ended_at) * 1e6),
+                    .cpu_usage_nsec = (uint64_t)(s->cpu_secs * 1e9),
+                    .memory_peak_bytes = s->peak_pss_bytes ? s->peak_pss_bytes : s->peak_rss_bytes,
+                    .io_read_bytes = s->disk_read_bytes,
+                    .io_write_bytes = s->disk_write_bytes,
+                    .processes_max = s->peak_children + 1,
+                    .samples = s->samples,
+                    .gpus_used = s->gpus ? (unsigned)json_object_array_length(s->gpus) : 0,
+                    .gpu_energy_j = s->has_gpu_energy ? s->gpu_energy_joules : -1,
+                    .gpu_mem_peak_bytes = s->gpu_peak_vram_bytes,
+                    .gpu_utilization_avg = s->has_gpu ? s->gpu_avg_usage * 100.0 : -1,
+                };
+                rt_event_job_finished(&ej, &t);
+            }
+        }
+        rt_jobs_unlock(&d->jobs);
+    }
+}
+
+/* SIGHUP: re-read the file; a bad one keeps the running configuration. */
+static void reload(struct rt_daemon *d)
+{
+    rt_notify_reloading();
+    const char *path = d->config_path[0] ? d->config_path : RT_DEFAULT_CONFIG_FILE;
+    struct rt_daemon next = {.overrides = d->overrides};
+    rt_strlcpy(next.config_path, d->config_path, sizeof(next.config_path));
+    char err[1024];
+    if (rt_options_config(&next, err, sizeof(err)) < 0) {
+        rt_event_config_rejected(path, err);
+        rt_notify_ready();
+        return;
+    }
+    uint32_t changed = rt_config_diff(&d->cfg, &next.cfg);
+    /* What the running daemon can adopt; the rest waits for a restart. */
+    uint32_t live = RT_CFG_LOG_LEVEL | RT_CFG_ADMIN_GROUP | RT_CFG_RETENTION_MAX_AGE |
+                    RT_CFG_RETENTION_MAX_BYTES | RT_CFG_MAX_CONNECTIONS | RT_CFG_MAX_CONNECTIONS_PER_UID |
+                    RT_CFG_MAX_JOBS_PER_UID | RT_CFG_MAX_MESSAGE_BYTES;
+    struct rt_config *c = &d->cfg, *n = &next.cfg;
+    c->log_level = n->log_level;
+    rt_log_set_level(c->log_level);
+    rt_strlcpy(c->admin_group, n->admin_group, sizeof(c->admin_group));
+    c->retention_max_age_secs = n->retention_max_age_secs;
+    c->retention_max_bytes = n->retention_max_bytes;
+    c->max_connections = n->max_connections;
+    c->max_connections_per_uid = n->max_connections_per_uid;
+    c->max_jobs_per_uid = n->max_jobs_per_uid;
+    c->max_message_bytes = n->max_message_bytes;
+    resolve_admin_group(d);
+    rt_sampler_set_retention(d->sampler, c->retention_max_age_secs, c->retention_max_bytes);
+    for (uint32_t bit = 1; bit; bit <<= 1)
+        if ((changed & bit) && !(live & bit))
+            rt_notice("configuration: %s changes at the next restart", rt_config_key_name(bit));
+    rt_event_config_reloaded(path, changed);
+    rt_notify_ready();
+}
+
 static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
 {
     uint64_t idle_since = 0;
@@ -227,18 +331,25 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
                 struct signalfd_siginfo si;
                 while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
                     if (si.ssi_signo == SIGHUP) {
-                        rt_info("SIGHUP: nothing to reload without a configuration file");
+                        reload(d);
                     } else {
                         rt_info("received %s, shutting down", strsignal((int)si.ssi_signo));
+                        snprintf(d->stop_reason, sizeof(d->stop_reason), "%s", sigabbrev_np((int)si.ssi_signo));
                         d->quit = true;
                     }
                 }
             } else if (tag == &tag_sampler) {
-                rt_server_sampler_events(d->server, rt_sampler_take(d->sampler));
+                struct rt_sevt *list = rt_sampler_take(d->sampler);
+                job_events(d, list);
+                rt_server_sampler_events(d->server, list);
             } else if (tag == &tag_timer) {
                 uint64_t exp;
                 if (read(tfd, &exp, sizeof(exp)) < 0 && errno != EAGAIN)
                     rt_debug("timerfd: %s", strerror(errno));
+                /* The watchdog is fed only while the sampler keeps ticking. */
+                rt_watchdog_check(&watchdog, rt_mono_ns(), rt_sampler_heartbeat(d->sampler),
+                                  (uint64_t)(d->cfg.interval_secs * 1e9));
+                send_status(d);
                 if (d->cfg.exit_on_idle_secs) {
                     uint64_t now = rt_mono_ns();
                     if (!idle(d)) {
@@ -247,6 +358,7 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
                         idle_since = now;
                     } else if (now - idle_since >= d->cfg.exit_on_idle_secs * RT_NSEC_PER_SEC) {
                         rt_info("idle for %u s, exiting", d->cfg.exit_on_idle_secs);
+                        rt_strlcpy(d->stop_reason, "idle", sizeof(d->stop_reason));
                         d->quit = true;
                     }
                 }
@@ -296,6 +408,8 @@ int rt_daemon_run(struct rt_daemon *d)
     signal(SIGPIPE, SIG_IGN);
     sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 
+    d->listen_fd = rt_listen_fd_from_systemd(d->cfg.socket_path);
+    d->socket_activated = d->listen_fd >= 0;
     if (open_socket(d) < 0)
         goto out;
     own_socket = !d->socket_activated;
@@ -331,9 +445,18 @@ int rt_daemon_run(struct rt_daemon *d)
     epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &ev);
     d->server = rt_server_new(d, d->listen_fd, epfd);
 
-    rt_info("resource-trackerd %s listening on %s (interval %.3g s%s)", RT_VERSION, d->cfg.socket_path,
-            d->cfg.interval_secs, d->cfg.user_mode ? ", user mode" : "");
+    rt_event_daemon_started(&(struct rt_event_daemon){
+        .version = RT_VERSION, .interval_secs = d->cfg.interval_secs, .socket_path = d->cfg.socket_path,
+        .socket_activated = d->socket_activated, .state_dir = d->cfg.state_dir,
+        .jobs_restored = running_jobs(d), .gpus = rt_sampler_gpu_count(d->sampler)});
+    rt_watchdog_init(&watchdog);
+    /* STATUS first, so `systemctl show` has it as soon as we are ready. */
+    send_status(d);
+    rt_notify_ready();
     rc = event_loop(d, epfd, sfd, tfd);
+    rt_notify_stopping("Stopping: flushing samples and uploads");
+    rt_event_daemon_stopped(d->stop_reason[0] ? d->stop_reason : "signal",
+                            (rt_mono_ns() - d->start_mono_ns) / 1000);
 
 out:
     rt_server_free(d->server);

@@ -19,6 +19,7 @@ struct rt_upload_worker;
 struct rt_daemon {
     struct rt_config cfg;
     char config_path[PATH_MAX];     /* "" when none */
+    struct rt_config_overrides overrides; /* command-line flags, re-applied on reload */
     struct rt_roots roots;
     struct rt_store store;
     struct rt_jobs jobs;
@@ -35,6 +36,7 @@ struct rt_daemon {
     int listen_fd;
     bool socket_activated;
     volatile bool quit;
+    char stop_reason[32];
 };
 
 /* Run until SIGTERM/SIGINT (or idle exit). Returns the process exit code. */

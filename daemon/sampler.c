@@ -45,6 +45,7 @@ struct rt_sampler {
     atomic_bool stop;
     _Atomic uint64_t heartbeat;
     atomic_uint ngpus;
+    _Atomic uint64_t retention_age, retention_bytes;
 
     /* sampler thread only */
     struct rt_host_sampler *host;
@@ -570,6 +571,7 @@ static void drain_requests(struct rt_sampler *s)
 static void retention(struct rt_sampler *s)
 {
     double now = (double)rt_real_ns() / 1e9;
+    uint64_t max_age = atomic_load(&s->retention_age), max_bytes = atomic_load(&s->retention_bytes);
     uint64_t *doomed = NULL;
     size_t ndoomed = 0;
     rt_jobs_lock(s->jobs);
@@ -580,9 +582,8 @@ static void retention(struct rt_sampler *s)
     for (size_t i = 0; i < s->jobs->n;) {
         struct rt_job *j = s->jobs->v[i];
         bool ended = j->state != RT_JOB_RUNNING;
-        bool too_old = ended && s->o.retention_max_age_secs &&
-                       now - j->ended_at > (double)s->o.retention_max_age_secs;
-        bool too_big = ended && s->o.retention_max_bytes && total > s->o.retention_max_bytes;
+        bool too_old = ended && max_age && now - j->ended_at > (double)max_age;
+        bool too_big = ended && max_bytes && total > max_bytes;
         if (!too_old && !too_big) {
             i++;
             continue;
@@ -718,6 +719,7 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
     epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->timer_fd, &ev);
     rt_proc_cache_init(&s->cache, o->roots->proc_fd);
     rt_sample_init(&s->sample);
+    rt_sampler_set_retention(s, o->retention_max_age_secs, o->retention_max_bytes);
     s->host = rt_host_sampler_new(o->roots, o->interval_secs);
     struct rt_gpu_options go = {.poll_interval_secs = o->interval_secs,
                                 .nvml_library = o->nvml_library,
@@ -725,6 +727,12 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
                                 .disable_amd = o->disable_gpu};
     s->gpu = rt_gpu_collector_new(o->roots, &go);
     return s;
+}
+
+void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint64_t max_bytes)
+{
+    atomic_store(&s->retention_age, max_age_secs);
+    atomic_store(&s->retention_bytes, max_bytes);
 }
 
 void rt_sampler_set_upload(struct rt_sampler *s, struct rt_upload_worker *w)

@@ -72,6 +72,8 @@ void rt_sreq_free(struct rt_sreq *q);
 
 struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_jobs *jobs,
                                   struct rt_store *store);
+/* Retention limits; may change while running (SIGHUP). */
+void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint64_t max_bytes);
 /* Before rt_sampler_start: where job rows go for upload (NULL = nowhere). */
 void rt_sampler_set_upload(struct rt_sampler *s, struct rt_upload_worker *w);
 /* Takes the baseline and the first host sample before returning, so callers
