@@ -13,6 +13,7 @@
 enum {
     OPT_CONFIG = 1000, OPT_CHECK, OPT_USER, OPT_SOCKET, OPT_STATE, OPT_PROC, OPT_SYS,
     OPT_INTERVAL, OPT_LOG_LEVEL, OPT_LOG_TARGET, OPT_IDLE, OPT_ADMIN_GROUP, OPT_VERSION,
+    OPT_RET_AGE, OPT_RET_BYTES,
 };
 
 void rt_options_usage(FILE *f)
@@ -32,6 +33,11 @@ void rt_options_usage(FILE *f)
             "  --interval SECS      sampling interval (default 1)\n"
             "  --admin-group NAME   members may act on every job (default resource-tracker)\n"
             "  --exit-on-idle SECS  exit after SECS without clients and running jobs\n"
+            "  --retention-max-age SECS\n"
+            "                       remove ended jobs older than SECS (default 30 days, 0 = never)\n"
+            "  --retention-max-bytes BYTES\n"
+            "                       remove the oldest ended jobs while samples take more than\n"
+            "                       BYTES (default 1 GiB, 0 = no limit)\n"
             "  --log-level LEVEL    err, warning, notice, info or debug (default info)\n"
             "  --log-target TARGET  auto, stderr or journal (default auto)\n"
             "  -h, --help           show this help\n"
@@ -59,6 +65,8 @@ int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_optio
         {"log-target", required_argument, NULL, OPT_LOG_TARGET},
         {"exit-on-idle", required_argument, NULL, OPT_IDLE},
         {"admin-group", required_argument, NULL, OPT_ADMIN_GROUP},
+        {"retention-max-age", required_argument, NULL, OPT_RET_AGE},
+        {"retention-max-bytes", required_argument, NULL, OPT_RET_BYTES},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -106,6 +114,14 @@ int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_optio
             break;
         }
         case OPT_ADMIN_GROUP: rt_strlcpy(c->admin_group, optarg, sizeof(c->admin_group)); break;
+        case OPT_RET_AGE:
+            if (!rt_parse_u64(optarg, &c->retention_max_age_secs))
+                return bad("--retention-max-age (seconds)", optarg);
+            break;
+        case OPT_RET_BYTES:
+            if (!rt_parse_u64(optarg, &c->retention_max_bytes))
+                return bad("--retention-max-bytes (bytes)", optarg);
+            break;
         case 'h': o->help = true; break;
         case OPT_VERSION: o->version = true; break;
         default:
