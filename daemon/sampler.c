@@ -435,12 +435,18 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
             rt_info("job %" PRIu64 " resumed (pid %d)", j->id, (int)j->pid);
             break;
         }
+        /* It ended while we were away: the last sample written is the last
+         * time it was seen alive (its samples file is not open here). */
+        double last_seen = j->started_at;
+        struct stat st;
+        int fd = rt_store_read_samples(s->store, j->id);
+        if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0)
+            last_seen = (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9;
+        if (fd >= 0)
+            close(fd);
         rt_jobs_lock(s->jobs);
         j->state = RT_JOB_LOST;
-        struct stat st;
-        j->ended_at = j->samples_fd >= 0 && fstat(j->samples_fd, &st) == 0
-                          ? (double)st.st_mtim.tv_sec
-                          : (double)rt_real_ns() / 1e9;
+        j->ended_at = last_seen;
         rt_jobs_unlock(s->jobs);
         save_record(s, j);
         rt_notice("job %" PRIu64 " lost: its process ended while the daemon was not running", j->id);
