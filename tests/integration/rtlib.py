@@ -228,6 +228,18 @@ def starttime(pid):
         return int(f.read().rsplit(")", 1)[1].split()[19])
 
 
+def job_samples(daemon, job_id, page=1000, fmt="json"):
+    """Every sample of a job, fetched page by page (small pages exercise offsets);
+    for fmt="csv", the CSV text (one header)."""
+    out, offset = [], 0
+    while True:
+        r = daemon.call("GetJobSamples", {"id": job_id, "offset": offset, "limit": page, "format": fmt})
+        out += r["samples"] if fmt == "json" else [r["csv"]]
+        if r["next_offset"] == offset:
+            return out if fmt == "json" else "".join(out)
+        offset = r["next_offset"]
+
+
 def read_json_lines(text):
     return [json.loads(ln) for ln in text.splitlines() if ln.strip()]
 

@@ -14,22 +14,12 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import IFACE, TOOLS, DaemonTest, VarlinkError, run_ctl, starttime, wait_for  # noqa: E402
+from rtlib import (IFACE, TOOLS, DaemonTest, VarlinkError, job_samples, run_ctl, starttime,  # noqa: E402
+                   wait_for)
 
 WORKLOAD = os.path.join(TOOLS, "rt_workload")
 TOLERANCE = 0.03      # relative, the requirement
 SLACK_SECS = 0.03     # absolute floor for small totals: a few clock ticks
-
-
-def all_samples(d, job_id, page=7):
-    """Every sample, fetched in small pages to exercise offsets."""
-    out, offset = [], 0
-    while True:
-        r = d.call("GetJobSamples", {"id": job_id, "offset": offset, "limit": page})
-        out += r["samples"]
-        if r["next_offset"] == offset:
-            return out
-        offset = r["next_offset"]
 
 
 class Accuracy(DaemonTest):
@@ -49,7 +39,7 @@ class Accuracy(DaemonTest):
         job = self.d.call("GetJob", {"name": name})["job"]
         self.assertEqual(job["pid"], truth["pid"])
         self.assertEqual((job["state"], job["exit_code"]), ("finished", 0))
-        samples = all_samples(self.d, job["id"])
+        samples = job_samples(self.d, job["id"], page=7)
         self.assertEqual(len(samples), job["summary"]["samples"])
         return truth, job, samples
 
