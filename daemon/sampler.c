@@ -435,6 +435,11 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
             rt_info("job %" PRIu64 " resumed (pid %d)", j->id, (int)j->pid);
             break;
         }
+        /* A pidfd opened on a stranger that took the PID pins nothing of ours. */
+        if (j->pidfd >= 0) {
+            close(j->pidfd);
+            j->pidfd = -1;
+        }
         /* It ended while we were away: the last sample written is the last
          * time it was seen alive (its samples file is not open here). */
         double last_seen = j->started_at;
