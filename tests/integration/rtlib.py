@@ -240,6 +240,39 @@ def job_samples(daemon, job_id, page=1000, fmt="json"):
         offset = r["next_offset"]
 
 
+def _first_child(ppid):
+    try:
+        with open("/proc/%d/task/%d/children" % (ppid, ppid)) as f:
+            kids = f.read().split()
+        return int(kids[0]) if kids else None
+    except OSError:
+        return None
+
+
+def _kill_quietly(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def spawn_at(test, pid, *cmd):
+    """cmd as a process with exactly this PID (rt_workload --spawn-at: clone3
+    with set_tid), killed when test ends; skips test when the PID stays taken."""
+    tool = os.path.join(TOOLS, "rt_workload")
+    for _ in range(50):
+        p = subprocess.Popen([tool, "--spawn-at", str(pid), "--"] + list(cmd))
+        wait_for(lambda: _first_child(p.pid) or p.poll() is not None, timeout=10, what="spawn-at")
+        if _first_child(p.pid) == pid:
+            test.addCleanup(lambda: (_kill_quietly(pid), p.wait()))
+            return p
+        p.wait()
+        if p.returncode != 75:  # 75: the PID was taken; anything else is a real failure
+            raise AssertionError("spawn-at %d failed: %s" % (pid, p.returncode))
+        time.sleep(0.05)
+    test.skipTest("PID %d stayed taken" % pid)
+
+
 def read_json_lines(text):
     return [json.loads(ln) for ln in text.splitlines() if ln.strip()]
 

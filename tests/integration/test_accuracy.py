@@ -14,8 +14,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (IFACE, TOOLS, DaemonTest, VarlinkError, job_samples, run_ctl, starttime,  # noqa: E402
-                   wait_for)
+from rtlib import (IFACE, TOOLS, DaemonTest, VarlinkError, job_samples, run_ctl, spawn_at,  # noqa: E402
+                   starttime, wait_for)
 
 WORKLOAD = os.path.join(TOOLS, "rt_workload")
 TOLERANCE = 0.03      # relative, the requirement
@@ -98,42 +98,12 @@ class Accuracy(DaemonTest):
 class PidReuse(DaemonTest):
     interval = 0.2
 
-    def spawn_at(self, pid, *cmd):
-        """cmd as a process with exactly this PID (via rt_workload --spawn-at)."""
-        for _ in range(50):
-            p = subprocess.Popen([WORKLOAD, "--spawn-at", str(pid), "--"] + list(cmd))
-            wait_for(lambda: self.child_of(p.pid) or p.poll() is not None, timeout=10, what="spawn-at")
-            if self.child_of(p.pid) == pid:
-                self.addCleanup(lambda: (self.kill(pid), p.wait()))
-                return p
-            p.wait()
-            if p.returncode != 75:  # 75: the PID was taken; anything else is a real failure
-                raise AssertionError("spawn-at %d failed: %s" % (pid, p.returncode))
-            time.sleep(0.05)
-        self.skipTest("PID %d stayed taken" % pid)
-
-    @staticmethod
-    def child_of(ppid):
-        try:
-            with open("/proc/%d/task/%d/children" % (ppid, ppid)) as f:
-                kids = f.read().split()
-            return int(kids[0]) if kids else None
-        except OSError:
-            return None
-
-    @staticmethod
-    def kill(pid):
-        try:
-            os.kill(pid, 9)
-        except ProcessLookupError:
-            pass
-
     def test_stale_start_time_is_refused(self):
         p = subprocess.Popen(["sleep", "30"])
         pid, old = p.pid, starttime(p.pid)
         p.kill()
         p.wait()
-        self.spawn_at(pid, "sleep", "30")
+        spawn_at(self, pid, "sleep", "30")
         self.assertNotEqual(starttime(pid), old)
         with self.assertRaises(VarlinkError) as e:
             self.d.call("StartJob", {"pid": pid, "start_time": old})
@@ -154,7 +124,7 @@ class PidReuse(DaemonTest):
         # A stranger at the same PID burning CPU.
         out = os.path.join(tempfile.mkdtemp(prefix="rt-acc-"), "s.json")
         self.addCleanup(lambda: subprocess.run(["rm", "-rf", os.path.dirname(out)]))
-        self.spawn_at(p.pid, WORKLOAD, "--start-burn", "300", "--sleep-ms", "5000", "--out", out)
+        spawn_at(self, p.pid, WORKLOAD, "--start-burn", "300", "--sleep-ms", "5000", "--out", out)
         time.sleep(1.0)  # five ticks in which a sloppy tracker would pick it up
         again = self.d.call("GetJob", {"id": job["id"]})["job"]
         self.assertEqual(again["state"], ended["state"])

@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (DAEMON, Daemon, job_samples, starttime, wait_for)  # noqa: E402
+from rtlib import (DAEMON, TOOLS, Daemon, job_samples, spawn_at, starttime, wait_for)  # noqa: E402
 
 CKPT = 256  # RT_JOB_CKPT: one byte offset kept per this many samples
 
@@ -124,12 +124,54 @@ class KillAndRestart(StateDirTest):
         s2 = self.job(d2, j_surv)["summary"]
         self.assertGreaterEqual(s2["samples"], n + 6)
         self.assertGreaterEqual(s2["cpu_secs"], before[j_surv]["summary"]["cpu_secs"])
+        # Ids go on from the highest one handed out.
+        fresh = self.proc("sleep", "60")
+        j_new = d2.call("StartJob", {"pid": fresh.pid})["job"]["id"]
+        self.assertGreater(j_new, max(ids))
+        d2.call("StopJob", {"id": j_new})
         survivor.kill()
         wait_for(lambda: self.job(d2, j_surv)["state"] != "running", what="the survivor to end")
         final = self.job(d2, j_surv)
         self.assertEqual(final["summary"]["samples"], len(job_samples(d2, j_surv)))
         self.assertEqual(len([ln for ln in self.file_lines(j_surv) if ln]), final["summary"]["samples"])
         d2.stop()
+
+    def test_reused_pid_is_not_resumed(self):
+        d1 = self.daemon()
+        p = self.proc("sleep", "60")
+        job = d1.call("StartJob", {"pid": p.pid, "start_time": starttime(p.pid)})["job"]["id"]
+        self.wait_samples(d1, job, 2)
+        self.kill9(d1)
+        n = self.job_lines(job)
+        p.kill()
+        p.wait()
+        # A stranger takes the PID while no daemon runs, and burns CPU.
+        out = os.path.join(self.tmp, "stranger.json")
+        spawn_at(self, p.pid, os.path.join(TOOLS, "rt_workload"), "--start-burn", "300", "--sleep-ms", "5000",
+                 "--out", out)
+        d2 = self.daemon()
+        wait_for(lambda: self.job(d2, job)["state"] != "running", what="the job to be marked lost")
+        lost = self.job(d2, job)
+        self.assertEqual(lost["state"], "lost")
+        time.sleep(5 * self.interval)
+        self.assertEqual(self.job(d2, job)["summary"], lost["summary"])
+        self.assertEqual(self.job_lines(job), n)
+        self.assertEqual(self.pidfds(d2), 0, "no pidfd kept for a lost job")
+        d2.stop()
+
+    def job_lines(self, job_id):
+        return len([ln for ln in self.file_lines(job_id) if ln])
+
+    @staticmethod
+    def pidfds(d):
+        fds = os.path.join("/proc", str(d.proc.pid), "fd")
+        n = 0
+        for fd in os.listdir(fds):
+            try:
+                n += os.readlink(os.path.join(fds, fd)) == "anon_inode:[pidfd]"
+            except OSError:
+                pass
+        return n
 
     def test_torn_last_line_is_dropped(self):
         d1 = self.daemon()
