@@ -245,6 +245,14 @@ class Authorization(unittest.TestCase):
         rc, _, err = self.ctl(self.e, "start", "--pid", str(pe.pid))
         self.assertEqual(rc, 1, err)
         self.assertIn("jobs_per_user", err)
+        # run at the limit: refused, and the command never runs.
+        tmp = tempfile.mkdtemp(prefix="rt-auth-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", tmp]))
+        os.chown(tmp, self.uid[self.e], -1)
+        ran = os.path.join(tmp, "ran")
+        rc, _, err = self.ctl(self.e, "run", "--", "touch", ran)
+        self.assertEqual(rc, 1, err)
+        self.assertFalse(os.path.exists(ran), "the command ran although no job could be registered")
         # Other users and root are not affected.
         pa = self.sleeper(self.a)
         [r] = call_as(self.a, self.d.socket, "StartJob", {"pid": pa.pid})

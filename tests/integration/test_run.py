@@ -206,6 +206,28 @@ class Run(DaemonTest):
             self.assertEqual(rc, 2, "%s: %s" % (args, err))
             self.assertTrue(err, args)
 
+    def test_command_survives_the_daemon(self):
+        # The daemon dies under a running command: the command goes on, and
+        # run still exits with its status.
+        d = Daemon(interval=0.2).start()
+        self.addCleanup(d.cleanup)
+        flag, started = self.path("go"), self.path("started")
+        e = dict(os.environ, RESOURCE_TRACKER_SOCKET=d.socket)
+        script = "touch %s; while [ ! -e %s ]; do sleep 0.05; done; exit 6" % (started, flag)
+        p = subprocess.Popen([CTL, "run", "--", "sh", "-c", script], env=e, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        self.addCleanup(lambda: (p.poll() is None and p.kill(), p.communicate()))
+        wait_for(lambda: os.path.exists(started), what="the command to run")
+        wait_for(lambda: d.call("ListJobs")["jobs"][0]["summary"]["samples"] >= 1, what="a sample")
+        d.kill9()
+        d.check_log_clean()
+        time.sleep(0.3)
+        self.assertIsNone(p.poll(), "run must not end with the daemon")
+        open(flag, "w").close()
+        _, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 6, err)
+        self.assertIn(b"lost the sample stream", err)
+
     def test_idle_exit(self):
         d = Daemon(interval=0.2, args=["--exit-on-idle", "1"]).start()
         self.addCleanup(d.cleanup)
