@@ -57,6 +57,7 @@ struct rt_sampler_opts {
     const char *stall_file;      /* test hook: stall ticks while this file exists */
     uint64_t retention_max_age_secs;
     uint64_t retention_max_bytes;
+    size_t backlog_max_bytes;    /* unwritten samples kept per job on a full disk; 0 = 16 MiB */
 };
 
 struct rt_sampler;
