@@ -314,15 +314,7 @@ class Disk(StateDirTest):
         job = d.call("StartJob", {"pid": p.pid, "name": "full"})["job"]["id"]
         self.wait_samples(d, job, 3)
         # Fill the file system to the last byte.
-        filler = os.path.join(mnt, "filler")
-        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-        for chunk in (1 << 16, 4096, 1):
-            try:
-                while True:
-                    os.write(fd, b"\0" * chunk)
-            except OSError:
-                pass
-        os.close(fd)
+        filler = self.fill(mnt)
         wait_for(lambda: "cannot write samples: No space left on device" in d.read_log(), timeout=30,
                  what="the daemon to notice the full disk")
         n_full = self.job(d, job)["summary"]["samples"]
@@ -345,6 +337,46 @@ class Disk(StateDirTest):
         self.assertEqual(stamps, sorted(stamps))
         lines = [ln for ln in self.file_lines(job) if ln]
         self.assertEqual([json.loads(ln) for ln in lines], samples)
+        d.stop()
+
+    def fill(self, mnt):
+        """Fill the file system to the last byte; returns the filler's path."""
+        filler = os.path.join(mnt, "filler")
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+        for chunk in (1 << 16, 4096, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * chunk)
+            except OSError:
+                pass
+        os.close(fd)
+        return filler
+
+    def test_full_backlog_keeps_index_and_file_in_step(self):
+        mnt = os.path.join(self.tmp, "mnt")
+        mount_tmpfs(mnt, "2m")
+        self.addCleanup(umount, mnt)
+        self.state = os.path.join(mnt, "state")
+        d = self.daemon(env={"RESOURCE_TRACKERD_TEST_BACKLOG_BYTES": "16384"})  # about six samples
+        p = self.proc("sleep", "60")
+        job = d.call("StartJob", {"pid": p.pid, "name": "backlog"})["job"]["id"]
+        self.wait_samples(d, job, 3)
+        filler = self.fill(mnt)
+        wait_for(lambda: "new samples are not kept" in d.read_log(), timeout=30, what="the backlog limit")
+        held = self.job(d, job)["summary"]["samples"]
+        time.sleep(5 * self.interval)
+        self.assertEqual(self.job(d, job)["summary"]["samples"], held, "samples not kept are not counted")
+        self.assertEqual(d.read_log().count("new samples are not kept"), 1)
+        os.unlink(filler)
+        wait_for(lambda: "samples are written again" in d.read_log(), timeout=30, what="recovery")
+        self.wait_samples(d, job, held + 3)
+        d.call("StopJob", {"id": job})
+        final = self.job(d, job)
+        samples = job_samples(d, job, page=4)
+        self.assertEqual(len(samples), final["summary"]["samples"])
+        self.assertEqual([json.loads(ln) for ln in self.file_lines(job) if ln], samples)
+        stamps = [s["timestamp_secs"] for s in samples]
+        self.assertEqual(stamps, sorted(stamps))
         d.stop()
 
     def test_unwritable_state_dir_fails_at_start(self):
