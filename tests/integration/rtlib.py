@@ -386,9 +386,10 @@ def spawn_as(user, cmd, **kw):
     return subprocess.Popen(setpriv(user) + list(cmd), **kw)
 
 
-def call_as(user, sock, method, params=None, calls=None):
+def call_as(user, sock, method, params=None, calls=None, extra_groups=()):
     """Varlink calls over one connection from a process of user (with its
-    groups). Returns a list of ("ok", params) or ("error", name, params)."""
+    groups, plus extra_groups: any gids, they need not exist). Returns a list
+    of ("ok", params) or ("error", name, params)."""
     import pwd
     pw = pwd.getpwnam(user)
     todo = calls if calls is not None else [(method, params)]
@@ -397,7 +398,7 @@ def call_as(user, sock, method, params=None, calls=None):
     if pid == 0:
         try:
             os.close(r)
-            os.setgroups(os.getgrouplist(user, pw.pw_gid))
+            os.setgroups(list(extra_groups) + os.getgrouplist(user, pw.pw_gid))
             os.setresgid(pw.pw_gid, pw.pw_gid, pw.pw_gid)
             os.setresuid(pw.pw_uid, pw.pw_uid, pw.pw_uid)
             out = []

@@ -192,6 +192,13 @@ class Authorization(unittest.TestCase):
                            capture_output=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertFalse({ja, jb} & {j["id"] for j in json.loads(p.stdout)})
+        # However many groups it has, the admin group among them is found.
+        many = list(range(300000, 300400))
+        for extra, admin in ((many, True), (many[:5], True), ([], True)):
+            [r] = call_as(self.c, self.d.socket, "Info", {}, extra_groups=extra)
+            self.assertEqual(r[1]["caller_is_admin"], admin, len(extra))
+        [r] = call_as(self.a, self.d.socket, "Info", {}, extra_groups=many)
+        self.assertFalse(r[1]["caller_is_admin"])
         # An administrator may stop anyone's job.
         _, out, _ = self.ctl(self.c, "--json", "stop", "adm-a", check=0)
         self.assertEqual(json.loads(out)["state"], "stopped")
