@@ -5,8 +5,10 @@ Every daemon started here must exit cleanly (status 0) when stopped and
 print no sanitizer report: that is how ASan/UBSan and leak checks reach
 the integration tests."""
 
+import grp
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -303,8 +305,6 @@ class TestUsers:
 
     @classmethod
     def purge_stale(cls):
-        import grp
-        import pwd
         for pw in pwd.getpwall():
             if pw.pw_name.startswith(cls.PREFIX) and pw.pw_gecos.startswith(cls.MARK) \
                     and not cls._owner_alive(pw.pw_gecos):
@@ -340,13 +340,11 @@ class TestUsers:
         subprocess.run(["groupdel", name], capture_output=True)
         subprocess.run(["groupadd", "--system", name], check=True, capture_output=True)
         self.groups.append(name)
-        import grp
         return grp.getgrnam(name).gr_gid
 
     def user(self, role, groups=(), primary=None):
         """Create user <tag>-<role>; returns its name. groups: supplementary
         group names; primary: a primary group name instead of a user group."""
-        import pwd
         name = "%s-%s" % (self.tag, role)
         try:
             self._remove_user(name, pwd.getpwnam(name).pw_uid)
@@ -362,7 +360,6 @@ class TestUsers:
         return name
 
     def cleanup(self):
-        import pwd
         for name in self.users:
             try:
                 self._remove_user(name, pwd.getpwnam(name).pw_uid)
@@ -376,7 +373,6 @@ class TestUsers:
 def setpriv(user, keep_groups=True):
     """Command prefix running as user (its primary group and supplementary
     groups, or its primary group only)."""
-    import pwd
     return ["setpriv", "--reuid", user, "--regid", str(pwd.getpwnam(user).pw_gid),
             "--init-groups" if keep_groups else "--clear-groups", "--"]
 
@@ -390,7 +386,6 @@ def call_as(user, sock, method, params=None, calls=None, extra_groups=()):
     """Varlink calls over one connection from a process of user (with its
     groups, plus extra_groups: any gids, they need not exist). Returns a list
     of ("ok", params) or ("error", name, params)."""
-    import pwd
     pw = pwd.getpwnam(user)
     todo = calls if calls is not None else [(method, params)]
     r, w = os.pipe()

@@ -3,7 +3,9 @@ see, stop and read which job; administrators by primary or supplementary
 group (SO_PEERGROUPS); file modes of the socket and the state directory; the
 per-user limit on running jobs."""
 
+import json
 import os
+import pwd
 import stat
 import subprocess
 import sys
@@ -29,7 +31,6 @@ class Authorization(unittest.TestCase):
             cls.c = cls.users.user("c", groups=[cls.adm_group])   # admin through a supplementary group
             cls.p = cls.users.user("p", primary=cls.adm_group)    # admin through its primary group
             cls.e = cls.users.user("e")                           # for the running-jobs limit
-            import pwd
             cls.uid = {u: pwd.getpwnam(u).pw_uid for u in (cls.a, cls.b, cls.c, cls.p, cls.e)}
             assert adm_gid in os.getgrouplist(cls.c, pwd.getpwnam(cls.c).pw_gid)
             cls.d = Daemon(interval=0.2, args=["--admin-group", cls.adm_group]).start()
@@ -70,7 +71,6 @@ class Authorization(unittest.TestCase):
 
     def visible_ids(self, user):
         _, out, _ = self.ctl(user, "--json", "jobs", check=0)
-        import json
         return {j["id"] for j in json.loads(out)}
 
     def job(self, job_id):
@@ -157,7 +157,6 @@ class Authorization(unittest.TestCase):
         ja, _ = self.start_job(self.a, "root-a")
         jb, _ = self.start_job(self.b, "root-b")
         _, out, _ = run_ctl(self.d, "--json", "jobs", check=0)
-        import json
         ids = {j["id"] for j in json.loads(out)}
         self.assertTrue({ja, jb} <= ids)
         run_ctl(self.d, "status", "root-a", check=0)
@@ -177,7 +176,6 @@ class Authorization(unittest.TestCase):
     def test_admin_group_members_see_all(self):
         ja, _ = self.start_job(self.a, "adm-a")
         jb, _ = self.start_job(self.b, "adm-b")
-        import json
         for admin in (self.c, self.p):
             self.assertTrue({ja, jb} <= self.visible_ids(admin), admin)
             _, out, _ = self.ctl(admin, "--json", "info", check=0)

@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (DAEMON, TOOLS, Daemon, job_samples, spawn_at, starttime, wait_for)  # noqa: E402
+from rtlib import (DAEMON, SANITIZER_MARKS, TOOLS, Daemon, job_samples, spawn_at, starttime, wait_for)  # noqa: E402
 
 CKPT = 256  # RT_JOB_CKPT: one byte offset kept per this many samples
 
@@ -381,13 +381,16 @@ class Disk(StateDirTest):
 
     def test_unwritable_state_dir_fails_at_start(self):
         def start(state):
-            return subprocess.run([DAEMON, "--socket", os.path.join(self.tmp, "s.sock"), "--state-dir", state,
-                                   "--log-target", "stderr"], capture_output=True, timeout=30)
+            r = subprocess.run([DAEMON, "--socket", os.path.join(self.tmp, "s.sock"), "--state-dir", state,
+                                "--log-target", "stderr"], capture_output=True, timeout=30)
+            for mark in SANITIZER_MARKS:
+                self.assertNotIn(mark.encode(), r.stderr)
+            return r
         # Under a regular file.
         blocker = os.path.join(self.tmp, "file")
         open(blocker, "w").close()
         r = start(os.path.join(blocker, "state"))
-        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn(b"cannot create state directory", r.stderr)
         # An existing state directory on a read-only file system.
         mnt = os.path.join(self.tmp, "ro")
@@ -396,7 +399,7 @@ class Disk(StateDirTest):
         os.makedirs(os.path.join(mnt, "state", "jobs"))
         subprocess.run(["mount", "-o", "remount,ro", mnt], check=True)
         r = start(os.path.join(mnt, "state"))
-        self.assertNotEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn(b"Read-only file system", r.stderr)
         self.assertIn(b"state", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "s.sock")))

@@ -2,7 +2,6 @@
 metadata flags and TRACKER_* variables, sample output (stderr, --output,
 --format csv, --quiet), the private user daemon, and the client's exit codes."""
 
-import json
 import os
 import signal
 import socket
