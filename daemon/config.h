@@ -35,6 +35,8 @@ struct rt_config {
     unsigned upload_interval_secs;
     char token_credential[128];        /* name under $CREDENTIALS_DIRECTORY */
     uint64_t spool_max_bytes;
+    char s3_endpoint[512];             /* "" = AWS; else path-style S3-compatible store */
+    char s3_region[64];                /* region to sign for with s3_endpoint */
     /* logging */
     int log_level;                     /* syslog level */
     /* modes */

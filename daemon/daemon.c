@@ -5,8 +5,10 @@
 #include "rt/paths.h"
 #include "rt/util.h"
 #include "server.h"
+#include "upload/upload.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -66,6 +68,90 @@ static int open_socket(struct rt_daemon *d)
     }
     d->listen_fd = fd;
     return 0;
+}
+
+/* Worker thread: host and cloud facts for POST /runs. Cloud discovery starts
+ * with the first upload, so a daemon that never uploads never probes. */
+static void complete_run_fields(struct json_object *fields, void *ctx)
+{
+    struct rt_daemon *d = ctx;
+    struct json_object *host = rt_host_info_to_json(&d->host);
+    json_object_object_foreach(host, hk, hv) json_object_object_add(fields, hk, json_object_get(hv));
+    json_object_put(host);
+    if (!d->cloud)
+        d->cloud = rt_cloud_discovery_start(&(struct rt_cloud_options){0});
+    struct rt_cloud_info info;
+    rt_cloud_discovery_wait(d->cloud, 3000, &info);
+    struct json_object *cloud = rt_cloud_info_to_json(&info);
+    json_object_object_foreach(cloud, ck, cv) json_object_object_add(fields, ck, json_object_get(cv));
+    json_object_put(cloud);
+}
+
+/* The default Sentinel token: a systemd credential, else the environment
+ * (a private daemon inherits its starter's). NULL when there is none. */
+static char *default_token(const struct rt_config *c)
+{
+    const char *dir = getenv("CREDENTIALS_DIRECTORY");
+    if (dir && c->token_credential[0]) {
+        char path[PATH_MAX], buf[4096];
+        snprintf(path, sizeof(path), "%s/%s", dir, c->token_credential);
+        ssize_t n = rt_read_file_at(AT_FDCWD, path, buf, sizeof(buf));
+        if (n > 0) {
+            char *t = rt_xstrdup(rt_trim(buf));
+            explicit_bzero(buf, sizeof(buf));
+            if (*t)
+                return t;
+            free(t);
+        }
+    }
+    const char *env = getenv("SENTINEL_API_TOKEN");
+    return env && *env ? rt_xstrdup(env) : NULL;
+}
+
+static void start_upload(struct rt_daemon *d)
+{
+    char spool[PATH_MAX + 8];
+    snprintf(spool, sizeof(spool), "%s/spool", d->cfg.state_dir);
+    const char *url = getenv("SENTINEL_API_URL");
+    const char *iv = getenv("TRACKER_UPLOAD_INTERVAL");
+    unsigned interval = d->cfg.upload_interval_secs;
+    if (iv && strtoul(iv, NULL, 10) > 0)
+        interval = (unsigned)strtoul(iv, NULL, 10);
+    char *token = default_token(&d->cfg);
+    struct rt_upload_config uc = {
+        .spool_dir = spool,
+        .api_url = url && *url ? url : d->cfg.api_url,
+        .default_token = token,
+        .upload_interval_ms = interval * 1000,
+        .spool_max_bytes = d->cfg.spool_max_bytes,
+        .s3_endpoint = d->cfg.s3_endpoint[0] ? d->cfg.s3_endpoint : NULL,
+        .s3_region = d->cfg.s3_region[0] ? d->cfg.s3_region : NULL,
+        .complete_run_fields = complete_run_fields,
+        .complete_ctx = d,
+    };
+    d->upload = rt_upload_worker_new(&uc);
+    d->has_default_token = token != NULL;
+    if (token) {
+        explicit_bzero(token, strlen(token));
+        free(token);
+    }
+    if (!d->upload) {
+        rt_err("uploads are disabled: the spool %s cannot be used", spool);
+        return;
+    }
+    /* Jobs that were uploading when the daemon stopped: continue or finish. */
+    uint64_t *ids = NULL;
+    size_t n = rt_upload_resumed_running(d->upload, &ids);
+    rt_jobs_lock(&d->jobs);
+    for (size_t i = 0; i < n; i++) {
+        struct rt_job *j = rt_jobs_find(&d->jobs, ids[i]);
+        if (j && j->state == RT_JOB_RUNNING)
+            rt_upload_job_begin(d->upload, ids[i], NULL, NULL);
+        else
+            rt_upload_job_end(d->upload, ids[i], j && j->has_exit ? j->exit_code : 0);
+    }
+    rt_jobs_unlock(&d->jobs);
+    free(ids);
 }
 
 /* Test hook: a small full-disk backlog, so tests reach its limit quickly. */
@@ -179,6 +265,7 @@ int rt_daemon_run(struct rt_daemon *d)
     int loaded = rt_store_load(&d->store, &d->jobs);
     if (loaded > 0)
         rt_info("loaded %d jobs from %s", loaded, d->cfg.state_dir);
+    rt_host_info_collect(&d->roots, &d->host);
 
     /* Signals arrive through a signalfd; block them before any thread starts. */
     sigset_t mask;
@@ -193,6 +280,7 @@ int rt_daemon_run(struct rt_daemon *d)
     if (open_socket(d) < 0)
         goto out;
     own_socket = !d->socket_activated;
+    start_upload(d);
 
     struct rt_sampler_opts so = {
         .interval_secs = d->cfg.interval_secs,
@@ -202,6 +290,7 @@ int rt_daemon_run(struct rt_daemon *d)
         .backlog_max_bytes = test_backlog_bytes(),
         .retention_max_age_secs = d->cfg.retention_max_age_secs,
         .retention_max_bytes = d->cfg.retention_max_bytes,
+        .upload = d->upload,
     };
     d->sampler = rt_sampler_new(&so, &d->jobs, &d->store);
     r = rt_sampler_start(d->sampler);
@@ -232,6 +321,14 @@ out:
     d->server = NULL;
     rt_sampler_free(d->sampler);
     d->sampler = NULL;
+    if (d->upload) {
+        /* Bounded: what is not sent stays in the spool for the next start. */
+        rt_upload_worker_stop(d->upload, 10000);
+        rt_upload_worker_free(d->upload);
+        d->upload = NULL;
+    }
+    rt_cloud_discovery_free(d->cloud);
+    d->cloud = NULL;
     if (d->listen_fd >= 0) {
         close(d->listen_fd);
         if (own_socket)

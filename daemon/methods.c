@@ -6,6 +6,7 @@
 #include "rt/sample_json.h"
 #include "rt/util.h"
 #include "server.h"
+#include "upload/upload.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -77,6 +78,27 @@ static void no_such_job(struct rt_call *c, struct json_object *id, struct json_o
     json_object_object_add(p, "id", id ? json_object_get(id) : NULL);
     json_object_object_add(p, "name", name ? json_object_get(name) : NULL);
     rt_call_error(c, E_PREFIX "NoSuchJob", p);
+}
+
+/* The Job object with the upload state the worker knows. Registry locked. */
+static struct json_object *job_json(struct rt_daemon *d, const struct rt_job *j)
+{
+    struct json_object *o = rt_job_to_json(j, now_real());
+    if (!j->wants_upload || !d->upload)
+        return o;
+    struct rt_upload_status st;
+    rt_upload_job_status(d->upload, j->id, &st);
+    if (!st.tracked)
+        return o;
+    struct json_object *u = json_object_new_object();
+    const char *state = st.finished ? "finished" : st.ended ? "finishing" : st.run_id[0] ? "uploading" : "starting";
+    json_object_object_add(u, "state", json_object_new_string(state));
+    json_object_object_add(u, "run_id", st.run_id[0] ? json_object_new_string(st.run_id) : NULL);
+    json_object_object_add(u, "batches_sent", rt_json_u64(st.batches_sent));
+    json_object_object_add(u, "batches_pending", rt_json_u64(st.batches_pending));
+    json_object_object_add(u, "last_error", st.last_error[0] ? json_object_new_string(st.last_error) : NULL);
+    json_object_object_add(o, "upload", u);
+    return o;
 }
 
 static bool can_see(const struct rt_conn *conn, const struct rt_job *j)
@@ -311,8 +333,21 @@ static void m_start_job(struct rt_call *c)
         rt_call_invalid_param(c, bad);
         return;
     }
-    if (ui_o && json_object_get_int64(ui_o) <= 0) {
+    if (ui_o && (json_object_get_int64(ui_o) <= 0 || json_object_get_int64(ui_o) > 86400)) {
         rt_call_invalid_param(c, "upload_interval_secs");
+        return;
+    }
+    /* The daemon posts to this URL with the caller's token: on a shared
+     * machine only an administrator may point the system daemon elsewhere. */
+    const char *api_url = url_o ? json_object_get_string(url_o) : NULL;
+    if (api_url && strcmp(api_url, d->cfg.api_url) == 0)
+        api_url = NULL;
+    if (api_url && !c->conn->admin && !d->cfg.user_mode) {
+        error_reason(c, E_PREFIX "PermissionDenied", "only administrators may choose the Sentinel API URL");
+        return;
+    }
+    if (api_url && strncmp(api_url, "https://", 8) != 0 && strncmp(api_url, "http://", 7) != 0) {
+        rt_call_invalid_param(c, "sentinel_api_url");
         return;
     }
 
@@ -373,7 +408,7 @@ static void m_start_job(struct rt_call *c)
     j->interval_secs = interval;
     j->metadata = md_o ? json_object_get(md_o) : json_object_new_object();
     j->pidfd = pidfd;
-    j->wants_upload = tok_o != NULL;
+    j->wants_upload = d->upload && (tok_o || d->has_default_token);
     rt_jobs_lock(&d->jobs);
     rt_jobs_add(&d->jobs, j);
     rt_jobs_unlock(&d->jobs);
@@ -382,6 +417,10 @@ static void m_start_job(struct rt_call *c)
     q->type = RT_SREQ_START;
     q->job = j;
     q->job_id = id;
+    if (tok_o && json_object_get_string_len(tok_o) > 0)
+        q->token = rt_xstrdup(json_object_get_string(tok_o));
+    q->api_url = api_url ? rt_xstrdup(api_url) : NULL;
+    q->upload_interval_secs = ui_o ? (unsigned)json_object_get_int64(ui_o) : 0;
     submit(c, q);
 }
 
@@ -468,13 +507,12 @@ static void m_list_jobs(struct rt_call *c)
     bool running_only = ro && json_object_get_boolean(ro);
     struct rt_daemon *d = rt_server_daemon(c->srv);
     struct json_object *arr = json_object_new_array();
-    double now = now_real();
     rt_jobs_lock(&d->jobs);
     for (size_t i = d->jobs.n; i-- > 0;) {
         struct rt_job *j = d->jobs.v[i];
         if (!can_see(c->conn, j) || (running_only && j->state != RT_JOB_RUNNING))
             continue;
-        json_object_array_add(arr, rt_job_to_json(j, now));
+        json_object_array_add(arr, job_json(d, j));
     }
     rt_jobs_unlock(&d->jobs);
     struct json_object *p = json_object_new_object();
@@ -491,7 +529,7 @@ static void m_get_job(struct rt_call *c)
     if (!j)
         return;
     struct json_object *p = json_object_new_object();
-    json_object_object_add(p, "job", rt_job_to_json(j, now_real()));
+    json_object_object_add(p, "job", job_json(rt_server_daemon(c->srv), j));
     rt_jobs_unlock(&rt_server_daemon(c->srv)->jobs);
     rt_call_reply(c, p);
 }
@@ -758,8 +796,8 @@ static void m_get_job_samples(struct rt_call *c)
     }
     /* A single page. */
     struct rt_daemon *d = rt_server_daemon(c->srv);
-    uint64_t produced;
-    bool ended;
+    uint64_t produced = 0;
+    bool ended = false;
     struct page pg = {0};
     if (job_progress(d, id, &produced, &ended) && conn->stream_next < produced)
         read_page(d, id, conn->stream_next, (size_t)limit, &pg);
@@ -788,7 +826,7 @@ void rt_methods_request_done(struct rt_server *srv, struct rt_sreq *q)
             rt_jobs_lock(&d->jobs);
             struct rt_job *j = rt_jobs_find(&d->jobs, q->job_id);
             struct json_object *p = json_object_new_object();
-            json_object_object_add(p, "job", j ? rt_job_to_json(j, now_real()) : NULL);
+            json_object_object_add(p, "job", j ? job_json(d, j) : NULL);
             rt_jobs_unlock(&d->jobs);
             rt_conn_reply(srv, conn, p, false);
         } else if (q->result == -ESRCH) {
@@ -811,7 +849,7 @@ void rt_methods_request_done(struct rt_server *srv, struct rt_sreq *q)
         }
         rt_conn_done(srv, conn);
     }
-    free(q);
+    rt_sreq_free(q);
 }
 
 /* ---- dispatch ---- */

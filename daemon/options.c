@@ -13,6 +13,7 @@
 enum {
     OPT_CONFIG = 1000, OPT_CHECK, OPT_USER, OPT_SOCKET, OPT_STATE, OPT_PROC, OPT_SYS,
     OPT_INTERVAL, OPT_LOG_LEVEL, OPT_LOG_TARGET, OPT_IDLE, OPT_ADMIN_GROUP, OPT_VERSION,
+    OPT_S3_ENDPOINT, OPT_S3_REGION,
     OPT_RET_AGE, OPT_RET_BYTES,
 };
 
@@ -33,6 +34,8 @@ void rt_options_usage(FILE *f)
             "  --interval SECS      sampling interval (default 1)\n"
             "  --admin-group NAME   members may act on every job (default resource-tracker)\n"
             "  --exit-on-idle SECS  exit after SECS without clients and running jobs\n"
+            "  --s3-endpoint URL    upload batches to this S3-compatible endpoint (path-style)\n"
+            "                       instead of AWS; --s3-region REGION to sign for\n"
             "  --retention-max-age SECS\n"
             "                       remove ended jobs older than SECS (default 30 days, 0 = never)\n"
             "  --retention-max-bytes BYTES\n"
@@ -65,6 +68,8 @@ int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_optio
         {"log-target", required_argument, NULL, OPT_LOG_TARGET},
         {"exit-on-idle", required_argument, NULL, OPT_IDLE},
         {"admin-group", required_argument, NULL, OPT_ADMIN_GROUP},
+        {"s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT},
+        {"s3-region", required_argument, NULL, OPT_S3_REGION},
         {"retention-max-age", required_argument, NULL, OPT_RET_AGE},
         {"retention-max-bytes", required_argument, NULL, OPT_RET_BYTES},
         {"help", no_argument, NULL, 'h'},
@@ -114,6 +119,8 @@ int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_optio
             break;
         }
         case OPT_ADMIN_GROUP: rt_strlcpy(c->admin_group, optarg, sizeof(c->admin_group)); break;
+        case OPT_S3_ENDPOINT: rt_strlcpy(c->s3_endpoint, optarg, sizeof(c->s3_endpoint)); break;
+        case OPT_S3_REGION: rt_strlcpy(c->s3_region, optarg, sizeof(c->s3_region)); break;
         case OPT_RET_AGE:
             if (!rt_parse_u64(optarg, &c->retention_max_age_secs))
                 return bad("--retention-max-age (seconds)", optarg);

@@ -9,6 +9,7 @@
 #include "rt/sample_json.h"
 #include "rt/util.h"
 #include "ticker.h"
+#include "upload/upload.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,7 +21,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -290,6 +290,9 @@ static bool job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
     sum->disk_write_bytes += r->d_write_bytes;
     rt_jobs_unlock(s->jobs);
 
+    if (j->wants_upload && s->o.upload)
+        rt_upload_job_rows(s->o.upload, j->id, csv->data, csv->len);
+
     if (kept) {
         struct rt_sevt *e = sevt(RT_SEVT_JOB_SAMPLE);
         e->job_id = j->id;
@@ -384,6 +387,8 @@ static void end_job(struct rt_sampler *s, struct rt_job *j, enum end_reason why,
     rt_ptree_free(&j->tree);
     j->tracking = false;
     active_remove(s, j);
+    if (j->wants_upload && s->o.upload)
+        rt_upload_job_end(s->o.upload, j->id, j->has_exit ? j->exit_code : 0);
     rt_info("job %" PRIu64 "%s%s%s ended: %s", j->id, j->name ? " (" : "", j->name ? j->name : "",
             j->name ? ")" : "", rt_job_state_name(j->state));
     struct rt_sevt *e = sevt(RT_SEVT_JOB_ENDED);
@@ -403,6 +408,8 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
     begin_scan(s, true);
     if (rt_ptree_init(&j->tree, &s->cache, j->pid, j->starttime, s->o.with_pss) < 0) {
         snprintf(err, errlen, "process %d has exited", (int)j->pid);
+        close(j->pidfd);
+        j->pidfd = -1;
         return -ESRCH;
     }
     j->tracking = true;
@@ -433,6 +440,38 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
     return 0;
 }
 
+/* Sentinel fields of a job: its metadata and name (host and cloud facts are
+ * added by the worker when it starts the run). */
+static void begin_upload(struct rt_sampler *s, struct rt_sreq *q)
+{
+    struct rt_job *j = q->job;
+    rt_jobs_lock(s->jobs);
+    struct json_object *fields = NULL;
+    if (json_object_deep_copy(j->metadata, &fields, NULL) != 0)
+        fields = json_object_new_object();
+    if (j->name)
+        json_object_object_add(fields, "job_name", json_object_new_string(j->name));
+    rt_jobs_unlock(s->jobs);
+    struct rt_upload_job_opts opts = {.api_url = q->api_url,
+                                      .upload_interval_ms = q->upload_interval_secs * 1000};
+    int r = rt_upload_job_begin_opts(s->o.upload, j->id, q->token, fields, &opts);
+    if (r < 0)
+        rt_warn("job %" PRIu64 ": will not be uploaded: %s", j->id, strerror(-r));
+    json_object_put(fields);
+}
+
+void rt_sreq_free(struct rt_sreq *q)
+{
+    if (!q)
+        return;
+    if (q->token) {
+        explicit_bzero(q->token, strlen(q->token));
+        free(q->token);
+    }
+    free(q->api_url);
+    free(q);
+}
+
 static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
 {
     q->result = 0;
@@ -441,6 +480,8 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
         /* The main thread put the job in the registry already (names stay
          * unique); on failure it takes it out again. */
         q->result = begin_job(s, q->job, false, q->error, sizeof(q->error));
+        if (q->result == 0 && q->job->wants_upload && s->o.upload)
+            begin_upload(s, q);
         if (q->result == 0) {
             rt_info("job %" PRIu64 " started: pid %d, uid %u%s%s", q->job->id, (int)q->job->pid,
                     (unsigned)q->job->owner_uid, q->job->name ? ", name " : "",
@@ -454,26 +495,16 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
             rt_info("job %" PRIu64 " resumed (pid %d)", j->id, (int)j->pid);
             break;
         }
-        /* A pidfd opened on a stranger that took the PID pins nothing of ours. */
-        if (j->pidfd >= 0) {
-            close(j->pidfd);
-            j->pidfd = -1;
-        }
-        /* It ended while we were away: the last sample written is the last
-         * time it was seen alive (its samples file is not open here). */
-        double last_seen = j->started_at;
-        struct stat st;
-        int fd = rt_store_read_samples(s->store, j->id);
-        if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0)
-            last_seen = (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9;
-        if (fd >= 0)
-            close(fd);
+        /* It ended while we were away: the last sample tells when, roughly. */
+        double last = rt_store_samples_mtime(s->store, j->id);
         rt_jobs_lock(s->jobs);
         j->state = RT_JOB_LOST;
-        j->ended_at = last_seen;
+        j->ended_at = last > j->started_at ? last : j->started_at;
         rt_jobs_unlock(s->jobs);
         save_record(s, j);
         rt_notice("job %" PRIu64 " lost: its process ended while the daemon was not running", j->id);
+        if (j->wants_upload && s->o.upload)
+            rt_upload_job_end(s->o.upload, j->id, 0);
         break;
     }
     case RT_SREQ_FINISH:
@@ -739,12 +770,12 @@ void rt_sampler_free(struct rt_sampler *s)
     /* Requests never answered and undelivered events. */
     for (struct rt_sreq *q = s->reqs; q;) {
         struct rt_sreq *n = q->next;
-        free(q);
+        rt_sreq_free(q);
         q = n;
     }
     for (struct rt_sevt *e = s->out; e;) {
         struct rt_sevt *n = e->next;
-        free(e->req);
+        rt_sreq_free(e->req);
         rt_sevt_free(e);
         e = n;
     }

@@ -27,6 +27,9 @@ struct rt_sreq {
     uint64_t job_id;
     bool has_exit;
     int exit_code, signal;
+    /* START: upload settings (token wiped and freed after use) */
+    char *token, *api_url;
+    unsigned upload_interval_secs;
     /* result, filled by the sampler */
     int result;           /* 0 or -errno */
     char error[160];
@@ -58,9 +61,13 @@ struct rt_sampler_opts {
     uint64_t retention_max_age_secs;
     uint64_t retention_max_bytes;
     size_t backlog_max_bytes;    /* unwritten samples kept per job on a full disk; 0 = 16 MiB */
+    struct rt_upload_worker *upload; /* may be NULL */
 };
 
 struct rt_sampler;
+
+/* Free a request and wipe its token. */
+void rt_sreq_free(struct rt_sreq *q);
 
 struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_jobs *jobs,
                                   struct rt_store *store);

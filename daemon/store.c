@@ -218,6 +218,19 @@ int rt_store_remove_job(struct rt_store *s, uint64_t id)
     return unlinkat(s->jobs_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
+double rt_store_samples_mtime(struct rt_store *s, uint64_t id)
+{
+    int dfd = job_dir(s, id);
+    if (dfd < 0)
+        return 0;
+    struct stat st;
+    double t = fstatat(dfd, "samples.jsonl", &st, 0) == 0
+                   ? (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9
+                   : 0;
+    close(dfd);
+    return t;
+}
+
 uint64_t rt_store_job_bytes(struct rt_store *s, uint64_t id)
 {
     int dfd = job_dir(s, id);
