@@ -185,6 +185,11 @@ class Daemon:
         self.log.close()
 
     def cleanup(self):
+        # A test that failed before stop() must not leave its daemon behind.
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+            self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
