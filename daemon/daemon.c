@@ -178,6 +178,14 @@ static void start_upload(struct rt_daemon *d)
     free(ids);
 }
 
+/* Test hook: a small full-disk backlog, so tests reach its limit quickly. */
+static size_t test_backlog_bytes(void)
+{
+    uint64_t v = 0;
+    const char *e = getenv("RESOURCE_TRACKERD_TEST_BACKLOG_BYTES");
+    return e && rt_parse_u64(e, &v) ? (size_t)v : 0;
+}
+
 static void resume_jobs(struct rt_daemon *d)
 {
     rt_jobs_lock(&d->jobs);
@@ -419,6 +427,7 @@ int rt_daemon_run(struct rt_daemon *d)
         .roots = &d->roots,
         .with_pss = true,
         .stall_file = getenv("RESOURCE_TRACKERD_TEST_STALL_FILE"),
+        .backlog_max_bytes = test_backlog_bytes(),
         .retention_max_age_secs = d->cfg.retention_max_age_secs,
         .retention_max_bytes = d->cfg.retention_max_bytes,
     };

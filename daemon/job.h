@@ -68,7 +68,7 @@ struct rt_job {
     int samples_fd;
     char *unwritten;               /* sample bytes not yet on disk (disk full) */
     size_t unwritten_len;
-    bool write_warned;
+    bool write_warned, backlog_warned;
     struct rt_gpu_job *gpu_state;
 };
 

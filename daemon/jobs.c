@@ -200,6 +200,10 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
 {
     struct json_object *o = rt_job_to_json(j, 0);
     add(o, "starttime", rt_json_u64(j->starttime));
+    /* Exact times: durations must not change across a restart. */
+    add(o, "started_at", json_object_new_double(j->started_at));
+    if (j->state != RT_JOB_RUNNING)
+        add(o, "ended_at", json_object_new_double(j->ended_at));
     /* Exact totals, not the rounded ones of the summary view. */
     struct json_object *t = json_object_new_object();
     const struct rt_job_summary *s = &j->summary;

@@ -64,6 +64,7 @@ int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_optio
         {"interval", required_argument, NULL, OPT_INTERVAL},
         {"retention-max-age", required_argument, NULL, OPT_RET_AGE},
         {"retention-max-size", required_argument, NULL, OPT_RET_SIZE},
+        {"retention-max-bytes", required_argument, NULL, OPT_RET_SIZE},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"log-target", required_argument, NULL, OPT_LOG_TARGET},
         {"exit-on-idle", required_argument, NULL, OPT_IDLE},
@@ -90,13 +91,19 @@ int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_optio
     char err[512];
     int opt;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    int li = 0;
+    while ((opt = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
         bool done = false;
         for (size_t i = 0; i < RT_ARRAY_SIZE(keyed) && !done; i++) {
             if (keyed[i].opt != opt)
                 continue;
-            if (rt_config_override_set(&d->overrides, keyed[i].key, optarg, err, sizeof(err)) < 0)
-                return usage_error("invalid option: %s", err);
+            if (rt_config_override_set(&d->overrides, keyed[i].key, optarg, err, sizeof(err)) < 0) {
+                /* "key: why" -> "invalid --flag: why" */
+                const char *why = strstr(err, ": ");
+                fprintf(stderr, "resource-trackerd: invalid --%s: %s\nTry 'resource-trackerd --help'.\n",
+                        longopts[li].name, why ? why + 2 : err);
+                return 2;
+            }
             done = true;
         }
         if (done)

@@ -27,12 +27,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define BACKLOG_MAX (16u * 1024 * 1024) /* unwritten sample bytes kept per job */
+#define BACKLOG_MAX (16u * 1024 * 1024) /* default: unwritten sample bytes kept per job */
 #define RECORD_EVERY 60                 /* ticks between record saves of running jobs */
 #define RETENTION_EVERY_NS (60 * RT_NSEC_PER_SEC)
 
 struct rt_sampler {
     struct rt_sampler_opts o;
+    size_t backlog_max;
     struct rt_jobs *jobs;
     struct rt_store *store;
     pthread_t thread;
@@ -142,24 +143,10 @@ void rt_sampler_submit(struct rt_sampler *s, struct rt_sreq *req)
 
 /* ---- storage of samples ---- */
 
-/* Append bytes to the job's samples file; keep what the disk refused. */
-static void store_append(struct rt_job *j, const char *data, size_t len)
+/* Write what the disk takes of data, stopping at the first error (logged
+ * once until writing works again). */
+static size_t write_some(struct rt_job *j, const char *data, size_t len)
 {
-    if (j->samples_fd < 0)
-        return;
-    if (j->unwritten_len) {
-        if (j->unwritten_len + len > BACKLOG_MAX) {
-            rt_log_once(&j->write_warned, LOG_ERR,
-                        "job %" PRIu64 ": %u MiB of samples could not be written; dropping the oldest",
-                        j->id, BACKLOG_MAX >> 20);
-            j->unwritten_len = 0;
-        }
-        j->unwritten = rt_xrealloc(j->unwritten, j->unwritten_len + len);
-        memcpy(j->unwritten + j->unwritten_len, data, len);
-        j->unwritten_len += len;
-        data = j->unwritten;
-        len = j->unwritten_len;
-    }
     size_t off = 0;
     while (off < len) {
         ssize_t n = write(j->samples_fd, data + off, len - off);
@@ -174,19 +161,41 @@ static void store_append(struct rt_job *j, const char *data, size_t len)
         }
         off += (size_t)n;
     }
-    if (off == len && j->write_warned && j->unwritten_len) {
-        rt_notice("job %" PRIu64 ": samples are written again", j->id);
-        j->write_warned = false;
+    return off;
+}
+
+/* Append a sample line to the job's samples file. What the disk refuses
+ * waits in memory and goes first next time, so the file stays in order. A
+ * sample that would grow that backlog past backlog_max is not kept at all:
+ * false, and the caller does not index it, so the index matches the file. */
+static bool store_append(struct rt_sampler *s, struct rt_job *j, const char *data, size_t len)
+{
+    if (j->samples_fd < 0)
+        return true;
+    if (j->unwritten_len) {
+        size_t n = write_some(j, j->unwritten, j->unwritten_len);
+        memmove(j->unwritten, j->unwritten + n, j->unwritten_len - n);
+        j->unwritten_len -= n;
+        if (!j->unwritten_len && j->write_warned) {
+            rt_notice("job %" PRIu64 ": samples are written again", j->id);
+            j->write_warned = j->backlog_warned = false;
+        }
     }
+    size_t off = j->unwritten_len ? 0 : write_some(j, data, len);
     size_t rest = len - off;
-    if (data == j->unwritten) {
-        memmove(j->unwritten, j->unwritten + off, rest);
-        j->unwritten_len = rest;
-    } else if (rest) {
-        j->unwritten = rt_xrealloc(j->unwritten, rest);
-        memcpy(j->unwritten, data + off, rest);
-        j->unwritten_len = rest;
+    if (!rest)
+        return true;
+    /* Part of this line is in the file already: the rest must follow it. */
+    if (off == 0 && j->unwritten_len + rest > s->backlog_max) {
+        rt_log_once(&j->backlog_warned, LOG_ERR,
+                    "job %" PRIu64 ": %zu KiB of samples wait for the disk; new samples are not kept "
+                    "until it has room", j->id, j->unwritten_len >> 10);
+        return false;
     }
+    j->unwritten = rt_xrealloc(j->unwritten, j->unwritten_len + rest);
+    memcpy(j->unwritten + j->unwritten_len, data + off, rest);
+    j->unwritten_len += rest;
+    return true;
 }
 
 static void save_record(struct rt_sampler *s, struct rt_job *j)
@@ -211,8 +220,9 @@ static void begin_scan(struct rt_sampler *s, bool fresh)
 }
 
 /* One sample of a job: scan its tree, write and publish the line. Returns
- * the scan result for the caller (final samples look at the root). */
-static void job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struct rt_ptree_result *r)
+ * the scan result for the caller (final samples look at the root), and
+ * whether the sample was kept (see store_append); its usage counts anyway. */
+static bool job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struct rt_ptree_result *r)
 {
     begin_scan(s, fresh);
     rt_ptree_scan(&j->tree, &s->cache, r);
@@ -264,14 +274,17 @@ static void job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
     char *buf = rt_xmalloc(len + 1);
     memcpy(buf, txt, len);
     buf[len] = '\n';
-    store_append(j, buf, len + 1);
+    bool kept = store_append(s, j, buf, len + 1);
     free(buf);
 
     rt_jobs_lock(s->jobs);
     struct rt_job_summary *sum = &j->summary;
-    uint64_t index = sum->samples++;
-    rt_job_note_sample(j, index, j->samples_bytes);
-    j->samples_bytes += len + 1;
+    uint64_t index = sum->samples;
+    if (kept) {
+        sum->samples++;
+        rt_job_note_sample(j, index, j->samples_bytes);
+        j->samples_bytes += len + 1;
+    }
     sum->cpu_secs += p->utime_secs + p->stime_secs;
     if (p->cores_used > sum->peak_cores)
         sum->peak_cores = p->cores_used;
@@ -301,18 +314,24 @@ static void job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
     if (j->wants_upload && s->o.upload)
         rt_upload_job_rows(s->o.upload, j->id, csv->data, csv->len);
 
-    struct rt_sevt *e = sevt(RT_SEVT_JOB_SAMPLE);
-    e->job_id = j->id;
-    e->index = index;
-    e->json = line;
-    e->csv = csv;
-    publish(s, e);
+    if (kept) {
+        struct rt_sevt *e = sevt(RT_SEVT_JOB_SAMPLE);
+        e->job_id = j->id;
+        e->index = index;
+        e->json = line;
+        e->csv = csv;
+        publish(s, e);
+    } else {
+        rt_rcstr_unref(line);
+        rt_rcstr_unref(csv);
+    }
 
     /* Restore the host view for the next job of this tick. */
     sm->proc_gpu = host_gpu;
     sm->timestamp_secs = s->host_timestamp;
     sm->has_interval = s->host_has_interval;
     sm->actual_interval_ms = s->host_interval_ms;
+    return kept;
 }
 
 static void active_remove(struct rt_sampler *s, struct rt_job *j)
@@ -377,7 +396,7 @@ static void end_job(struct rt_sampler *s, struct rt_job *j, enum end_reason why,
         j->state = has_exit && (code != 0 || sig != 0) ? RT_JOB_FAILED : RT_JOB_FINISHED;
     rt_jobs_unlock(s->jobs);
     if (j->unwritten_len)
-        store_append(j, "", 0);
+        store_append(s, j, "", 0);
     save_record(s, j);
     if (j->samples_fd >= 0)
         close(j->samples_fd);
@@ -653,8 +672,7 @@ static void tick(struct rt_sampler *s)
             continue;
         j->tick_phase = 0;
         struct rt_ptree_result r;
-        job_sample(s, j, false, &r);
-        if (j->summary.samples % RECORD_EVERY == 0)
+        if (job_sample(s, j, false, &r) && j->summary.samples % RECORD_EVERY == 0)
             save_record(s, j);
     }
     uint64_t now = rt_mono_ns();
@@ -706,6 +724,7 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
 {
     struct rt_sampler *s = rt_xcalloc(1, sizeof(*s));
     s->o = *o;
+    s->backlog_max = o->backlog_max_bytes ? o->backlog_max_bytes : BACKLOG_MAX;
     s->jobs = jobs;
     s->store = store;
     pthread_mutex_init(&s->mu, NULL);
@@ -774,7 +793,7 @@ void rt_sampler_stop(struct rt_sampler *s)
     for (size_t i = 0; i < s->nactive; i++) {
         struct rt_job *j = s->active[i];
         if (j->unwritten_len)
-            store_append(j, "", 0);
+            store_append(s, j, "", 0);
         save_record(s, j);
     }
 }

@@ -60,6 +60,7 @@ struct rt_sampler_opts {
     const char *stall_file;      /* test hook: stall ticks while this file exists */
     uint64_t retention_max_age_secs;
     uint64_t retention_max_bytes;
+    size_t backlog_max_bytes;    /* unwritten samples kept per job on a full disk; 0 = 16 MiB */
     struct rt_upload_worker *upload; /* set with rt_sampler_set_upload */
     const char *nvml_library;        /* NULL = libnvidia-ml.so.1 */
     bool disable_gpu;

@@ -312,15 +312,21 @@ static bool peer_is_admin(struct rt_server *srv, int fd, uid_t uid, gid_t gid)
         return false;
     if (gid == srv->d->admin_gid)
         return true;
-    /* Supplementary groups as of connect(), not re-read from /proc (PID reuse). */
-    gid_t groups[256];
-    socklen_t len = sizeof(groups);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
-        return false;
-    for (size_t i = 0; i < len / sizeof(gid_t); i++)
-        if (groups[i] == srv->d->admin_gid)
-            return true;
-    return false;
+    /* Supplementary groups as of connect(), not re-read from /proc (PID reuse).
+     * A peer in more groups than fit gets ERANGE and the size needed. */
+    gid_t small[256], *groups = small;
+    socklen_t len = sizeof(small);
+    int r = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+    if (r < 0 && errno == ERANGE && len > sizeof(small)) {
+        groups = rt_xmalloc(len);
+        r = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+    }
+    bool found = false;
+    for (size_t i = 0; r == 0 && i < len / sizeof(gid_t) && !found; i++)
+        found = groups[i] == srv->d->admin_gid;
+    if (groups != small)
+        free(groups);
+    return found;
 }
 
 static void refuse(int fd, const char *limit, unsigned max)

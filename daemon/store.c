@@ -33,6 +33,23 @@ static int mkdir_p(const char *path, mode_t mode)
     return 0;
 }
 
+/* Can we create files in dirfd? An existing directory opens fine on a
+ * read-only file system or without write permission; find out at start, not
+ * at the first job. A full disk is transient and not an error here. */
+static int probe_writable(int dirfd, mode_t mode)
+{
+    int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    if (errno == ENOSPC || errno == EDQUOT)
+        return 0;
+    if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) /* no O_TMPFILE here */
+        return faccessat(dirfd, ".", W_OK, AT_EACCESS) == 0 ? 0 : -errno;
+    return -errno;
+}
+
 int rt_store_open(struct rt_store *s, const char *dir, bool private_mode, char *err, size_t errlen)
 {
     memset(s, 0, sizeof(*s));
@@ -65,6 +82,11 @@ int rt_store_open(struct rt_store *s, const char *dir, bool private_mode, char *
     if (s->jobs_fd < 0) {
         r = -errno;
         snprintf(err, errlen, "cannot open %s/jobs: %s", dir, strerror(errno));
+        rt_store_close(s);
+        return r;
+    }
+    if ((r = probe_writable(s->dir_fd, s->file_mode)) < 0 || (r = probe_writable(s->jobs_fd, s->file_mode)) < 0) {
+        snprintf(err, errlen, "cannot write to the state directory %s: %s", dir, strerror(-r));
         rt_store_close(s);
         return r;
     }
@@ -304,8 +326,13 @@ static void index_samples(struct rt_store *s, struct rt_job *j)
     if (line_start < pos) {
         rt_warn("job %" PRIu64 ": dropping a torn last sample line (%" PRIu64 " bytes)", j->id,
                 pos - line_start);
+        /* Keep the modification time: it tells when the job was last seen. */
+        struct stat st;
+        bool have_times = fstat(fd, &st) == 0;
         if (ftruncate(fd, (off_t)line_start) < 0)
             rt_warn("job %" PRIu64 ": cannot truncate samples: %s", j->id, strerror(errno));
+        else if (have_times)
+            futimens(fd, (struct timespec[2]){st.st_atim, st.st_mtim});
     }
     j->samples_bytes = line_start;
     j->summary.samples = index;
