@@ -217,7 +217,7 @@ static void protocol_error(struct rt_server *srv, struct rt_conn *c, const char 
 static void dispatch(struct rt_server *srv, struct rt_conn *c, const char *msg, size_t len)
 {
     char err[160];
-    struct json_object *o = rt_vl_parse(msg, len, err, sizeof(err));
+    struct json_object *o = rt_vl_parse_strict(msg, len, err, sizeof(err));
     if (!o) {
         protocol_error(srv, c, err);
         return;
