@@ -278,6 +278,12 @@ static void dispatch(struct rt_server *srv, struct rt_conn *c, const char *msg, 
 
 static void process_input(struct rt_server *srv, struct rt_conn *c)
 {
+    /* A handler that completes its call at once (a stream that ends inside
+     * GetJobSamples) comes back here through rt_conn_done(): let this loop
+     * carry on instead of recursing once per pipelined call. */
+    if (c->dispatching)
+        return;
+    c->dispatching = true;
     while (!c->busy && !c->closing) {
         char *msg;
         size_t len;
@@ -292,6 +298,7 @@ static void process_input(struct rt_server *srv, struct rt_conn *c)
         }
         dispatch(srv, c, msg, len);
     }
+    c->dispatching = false;
 }
 
 void rt_conn_done(struct rt_server *srv, struct rt_conn *c)
@@ -300,8 +307,8 @@ void rt_conn_done(struct rt_server *srv, struct rt_conn *c)
     c->stream = RT_STREAM_NONE;
     c->stream_waiting = false;
     c->more = c->oneway = false;
+    /* No flush here: it may close (and free) c, which callers still use. */
     process_input(srv, c);
-    conn_flush(srv, c);
 }
 
 static bool peer_is_admin(struct rt_server *srv, int fd, uid_t uid, gid_t gid)
@@ -441,7 +448,11 @@ void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list)
     for (struct rt_sevt *e = list; e;) {
         struct rt_sevt *next = e->next;
         if (e->type == RT_SEVT_REQ_DONE) {
+            uint64_t id = e->req->conn_id;
             rt_methods_request_done(srv, e->req);
+            struct rt_conn *c = rt_server_find_conn(srv, id);
+            if (c)
+                conn_flush(srv, c);
         } else {
             for (struct rt_conn *c = srv->conns, *cn; c; c = cn) {
                 cn = c->next;

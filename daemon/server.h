@@ -32,6 +32,7 @@ struct rt_conn {
     bool more;            /* the call asked for "more" */
     bool oneway;          /* the call asked for no reply */
     bool closing;         /* close once the output is flushed */
+    bool dispatching;     /* inside process_input(): calls are not re-entered */
     enum rt_stream_kind stream;
     uint64_t stream_job;
     uint64_t stream_next; /* next sample index to send */
@@ -69,7 +70,8 @@ void rt_conn_reply(struct rt_server *srv, struct rt_conn *conn, struct json_obje
                    bool continues);
 void rt_conn_error(struct rt_server *srv, struct rt_conn *conn, const char *error,
                    struct json_object *params);
-/* The call of conn is complete: serve the next pipelined call. */
+/* The call of conn is complete: serve the next pipelined call. The caller
+ * flushes the output afterwards (it may close the connection). */
 void rt_conn_done(struct rt_server *srv, struct rt_conn *conn);
 struct rt_conn *rt_server_find_conn(struct rt_server *srv, uint64_t id);
 /* Queue raw JSON text as a reply body {"parameters":…} is built by the caller. */
