@@ -109,9 +109,11 @@ struct rt_conn *rt_server_find_conn(struct rt_server *srv, uint64_t id)
 static void update_interest(struct rt_server *srv, struct rt_conn *c)
 {
     /* While a call is in progress, stop reading further calls (they would
-     * only pile up); RDHUP still tells us when the client goes away. */
-    uint32_t ev = EPOLLRDHUP;
-    if (!c->busy && !c->closing)
+     * only pile up). A client that goes away entirely still shows up as
+     * EPOLLHUP; one that only shut down its sending side (SHUT_WR) waits for
+     * its replies and is noticed at EOF, once reading resumes. */
+    uint32_t ev = 0;
+    if (!c->busy && !c->closing && !c->eof)
         ev |= EPOLLIN;
     if (rt_vl_writer_pending(&c->wr))
         ev |= EPOLLOUT;
@@ -126,7 +128,7 @@ static void update_interest(struct rt_server *srv, struct rt_conn *c)
 static bool conn_flush(struct rt_server *srv, struct rt_conn *c)
 {
     int r = rt_vl_writer_flush(&c->wr, c->fd);
-    if (r < 0 || (r == 0 && c->closing && !c->busy)) {
+    if (r < 0 || (r == 0 && (c->closing || c->eof) && !c->busy)) {
         conn_close(srv, c);
         return false;
     }
@@ -386,7 +388,7 @@ static void accept_all(struct rt_server *srv)
             srv->conns->prev = c;
         srv->conns = c;
         srv->nconns++;
-        c->epoll_events = EPOLLIN | EPOLLRDHUP;
+        c->epoll_events = EPOLLIN;
         struct epoll_event ev = {.events = c->epoll_events, .data.ptr = c};
         epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev);
     }
@@ -404,8 +406,8 @@ static void conn_readable(struct rt_server *srv, struct rt_conn *c)
         }
         if (n == 0) {
             /* The client finished sending: answer what it sent, then hang up. */
+            c->eof = true;
             process_input(srv, c);
-            c->closing = true;
             break;
         }
         process_input(srv, c);
@@ -420,7 +422,7 @@ void rt_server_event(struct rt_server *srv, void *tag, uint32_t events)
         return;
     }
     struct rt_conn *c = tag;
-    if (events & (EPOLLERR | EPOLLHUP)) {
+    if (events & EPOLLERR) {
         conn_close(srv, c);
         return;
     }
@@ -434,11 +436,12 @@ void rt_server_event(struct rt_server *srv, void *tag, uint32_t events)
         }
     }
     if (events & EPOLLIN) {
+        /* Calls sent before a close are still served (oneway ones matter). */
         conn_readable(srv, c);
         return;
     }
-    if (events & EPOLLRDHUP) {
-        /* Peer closed its side while we were not reading: it is gone. */
+    if (events & EPOLLHUP) {
+        /* Gone for good while we were not reading: nobody gets the replies. */
         conn_close(srv, c);
     }
 }

@@ -32,6 +32,7 @@ struct rt_conn {
     bool more;            /* the call asked for "more" */
     bool oneway;          /* the call asked for no reply */
     bool closing;         /* close once the output is flushed */
+    bool eof;             /* the client has shut down its sending side */
     bool dispatching;     /* inside process_input(): calls are not re-entered */
     enum rt_stream_kind stream;
     uint64_t stream_job;
