@@ -133,8 +133,8 @@ static bool conn_flush(struct rt_server *srv, struct rt_conn *c)
         return false;
     }
     if (rt_vl_writer_pending(&c->wr) > MAX_PENDING_OUTPUT) {
-        rt_notice("dropping client (uid %u, pid %d): it does not read its replies", (unsigned)c->uid,
-                  (int)c->pid);
+        rt_notice("dropping client (uid %u, pid %d): it does not read its replies (%zu bytes unread)",
+                  (unsigned)c->uid, (int)c->pid, rt_vl_writer_pending(&c->wr));
         conn_close(srv, c);
         return false;
     }
@@ -286,7 +286,10 @@ static void process_input(struct rt_server *srv, struct rt_conn *c)
     if (c->dispatching)
         return;
     c->dispatching = true;
-    while (!c->busy && !c->closing) {
+    /* Pipelined calls whose replies are not read stop here, so the backlog
+     * exceeds the limit by one reply at most before conn_flush() drops the
+     * client. */
+    while (!c->busy && !c->closing && rt_vl_writer_pending(&c->wr) <= MAX_PENDING_OUTPUT) {
         char *msg;
         size_t len;
         int r = rt_vl_reader_next(&c->rd, &msg, &len);
@@ -396,7 +399,9 @@ static void accept_all(struct rt_server *srv)
 
 static void conn_readable(struct rt_server *srv, struct rt_conn *c)
 {
-    for (int rounds = 0; rounds < 16 && !c->busy && !c->closing; rounds++) {
+    for (int rounds = 0; rounds < 16 && !c->busy && !c->closing &&
+                         rt_vl_writer_pending(&c->wr) <= MAX_PENDING_OUTPUT;
+         rounds++) {
         ssize_t n = rt_vl_reader_fill(&c->rd, c->fd);
         if (n == -EAGAIN || n == -EINTR)
             break;
