@@ -30,6 +30,8 @@ struct rt_server {
     size_t nuids;
     uint64_t next_id;
     int listen_tag;
+    bool accept_paused;     /* out of descriptors: listen fd not watched */
+    bool accept_warned;     /* this shortage has been logged */
 };
 
 struct rt_daemon *rt_server_daemon(struct rt_server *srv) { return srv->d; }
@@ -58,6 +60,30 @@ struct rt_server *rt_server_new(struct rt_daemon *d, int listen_fd, int epfd)
     return srv;
 }
 
+/* accept() failing for lack of descriptors would keep the level-triggered
+ * listening socket readable and spin the loop: stop watching it until a
+ * connection closes or the next sampler event (each tick). */
+static void accept_pause(struct rt_server *srv, int err)
+{
+    if (!srv->accept_warned)
+        rt_warn("cannot accept clients: %s; retrying when a descriptor is free", strerror(err));
+    srv->accept_warned = true;
+    if (srv->accept_paused)
+        return;
+    struct epoll_event ev = {.events = 0, .data.ptr = &srv->listen_tag};
+    epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->listen_fd, &ev);
+    srv->accept_paused = true;
+}
+
+static void accept_resume(struct rt_server *srv)
+{
+    if (!srv->accept_paused)
+        return;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &srv->listen_tag};
+    epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->listen_fd, &ev);
+    srv->accept_paused = false;
+}
+
 static void conn_close(struct rt_server *srv, struct rt_conn *c)
 {
     epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -75,6 +101,7 @@ static void conn_close(struct rt_server *srv, struct rt_conn *c)
     rt_vl_reader_free(&c->rd);
     rt_vl_writer_free(&c->wr);
     free(c);
+    accept_resume(srv);
 }
 
 void rt_server_free(struct rt_server *srv)
@@ -353,10 +380,13 @@ static void accept_all(struct rt_server *srv)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                accept_pause(srv, errno);
+            else if (errno != EAGAIN && errno != EWOULDBLOCK)
                 rt_warn("accept: %s", strerror(errno));
             return;
         }
+        srv->accept_warned = false;
         struct ucred cred;
         socklen_t len = sizeof(cred);
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
@@ -453,6 +483,7 @@ void rt_server_event(struct rt_server *srv, void *tag, uint32_t events)
 
 void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list)
 {
+    accept_resume(srv);
     for (struct rt_sevt *e = list; e;) {
         struct rt_sevt *next = e->next;
         if (e->type == RT_SEVT_REQ_DONE) {
