@@ -56,6 +56,9 @@ static bool opt(struct rt_call *c, const char *key, json_type t, struct json_obj
     if (!json_object_object_get_ex(c->params, key, &v) || !v)
         return true;
     bool ok = json_object_is_type(v, t) || (t == json_type_double && json_object_is_type(v, json_type_int));
+    /* "\u0000" inside a string would make the C string a different one. */
+    if (ok && t == json_type_string)
+        ok = strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
     if (!ok) {
         rt_call_invalid_param(c, key);
         return false;
@@ -852,10 +855,12 @@ static void run_method(struct rt_call *c, const struct method *m, size_t n, cons
         m[i].fn(c);
         return;
     }
-    char full[512];
-    snprintf(full, sizeof(full), "%s.%s", iface, c->method);
+    /* The name as called, whatever its length (a cut could split a UTF-8
+     * sequence). */
+    char *full = rt_xasprintf("%s.%s", iface, c->method);
     struct json_object *p = json_object_new_object();
     json_object_object_add(p, "method", json_object_new_string(full));
+    free(full);
     rt_call_error(c, "org.varlink.service.MethodNotFound", p);
 }
 

@@ -278,7 +278,7 @@ static void dispatch(struct rt_server *srv, struct rt_conn *c, const char *msg, 
     const char *dot = strrchr(method, '.');
     c->more = more;
     c->oneway = oneway && !more;
-    if (!dot || dot == method || !dot[1]) {
+    if (!dot || dot == method || !dot[1] || strlen(method) != (size_t)json_object_get_string_len(m)) {
         json_object_put(o);
         protocol_error(srv, c, "method must be interface.Method");
         return;
