@@ -121,9 +121,9 @@ CASES = [
     ("json_null", b"null\0", proto("must be a JSON object")),
     ("empty_message", b"\0", proto("invalid JSON")),
     ("deep_nesting_arrays", b"{" + P + b',"parameters":{"a":' + b"[" * 1000 + b"]" * 1000 + b"}}\0",
-     proto("invalid JSON")),
+     proto("nesting too deep")),
     ("deep_nesting_objects", b"{" + P + b',"parameters":' + b'{"a":' * 1000 + b"1" + b"}" * 1001 + b"\0",
-     proto("invalid JSON")),
+     proto("nesting too deep")),
     ("invalid_utf8_in_method", b'{"method":"' + IFACE.encode() + b'.Ping\xff"}\0', proto("invalid JSON")),
     ("invalid_utf8_in_value", b"{" + P + b',"parameters":{"x":"\xc3\x28"}}\0', proto("invalid JSON")),
     ("overlong_utf8", b"{" + P + b',"parameters":{"x":"\xc0\xaf"}}\0', proto("invalid JSON")),
@@ -139,8 +139,9 @@ CASES = [
     ("comment", b"{" + P + b",/* hi */\"parameters\":{}}\0", proto("invalid JSON")),
     ("leading_zero", b"{" + P + b',"parameters":{"x":01}}\0', proto("invalid JSON")),
     ("single_quotes", b"{'method':'" + IFACE.encode() + b".Ping'}\0", proto("invalid JSON")),
-    # json-c's strict mode still takes NaN and Infinity: harmless, as every
-    # parameter is type- and range-checked
+    # json-c's strict mode still takes single-quoted keys, NaN and Infinity:
+    # harmless, as every parameter is type- and range-checked
+    ("single_quoted_key", b"{'method':\"" + IFACE.encode() + b".Ping\"}\0", ok({})),
     ("nan_interval", b'{"method":"' + IFACE.encode() + b'.StartJob","parameters":{"pid":1,"interval_secs":NaN}}\0',
      bad("interval_secs")),
     ("infinite_interval", b'{"method":"' + IFACE.encode() + b'.StartJob","parameters":{"pid":1,"interval_secs":Infinity}}\0',
@@ -155,6 +156,7 @@ CASES = [
     ("empty_method", msg({"method": ""}), proto("interface.Method")),
     ("method_trailing_dot", msg({"method": IFACE + "."}), proto("interface.Method")),
     ("method_leading_dot", msg({"method": ".Ping"}), proto("interface.Method")),
+    ("interface_name_too_long", call("x" * 300 + ".Ping"), proto("interface name too long")),
     ("method_escaped_nul", msg({"method": IFACE + ".Ping\u0000.Pong"}), proto("interface.Method")),
     ("parameters_array", call("Ping", []), proto("parameters")),
     ("parameters_string", call("Ping", "x"), proto("parameters")),
