@@ -26,6 +26,7 @@ from rtlib import IFACE, Connection, Daemon, wait_for  # noqa: E402
 MAX_MESSAGE = 1024 * 1024          # default max_message_bytes
 MAX_CONN_PER_UID = 256             # default max_connections_per_uid
 MAX_CONN = 1024                    # default max_connections
+MAX_JOBS_PER_UID = 64              # default max_jobs_per_uid
 MAX_PENDING_OUTPUT = 16 << 20      # unread output after which a client is dropped
 NOBODY = 65534
 
@@ -694,6 +695,54 @@ print(json.dumps({"refused": refused, "after": after, "retry": r}))
                                         "parameters": {"limit": "connections_per_user", "max": MAX_CONN_PER_UID}})
         self.assertIsNone(r["after"], "a refused connection is closed")
         self.assertEqual(r["retry"], {"parameters": {}})
+
+    def test_jobs_per_uid_limit(self):
+        # As an unprivileged user: MAX_JOBS_PER_UID running jobs, then
+        # LimitExceeded; a root-owned process is refused with PermissionDenied.
+        script = r"""
+import json, socket, subprocess, sys
+path, n = sys.argv[1], int(sys.argv[2])
+def call(method, params):
+    s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(path)
+    s.sendall(json.dumps({"method": "%s." + method, "parameters": params}).encode() + b"\0")
+    buf = b""
+    while not buf.endswith(b"\0"):
+        buf += s.recv(65536)
+    s.close()
+    return json.loads(buf[:-1])
+kids = [subprocess.Popen(["sleep", "60"]) for _ in range(n + 1)]
+started = [call("StartJob", {"pid": k.pid}) for k in kids[:n]]
+over = call("StartJob", {"pid": kids[n].pid})
+init = call("StartJob", {"pid": 1})
+for k in kids:
+    k.kill(); k.wait()
+print(json.dumps({"ok": sum("job" in r.get("parameters", {}) for r in started), "over": over, "init": init}))
+""" % IFACE
+        p = subprocess.run(["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
+                            "/usr/bin/python3", "-c", script, self.d.socket, str(MAX_JOBS_PER_UID)],
+                           capture_output=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        r = json.loads(p.stdout)
+        self.assertEqual(r["ok"], MAX_JOBS_PER_UID)
+        self.assertEqual(r["over"], {"error": IFACE + ".LimitExceeded",
+                                     "parameters": {"limit": "jobs_per_user", "max": MAX_JOBS_PER_UID}})
+        self.assertEqual(r["init"]["error"], IFACE + ".PermissionDenied")
+        # Their processes are gone: the jobs end by themselves.
+        wait_for(lambda: self.d.call("ListJobs", {"running_only": True})["jobs"] == [], timeout=30,
+                 what="the jobs of the killed processes to end")
+
+    def test_offset_past_the_end(self):
+        job = self.ended_job()
+        self.outcome(call("GetJobSamples", {"id": job["id"], "offset": 10**6}),
+                     ok({"samples": [], "csv": None, "next_offset": 10**6, "ended": True}))
+
+    def test_oneway_with_more_is_a_stream(self):
+        with self.d.connect(timeout=15) as c:
+            c.send_raw(call("StreamHostSamples", more=True, oneway=True))
+            for _ in range(2):
+                r = c.recv()
+                self.assertTrue(r["continues"])
+                self.assertIn("cpu", r["parameters"]["sample"])
 
     def test_total_connection_limit(self):
         socks = []
