@@ -25,6 +25,7 @@ struct rt_server {
     struct rt_daemon *d;
     int listen_fd, epfd;
     struct rt_conn *conns;
+    struct rt_conn *closed;  /* closed this batch, freed by rt_server_reap() */
     size_t nconns;
     struct uid_count *uids;
     size_t nuids;
@@ -100,8 +101,22 @@ static void conn_close(struct rt_server *srv, struct rt_conn *c)
     srv->nconns--;
     rt_vl_reader_free(&c->rd);
     rt_vl_writer_free(&c->wr);
-    free(c);
+    /* Not freed yet: the current epoll batch may hold more events for it. */
+    c->dead = true;
+    c->fd = -1;
+    c->prev = NULL;
+    c->next = srv->closed;
+    srv->closed = c;
     accept_resume(srv);
+}
+
+void rt_server_reap(struct rt_server *srv)
+{
+    while (srv->closed) {
+        struct rt_conn *c = srv->closed;
+        srv->closed = c->next;
+        free(c);
+    }
 }
 
 void rt_server_free(struct rt_server *srv)
@@ -110,6 +125,7 @@ void rt_server_free(struct rt_server *srv)
         return;
     while (srv->conns)
         conn_close(srv, srv->conns);
+    rt_server_reap(srv);
     epoll_ctl(srv->epfd, EPOLL_CTL_DEL, srv->listen_fd, NULL);
     free(srv->uids);
     free(srv);
@@ -457,6 +473,8 @@ void rt_server_event(struct rt_server *srv, void *tag, uint32_t events)
         return;
     }
     struct rt_conn *c = tag;
+    if (c->dead)
+        return; /* closed earlier in this batch */
     if (events & EPOLLERR) {
         conn_close(srv, c);
         return;

@@ -34,6 +34,7 @@ struct rt_conn {
     bool closing;         /* close once the output is flushed */
     bool eof;             /* the client has shut down its sending side */
     bool dispatching;     /* inside process_input(): calls are not re-entered */
+    bool dead;            /* closed; freed by rt_server_reap() */
     enum rt_stream_kind stream;
     uint64_t stream_job;
     uint64_t stream_next; /* next sample index to send */
@@ -57,6 +58,9 @@ void rt_server_free(struct rt_server *srv);
 /* epoll tags: the listening socket, and connections. */
 bool rt_server_owns(struct rt_server *srv, void *tag);
 void rt_server_event(struct rt_server *srv, void *tag, uint32_t events);
+/* Free the connections closed since the last call. Call it after each
+ * epoll_wait() batch: later events of the same batch may still name them. */
+void rt_server_reap(struct rt_server *srv);
 /* Deliver the sampler's outbox. */
 void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list);
 size_t rt_server_connections(struct rt_server *srv);
