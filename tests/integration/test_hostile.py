@@ -780,6 +780,41 @@ for _name, _data, _expected in CASES:
     setattr(Hostile, "test_" + _name, make_case(_data, _expected))
 
 
+class StreamChurn(unittest.TestCase):
+    """Streaming clients that all hang up at once, many times, on a fast
+    tick while the main loop is busy: a connection closed by a failed write
+    of a sample must not be touched again by a later event of the same
+    epoll batch (its hang-up)."""
+
+    def test_streams_hanging_up_together(self):
+        d = Daemon(interval=0.02).start()
+        try:
+            stream, flood = call("StreamHostSamples", more=True), call("GetHostSample") * 200
+            for _ in range(40):
+                streams = []
+                for _ in range(60):
+                    c = d.connect(timeout=15)
+                    c.send_raw(stream)
+                    streams.append(c)
+                busy = []
+                for _ in range(10):
+                    c = d.connect(timeout=15)
+                    c.send_raw(flood)
+                    busy.append(c)
+                time.sleep(0.05)
+                for c in streams + busy:
+                    c.close()
+                self.assertIsNone(d.proc.poll(), "daemon died:\n" + d.read_log()[-6000:])
+                time.sleep(0.02)
+            with d.connect() as c:
+                self.assertEqual(c.call("Ping"), {})
+        finally:
+            try:
+                d.stop()
+            finally:
+                d.cleanup()
+
+
 class LargePages(unittest.TestCase):
     """A job whose samples are large: the biggest page a client may ask for
     (limit 10000) must not exceed what the daemon lets a client fall behind
