@@ -766,8 +766,8 @@ static void m_get_job_samples(struct rt_call *c)
     }
     /* A single page. */
     struct rt_daemon *d = rt_server_daemon(c->srv);
-    uint64_t produced;
-    bool ended;
+    uint64_t produced = 0;
+    bool ended = false;
     struct page pg = {0};
     if (job_progress(d, id, &produced, &ended) && conn->stream_next < produced)
         read_page(d, id, conn->stream_next, (size_t)limit, &pg);
