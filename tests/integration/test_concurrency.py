@@ -112,8 +112,7 @@ class Storm(unittest.TestCase):
                 p.kill()
             i += 1
             time.sleep(0.1)
-        for _, _, p in jobs:
-            p.wait()
+        # Not reaped here: the daemon reads the exit status from the zombie.
 
     # ---- the test ----
 
@@ -147,15 +146,20 @@ class Storm(unittest.TestCase):
         print("\n%d calls by %d callers in %.1f s (%.0f/s); GetHostSample p50 %.1f ms, p99 %.1f ms, max %.1f ms"
               % (sum(counts), CALLERS, elapsed, sum(counts) / elapsed, p50 * 1e3, p99 * 1e3, lat[-1] * 1e3))
 
-        # The sampler kept its cadence: no tick skipped, none late by more
-        # than half an interval, and every stream got every tick.
+        # The sampler kept its cadence: every stream got (nearly) every tick,
+        # no tick was skipped, and ticks stayed on their absolute deadlines
+        # (a tick late because the machine is busy is followed by a shorter
+        # interval, so the mean stays on target; a skipped one would add a
+        # whole interval).
         expected = STORM_SECS / INTERVAL
         for n, got in streams.items():
             self.assertGreaterEqual(len(got), expected * 0.8, "streamer %d got %d samples" % (n, len(got)))
+        target = INTERVAL * 1000
         gaps = [ms for got in streams.values() for _, ms in got]
-        print("tick intervals (ms) seen by %d streams: median %.0f, max %d (target %d)"
-              % (len(streams), statistics.median(gaps), max(gaps), INTERVAL * 1000))
-        self.assertLess(max(gaps), INTERVAL * 1000 * 1.5)
+        print("tick intervals (ms) seen by %d streams: mean %.1f, median %.0f, min %d, max %d (target %d)"
+              % (len(streams), statistics.mean(gaps), statistics.median(gaps), min(gaps), max(gaps), target))
+        self.assertLess(max(gaps), 2 * target, "a tick was skipped")
+        self.assertLess(abs(statistics.mean(gaps) - target), 0.03 * target, "the ticks drifted")
 
         # Jobs started and ended correctly during the storm.
         print("%d jobs started, StartJob max %.0f ms" % (len(jobs), max(start_lat) * 1e3))
@@ -168,6 +172,7 @@ class Storm(unittest.TestCase):
             else:
                 self.assertEqual((j["state"], j["exit_code"]), ("finished", 0), j)
                 self.assertGreater(j["summary"]["samples"], 0)
+            p.wait()
         self.assertEqual(self.d.call("ListJobs", {"running_only": True})["jobs"], [])
 
 
