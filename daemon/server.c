@@ -398,11 +398,12 @@ static void accept_all(struct rt_server *srv)
                 continue;
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
                 accept_pause(srv, errno);
-            else if (errno != EAGAIN && errno != EWOULDBLOCK)
+            else if (errno == EAGAIN || errno == EWOULDBLOCK)
+                srv->accept_warned = false; /* every waiting client got in: the shortage is over */
+            else
                 rt_warn("accept: %s", strerror(errno));
             return;
         }
-        srv->accept_warned = false;
         struct ucred cred;
         socklen_t len = sizeof(cred);
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
