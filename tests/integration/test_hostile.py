@@ -787,7 +787,7 @@ class StreamChurn(unittest.TestCase):
     epoll batch (its hang-up)."""
 
     def test_streams_hanging_up_together(self):
-        d = Daemon(interval=0.02).start()
+        d = Daemon(interval=0.1).start()     # the shortest interval the daemon takes
         try:
             stream, flood = call("StreamHostSamples", more=True), call("GetHostSample") * 200
             for _ in range(40):
