@@ -374,6 +374,7 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
                 rt_server_event(d->server, tag, evs[i].events);
             }
         }
+        rt_server_reap(d->server);
     }
     return 0;
 }

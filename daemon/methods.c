@@ -24,6 +24,10 @@
 #define PAGE_DEFAULT 1000
 #define PAGE_MAX 10000
 #define STREAM_OUTPUT_LOW (1024 * 1024) /* pump samples while less is queued */
+/* A page stops after this many bytes of samples, whatever the limit: 10000
+ * large samples would exceed the backlog a client may have (16 MiB), and a
+ * client reading normally would be dropped. next_offset says where to go on. */
+#define PAGE_MAX_BYTES (4 * 1024 * 1024)
 
 static double now_real(void) { return (double)rt_real_ns() / 1e9; }
 
@@ -57,6 +61,9 @@ static bool opt(struct rt_call *c, const char *key, json_type t, struct json_obj
     if (!json_object_object_get_ex(c->params, key, &v) || !v)
         return true;
     bool ok = json_object_is_type(v, t) || (t == json_type_double && json_object_is_type(v, json_type_int));
+    /* "\u0000" inside a string would make the C string a different one. */
+    if (ok && t == json_type_string)
+        ok = strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
     if (!ok) {
         rt_call_invalid_param(c, key);
         return false;
@@ -542,7 +549,8 @@ struct page {
     size_t n;         /* lines */
 };
 
-/* Read up to max complete sample lines starting at index `from`. */
+/* Read up to max complete sample lines (and about PAGE_MAX_BYTES) starting
+ * at index `from`. */
 static int read_page(struct rt_daemon *d, uint64_t job_id, uint64_t from, size_t max, struct page *pg)
 {
     memset(pg, 0, sizeof(*pg));
@@ -564,13 +572,13 @@ static int read_page(struct rt_daemon *d, uint64_t job_id, uint64_t from, size_t
     uint64_t pos = start;
     char chunk[65536];
     size_t line_start = 0;
-    while (pos < end && pg->n < max) {
+    while (pos < end && pg->n < max && line_start < PAGE_MAX_BYTES) {
         size_t want = end - pos < sizeof(chunk) ? (size_t)(end - pos) : sizeof(chunk);
         ssize_t r = pread(fd, chunk, want, (off_t)pos);
         if (r <= 0)
             break;
         pos += (uint64_t)r;
-        for (ssize_t i = 0; i < r && pg->n < max; i++) {
+        for (ssize_t i = 0; i < r && pg->n < max && line_start < PAGE_MAX_BYTES; i++) {
             if (skip) {
                 if (chunk[i] == '\n')
                     skip--;
@@ -890,10 +898,12 @@ static void run_method(struct rt_call *c, const struct method *m, size_t n, cons
         m[i].fn(c);
         return;
     }
-    char full[512];
-    snprintf(full, sizeof(full), "%s.%s", iface, c->method);
+    /* The name as called, whatever its length (a cut could split a UTF-8
+     * sequence). */
+    char *full = rt_xasprintf("%s.%s", iface, c->method);
     struct json_object *p = json_object_new_object();
     json_object_object_add(p, "method", json_object_new_string(full));
+    free(full);
     rt_call_error(c, "org.varlink.service.MethodNotFound", p);
 }
 

@@ -22,6 +22,9 @@ size_t rt_strlcpy(char *dst, const char *src, size_t size);
 char *rt_trim(char *s);
 bool rt_str_starts_with(const char *s, const char *prefix);
 bool rt_str_all_digits(const char *s);
+/* Well-formed UTF-8 (RFC 3629): no overlong forms, surrogates or code
+ * points above U+10FFFF. */
+bool rt_utf8_valid(const char *s, size_t len);
 
 /* Read a whole (small) file relative to dirfd into buf, NUL-terminated.
  * Returns the length, or -errno. A file longer than size-1 is truncated. */
