@@ -198,12 +198,12 @@ static bool store_append(struct rt_sampler *s, struct rt_job *j, const char *dat
     return true;
 }
 
-static void save_record(struct rt_sampler *s, struct rt_job *j)
+static void save_record(struct rt_sampler *s, struct rt_job *j, bool sync)
 {
     rt_jobs_lock(s->jobs);
     struct json_object *rec = rt_job_to_record(j);
     rt_jobs_unlock(s->jobs);
-    int r = rt_store_save_record(s->store, j->id, rec);
+    int r = rt_store_save_record(s->store, j->id, rec, sync);
     if (r < 0)
         rt_err("job %" PRIu64 ": cannot save its record: %s", j->id, strerror(-r));
     json_object_put(rec);
@@ -397,7 +397,7 @@ static void end_job(struct rt_sampler *s, struct rt_job *j, enum end_reason why,
     rt_jobs_unlock(s->jobs);
     if (j->unwritten_len)
         store_append(s, j, "", 0);
-    save_record(s, j);
+    save_record(s, j, true);
     if (j->samples_fd >= 0)
         close(j->samples_fd);
     j->samples_fd = -1;
@@ -525,7 +525,7 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
         j->state = RT_JOB_LOST;
         j->ended_at = last > j->started_at ? last : j->started_at;
         rt_jobs_unlock(s->jobs);
-        save_record(s, j);
+        save_record(s, j, true);
         rt_notice("job %" PRIu64 " lost: its process ended while the daemon was not running", j->id);
         if (j->wants_upload && s->o.upload)
             rt_upload_job_end(s->o.upload, j->id, 0);
@@ -552,7 +552,7 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
             j->signal = q->signal;
             j->state = q->exit_code || q->signal ? RT_JOB_FAILED : RT_JOB_FINISHED;
             rt_jobs_unlock(s->jobs);
-            save_record(s, j);
+            save_record(s, j, true);
         } else if (q->type == RT_SREQ_STOP) {
             q->result = -EALREADY;
         }
@@ -673,7 +673,7 @@ static void tick(struct rt_sampler *s)
         j->tick_phase = 0;
         struct rt_ptree_result r;
         if (job_sample(s, j, false, &r) && j->summary.samples % RECORD_EVERY == 0)
-            save_record(s, j);
+            save_record(s, j, false);
     }
     uint64_t now = rt_mono_ns();
     if (now >= s->next_retention_ns) {
@@ -794,7 +794,7 @@ void rt_sampler_stop(struct rt_sampler *s)
         struct rt_job *j = s->active[i];
         if (j->unwritten_len)
             store_append(s, j, "", 0);
-        save_record(s, j);
+        save_record(s, j, true);
     }
 }
 
