@@ -5,6 +5,7 @@ Every daemon started here must exit cleanly (status 0) when stopped and
 print no sanitizer report: that is how ASan/UBSan and leak checks reach
 the integration tests."""
 
+import atexit
 import grp
 import json
 import os
@@ -193,6 +194,30 @@ class Daemon:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+_shared_copies = {}
+
+
+def world_path(path):
+    """path, or a copy other users can execute when a directory on its way is
+    private (a build tree in root's home): for clients run as test users."""
+    p = os.path.realpath(path)
+    d, ok = p, bool(os.stat(p).st_mode & 0o001)
+    while ok and d != "/":
+        d = os.path.dirname(d)
+        ok = bool(os.stat(d).st_mode & 0o001)
+    if ok:
+        return p
+    if p not in _shared_copies:
+        tmp = tempfile.mkdtemp(prefix="rt-bin-")
+        os.chmod(tmp, 0o755)
+        dst = os.path.join(tmp, os.path.basename(p))
+        shutil.copy2(p, dst)
+        os.chmod(dst, 0o755)
+        atexit.register(shutil.rmtree, tmp, True)
+        _shared_copies[p] = dst
+    return _shared_copies[p]
+
+
 def run_ctl(daemon, *args, env=None, user=None, timeout=60, input=None, check=None):
     """Run resource-trackerctl against daemon (as another user with setpriv)."""
     e = dict(os.environ)
@@ -201,7 +226,7 @@ def run_ctl(daemon, *args, env=None, user=None, timeout=60, input=None, check=No
     e.update(env or {})
     cmd = [CTL] + list(args)
     if user is not None:
-        cmd = setpriv(user) + cmd
+        cmd = setpriv(user) + [world_path(CTL)] + list(args)
     p = subprocess.run(cmd, env=e, capture_output=True, timeout=timeout, input=input)
     out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
     for mark in SANITIZER_MARKS:

@@ -13,7 +13,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CTL, IFACE, Daemon, TestUsers, call_as, read_json_lines, run_ctl,  # noqa: E402
+from rtlib import (CTL, IFACE, Daemon, TestUsers, call_as, read_json_lines, run_ctl, world_path,  # noqa: E402
                    setpriv, spawn_as, starttime, wait_for)
 
 DENIED, NOT_FOUND = 4, 5
@@ -185,7 +185,7 @@ class Authorization(unittest.TestCase):
         self.assertFalse(json.loads(out)["caller_is_admin"])
         # Membership counts as the connecting process has it (SO_PEERGROUPS), not as
         # /etc/group says: C without its supplementary groups is an ordinary user.
-        p = subprocess.run(setpriv(self.c, keep_groups=False) + [CTL, "--json", "jobs"],
+        p = subprocess.run(setpriv(self.c, keep_groups=False) + [world_path(CTL), "--json", "jobs"],
                            env=dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket),
                            capture_output=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
