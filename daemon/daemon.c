@@ -228,8 +228,15 @@ static unsigned running_jobs(struct rt_daemon *d)
 
 static void send_status(struct rt_daemon *d)
 {
+    unsigned amd = rt_sampler_gpu_count_amd(d->sampler);
     struct rt_notify_status st = {.jobs_running = running_jobs(d),
-                                  .gpus_nvidia = rt_sampler_gpu_count(d->sampler)};
+                                  .gpus_nvidia = rt_sampler_gpu_count(d->sampler) - amd,
+                                  .gpus_amd = amd};
+    if (d->upload) {
+        uint64_t pending;
+        rt_upload_queue(d->upload, &pending, &st.upload_failing);
+        st.upload_queue = (unsigned)pending;
+    }
     rt_notify_status(&st);
 }
 

@@ -45,7 +45,7 @@ struct rt_sampler {
     struct rt_rcstr *latest;
     atomic_bool stop;
     _Atomic uint64_t heartbeat;
-    atomic_uint ngpus;
+    atomic_uint ngpus, ngpus_amd;
     _Atomic uint64_t retention_age, retention_bytes;
 
     /* sampler thread only */
@@ -124,6 +124,7 @@ struct rt_rcstr *rt_sampler_latest_host(struct rt_sampler *s)
 uint64_t rt_sampler_heartbeat(struct rt_sampler *s) { return atomic_load(&s->heartbeat); }
 double rt_sampler_interval(struct rt_sampler *s) { return s->o.interval_secs; }
 unsigned rt_sampler_gpu_count(struct rt_sampler *s) { return atomic_load(&s->ngpus); }
+unsigned rt_sampler_gpu_count_amd(struct rt_sampler *s) { return atomic_load(&s->ngpus_amd); }
 int rt_sampler_event_fd(struct rt_sampler *s) { return s->out_efd; }
 
 void rt_sampler_submit(struct rt_sampler *s, struct rt_sreq *req)
@@ -640,7 +641,11 @@ static void host_tick(struct rt_sampler *s)
     s->host_timestamp = s->sample.timestamp_secs;
     s->host_has_interval = s->sample.has_interval;
     s->host_interval_ms = s->sample.actual_interval_ms;
+    unsigned amd = 0;
+    for (size_t i = 0; i < s->sample.n_gpus; i++)
+        amd += s->sample.gpus[i].vendor && strcmp(s->sample.gpus[i].vendor, "amd") == 0;
     atomic_store(&s->ngpus, (unsigned)s->sample.n_gpus);
+    atomic_store(&s->ngpus_amd, amd);
     json_object_put(s->host_obj);
     s->host_obj = rt_sample_to_json(&s->sample);
     size_t len;

@@ -83,6 +83,9 @@ void rt_upload_job_rows(struct rt_upload_worker *w, uint64_t job_id, const char 
 void rt_upload_job_end(struct rt_upload_worker *w, uint64_t job_id, int exit_code);
 
 void rt_upload_job_status(struct rt_upload_worker *w, uint64_t job_id, struct rt_upload_status *out);
+/* Sealed batches waiting to be sent over all jobs, and whether any job's
+ * last attempt failed (for the service's STATUS line). */
+void rt_upload_queue(struct rt_upload_worker *w, uint64_t *batches_pending, bool *failing);
 
 /* Jobs resumed from the spool that were still running when the previous
  * process stopped: the daemon calls rt_upload_job_begin (continue) or

@@ -239,6 +239,20 @@ void rt_upload_job_status(struct rt_upload_worker *w, uint64_t job_id, struct rt
     pthread_mutex_unlock(&w->mu);
 }
 
+void rt_upload_queue(struct rt_upload_worker *w, uint64_t *batches_pending, bool *failing)
+{
+    *batches_pending = 0;
+    *failing = false;
+    pthread_mutex_lock(&w->mu);
+    for (struct rt_upload_job *j = w->jobs; j; j = j->next) {
+        if (j->done)
+            continue;
+        *batches_pending += j->n_pending;
+        *failing |= j->failures > 0;
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
 size_t rt_upload_resumed_running(struct rt_upload_worker *w, uint64_t **ids)
 {
     size_t n = 0;
