@@ -1,6 +1,7 @@
 #include "rt/util.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -178,6 +179,24 @@ ssize_t rt_read_str_at(int dirfd, const char *path, char *buf, size_t size)
     size_t len = strlen(t);
     memmove(buf, t, len + 1);
     return len ? (ssize_t)len : -ENODATA;
+}
+
+bool rt_dir_has_entries_at(int dirfd, const char *path)
+{
+    int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return false;
+    }
+    bool any = false;
+    struct dirent *de;
+    while (!any && (de = readdir(d)))
+        any = de->d_name[0] != '.';
+    closedir(d);
+    return any;
 }
 
 bool rt_parse_u64(const char *s, uint64_t *out)

@@ -35,6 +35,10 @@ int rt_read_u64_at(int dirfd, const char *path, uint64_t *out);
  * value returns -ENODATA. */
 ssize_t rt_read_str_at(int dirfd, const char *path, char *buf, size_t size);
 
+/* Whether dirfd/path is a directory holding any entry. Names starting with a
+ * dot do not count (sysfs has none; fixture trees keep empty dirs that way). */
+bool rt_dir_has_entries_at(int dirfd, const char *path);
+
 /* Parse an unsigned decimal; returns false on garbage or overflow. */
 bool rt_parse_u64(const char *s, uint64_t *out);
 bool rt_parse_i64(const char *s, int64_t *out);
