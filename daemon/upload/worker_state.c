@@ -80,7 +80,8 @@ void rt_upload_failed(struct rt_upload_worker *w, struct rt_upload_job *j, const
 {
     pthread_mutex_lock(&w->mu);
     j->failures++;
-    snprintf(j->last_error, sizeof(j->last_error), "%s: %s", what, error);
+    if (snprintf(j->last_error, sizeof(j->last_error), "%s: %s", what, error) >= (int)sizeof(j->last_error))
+        rt_debug("upload: job %llu: error message truncated", (unsigned long long)j->id);
     j->retry_at_ms = rt_upload_now_ms() + backoff_ms(w, j->failures);
     bool first = !j->in_episode;
     j->in_episode = true;
