@@ -59,7 +59,8 @@ static void burn_ms(double ms)
     volatile uint64_t x = 0;
     while (clock_secs(CLOCK_THREAD_CPUTIME_ID) < end)
         for (int i = 0; i < 10000; i++)
-            x += (uint64_t)i * 2654435761u;
+            x = x + (uint64_t)i * 2654435761u;
+    (void)x;
 }
 
 static void sleep_ms(double ms)

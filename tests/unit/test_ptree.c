@@ -32,12 +32,13 @@ static void burn_ms(long ms)
     volatile unsigned long x = 0;
     for (;;) {
         for (int i = 0; i < 10000; i++)
-            x += (unsigned long)i;
+            x = x + (unsigned long)i;
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
         long el = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
         if (el >= ms)
             break;
     }
+    (void)x;
 }
 
 static void sleep_ms(long ms)
