@@ -1,5 +1,7 @@
 #include "rt/json.h"
 
+#include "rt/sample.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,12 +11,8 @@ struct json_object *rt_json_double(double v, int decimals)
 {
     if (!isfinite(v))
         return NULL;
-    if (decimals >= 0) {
-        double scale = pow(10.0, decimals);
-        double r = round(v * scale) / scale;
-        if (isfinite(r))
-            v = r;
-    }
+    if (decimals >= 0)
+        v = rt_round_dec(v, decimals);
     if (v == 0.0)
         v = 0.0; /* no "-0.0" */
     char buf[64];

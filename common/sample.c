@@ -23,6 +23,13 @@ void rt_sample_free(struct rt_sample *s)
     memset(s, 0, sizeof(*s));
 }
 
+double rt_round_dec(double v, int decimals)
+{
+    double scale = pow(10.0, decimals);
+    double r = round(v * scale) / scale;
+    return isfinite(r) ? r : v;
+}
+
 double rt_sample_interval_secs(const struct rt_sample *s)
 {
     if (s->has_interval)
@@ -42,7 +49,7 @@ uint64_t rt_sample_disk_read_bytes(const struct rt_sample *s)
     uint64_t sum = 0;
     for (size_t i = 0; i < s->n_disks; i++)
         if (!s->disks[i].stacked)
-            sum += bytes_in(s->disks[i].read_bytes_per_sec, secs);
+            sum += bytes_in(rt_round_dec(s->disks[i].read_bytes_per_sec, RT_DEC_RATE), secs);
     return sum;
 }
 
@@ -52,7 +59,7 @@ uint64_t rt_sample_disk_write_bytes(const struct rt_sample *s)
     uint64_t sum = 0;
     for (size_t i = 0; i < s->n_disks; i++)
         if (!s->disks[i].stacked)
-            sum += bytes_in(s->disks[i].write_bytes_per_sec, secs);
+            sum += bytes_in(rt_round_dec(s->disks[i].write_bytes_per_sec, RT_DEC_RATE), secs);
     return sum;
 }
 
@@ -61,7 +68,7 @@ uint64_t rt_sample_net_recv_bytes(const struct rt_sample *s)
     double secs = rt_sample_interval_secs(s);
     uint64_t sum = 0;
     for (size_t i = 0; i < s->n_nets; i++)
-        sum += bytes_in(s->nets[i].rx_bytes_per_sec, secs);
+        sum += bytes_in(rt_round_dec(s->nets[i].rx_bytes_per_sec, RT_DEC_RATE), secs);
     return sum;
 }
 
@@ -70,6 +77,6 @@ uint64_t rt_sample_net_sent_bytes(const struct rt_sample *s)
     double secs = rt_sample_interval_secs(s);
     uint64_t sum = 0;
     for (size_t i = 0; i < s->n_nets; i++)
-        sum += bytes_in(s->nets[i].tx_bytes_per_sec, secs);
+        sum += bytes_in(rt_round_dec(s->nets[i].tx_bytes_per_sec, RT_DEC_RATE), secs);
     return sum;
 }

@@ -45,14 +45,17 @@ size_t rt_sample_to_csv(const struct rt_sample *s, char *buf, size_t size)
     double gpu_usage = 0, gpu_vram = 0;
     unsigned gpu_busy = 0;
     for (size_t i = 0; i < s->n_gpus; i++) {
-        gpu_usage += s->gpus[i].utilization_pct / 100.0;
+        double util = rt_round_dec(s->gpus[i].utilization_pct, RT_DEC_PCT);
+        gpu_usage += util / 100.0;
         gpu_vram += (double)s->gpus[i].vram_used_bytes / (double)RT_MIB;
-        if (s->gpus[i].utilization_pct > 0)
+        if (util > 0)
             gpu_busy++;
     }
 
+    /* Values rounded as the JSON writer rounds them (see RT_DEC_*). */
     put(&o, "%" PRIu64 ",%" PRIu32 ",%.3f,%.3f,%.4f,", s->timestamp_secs, s->cpu.process_count,
-        s->cpu.utime_secs, s->cpu.stime_secs, s->cpu.utilization_pct);
+        rt_round_dec(s->cpu.utime_secs, RT_DEC_SECS), rt_round_dec(s->cpu.stime_secs, RT_DEC_SECS),
+        rt_round_dec(s->cpu.utilization_pct, RT_DEC_CORES));
     put(&o, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", m->free_mib,
         m->used_mib, m->buffers_mib, m->cached_mib, m->active_mib, m->inactive_mib);
     put(&o, "%" PRIu64 ",%" PRIu64 ",%.6f,%.6f,%.6f,", rt_sample_disk_read_bytes(s),
@@ -63,11 +66,11 @@ size_t rt_sample_to_csv(const struct rt_sample *s, char *buf, size_t size)
     const struct rt_process *p = &s->proc;
     if (p->present) {
         put(&o, "%" PRId32 ",%" PRIu32 ",%.4f,%.4f,%.4f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", p->pid,
-            p->child_count, p->utime_secs, p->stime_secs, p->cores_used, p->pss_mib,
-            p->disk_read_bytes, p->disk_write_bytes);
+            p->child_count, rt_round_dec(p->utime_secs, RT_DEC_SECS), rt_round_dec(p->stime_secs, RT_DEC_SECS),
+            rt_round_dec(p->cores_used, RT_DEC_CORES), p->pss_mib, p->disk_read_bytes, p->disk_write_bytes);
         if (s->proc_gpu.present)
-            put(&o, "%.4f,%.4f,%" PRIu32 "\n", s->proc_gpu.usage, s->proc_gpu.vram_mib,
-                s->proc_gpu.utilized);
+            put(&o, "%.4f,%.4f,%" PRIu32 "\n", rt_round_dec(s->proc_gpu.usage, RT_DEC_CORES),
+                rt_round_dec(s->proc_gpu.vram_mib, RT_DEC_MIB), s->proc_gpu.utilized);
         else
             put(&o, ",,\n");
     } else {

@@ -6,13 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Decimal places kept in the output: enough for the unit, no float noise. */
-#define DEC_CORES 4
-#define DEC_PCT 2
-#define DEC_SECS 4
-#define DEC_RATE 1
-#define DEC_MIB 4
-#define DEC_WATTS 3
+#define DEC_CORES RT_DEC_CORES
+#define DEC_PCT RT_DEC_PCT
+#define DEC_SECS RT_DEC_SECS
+#define DEC_RATE RT_DEC_RATE
+#define DEC_MIB RT_DEC_MIB
+#define DEC_WATTS RT_DEC_WATTS
 
 static void add(struct json_object *o, const char *k, struct json_object *v)
 {

@@ -1,6 +1,7 @@
 #include "rt/util.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -98,6 +99,42 @@ bool rt_str_all_digits(const char *s)
     return true;
 }
 
+bool rt_utf8_valid(const char *str, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)str, *end = s + len;
+    while (s < end) {
+        unsigned c = *s++;
+        if (c < 0x80)
+            continue;
+        size_t more;
+        unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+        if (c >= 0xC2 && c <= 0xDF) {
+            more = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            more = 2;
+            if (c == 0xE0)
+                lo = 0xA0; /* overlong */
+            else if (c == 0xED)
+                hi = 0x9F; /* surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            more = 3;
+            if (c == 0xF0)
+                lo = 0x90; /* overlong */
+            else if (c == 0xF4)
+                hi = 0x8F; /* above U+10FFFF */
+        } else {
+            return false;
+        }
+        if ((size_t)(end - s) < more || s[0] < lo || s[0] > hi)
+            return false;
+        for (size_t i = 1; i < more; i++)
+            if (s[i] < 0x80 || s[i] > 0xBF)
+                return false;
+        s += more;
+    }
+    return true;
+}
+
 ssize_t rt_read_file_at(int dirfd, const char *path, char *buf, size_t size)
 {
     if (size == 0)
@@ -142,6 +179,24 @@ ssize_t rt_read_str_at(int dirfd, const char *path, char *buf, size_t size)
     size_t len = strlen(t);
     memmove(buf, t, len + 1);
     return len ? (ssize_t)len : -ENODATA;
+}
+
+bool rt_dir_has_entries_at(int dirfd, const char *path)
+{
+    int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return false;
+    }
+    bool any = false;
+    struct dirent *de;
+    while (!any && (de = readdir(d)))
+        any = de->d_name[0] != '.';
+    closedir(d);
+    return any;
 }
 
 bool rt_parse_u64(const char *s, uint64_t *out)

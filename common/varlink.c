@@ -63,20 +63,27 @@ int rt_vl_reader_next(struct rt_vl_reader *r, char **msg, size_t *len)
     return 1;
 }
 
-struct json_object *rt_vl_parse(const char *msg, size_t len, char *err, size_t errlen)
+static struct json_object *parse(const char *msg, size_t len, int flags, char *err, size_t errlen)
 {
     struct json_tokener *tok = json_tokener_new_ex(RT_VL_MAX_DEPTH);
     if (!tok) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    json_tokener_set_flags(tok, flags);
     struct json_object *o = json_tokener_parse_ex(tok, msg, (int)len);
     enum json_tokener_error e = json_tokener_get_error(tok);
     size_t used = json_tokener_get_parse_end(tok);
+    if (e == json_tokener_continue) {
+        /* The message ends here: a top-level number ("42") is complete only
+         * when the tokener sees the end. */
+        o = json_tokener_parse_ex(tok, "", 1);
+        e = json_tokener_get_error(tok);
+        used = len;
+    }
     json_tokener_free(tok);
-    if (!o || e != json_tokener_success) {
-        snprintf(err, errlen, "invalid JSON: %s",
-                 e == json_tokener_continue ? "unexpected end of message" : json_tokener_error_desc(e));
+    if (e != json_tokener_success) {
+        snprintf(err, errlen, "invalid JSON: %s", json_tokener_error_desc(e));
         json_object_put(o);
         return NULL;
     }
@@ -87,12 +94,26 @@ struct json_object *rt_vl_parse(const char *msg, size_t len, char *err, size_t e
             return NULL;
         }
     }
-    if (!json_object_is_type(o, json_type_object)) {
+    if (!json_object_is_type(o, json_type_object)) { /* NULL is the JSON null */
         snprintf(err, errlen, "a message must be a JSON object");
         json_object_put(o);
         return NULL;
     }
     return o;
+}
+
+struct json_object *rt_vl_parse(const char *msg, size_t len, char *err, size_t errlen)
+{
+    return parse(msg, len, 0, err, errlen);
+}
+
+struct json_object *rt_vl_parse_strict(const char *msg, size_t len, char *err, size_t errlen)
+{
+    if (!rt_utf8_valid(msg, len)) {
+        snprintf(err, errlen, "invalid JSON: not UTF-8");
+        return NULL;
+    }
+    return parse(msg, len, JSON_TOKENER_STRICT, err, errlen);
 }
 
 void rt_vl_writer_init(struct rt_vl_writer *w)

@@ -126,29 +126,27 @@ static int start_private_daemon(const char *socket_path)
 int ctl_connect(struct ctl *ctl, struct rt_vl_client *c, bool autostart)
 {
     int err = 0;
+    /* A socket named by --socket or the environment is that daemon or none:
+     * starting a private one there would hide a typo or a dead daemon. */
     if (ctl->socket) {
         if (try_connect(ctl, c, ctl->socket, &err))
             return 0;
-        if (!autostart) {
-            CTL_ERR("cannot reach the daemon at %s: %s", ctl->socket, strerror(-err));
-            return RT_EXIT_UNREACHABLE;
-        }
+        CTL_ERR("cannot reach the daemon at %s: %s", ctl->socket, strerror(-err));
+        return RT_EXIT_UNREACHABLE;
     }
     char user[PATH_MAX];
     bool have_user = rt_user_socket_path(user, sizeof(user)) == 0;
-    if (!ctl->socket) {
-        if (try_connect(ctl, c, RT_SYSTEM_SOCKET, &err))
-            return 0;
-        if (have_user && try_connect(ctl, c, user, &err))
-            return 0;
-        if (!autostart) {
-            CTL_ERR("cannot reach the daemon at %s%s%s: %s", RT_SYSTEM_SOCKET, have_user ? " or " : "",
-                    have_user ? user : "", strerror(-err));
-            return RT_EXIT_UNREACHABLE;
-        }
+    if (try_connect(ctl, c, RT_SYSTEM_SOCKET, &err))
+        return 0;
+    if (have_user && try_connect(ctl, c, user, &err))
+        return 0;
+    if (!autostart) {
+        CTL_ERR("cannot reach the daemon at %s%s%s: %s", RT_SYSTEM_SOCKET, have_user ? " or " : "",
+                have_user ? user : "", strerror(-err));
+        return RT_EXIT_UNREACHABLE;
     }
-    const char *path = ctl->socket ? ctl->socket : user;
-    if (!ctl->socket && !have_user) {
+    const char *path = user;
+    if (!have_user) {
         CTL_ERR("no daemon is running and there is no place for a private one");
         return RT_EXIT_UNREACHABLE;
     }

@@ -142,9 +142,11 @@ static void print_summary_line(struct json_object *job)
 
 int ctl_stop(struct ctl *ctl, int argc, char **argv)
 {
-    if (wants_help(argc, argv) || argc != 2) {
-        printf("Usage: resource-trackerctl stop JOB\nStop tracking JOB (an id or a name); its processes keep running.\n");
-        return argc == 2 ? 0 : RT_EXIT_USAGE;
+    bool help = wants_help(argc, argv);
+    if (help || argc != 2) {
+        fprintf(help ? stdout : stderr,
+                "Usage: resource-trackerctl stop JOB\nStop tracking JOB (an id or a name); its processes keep running.\n");
+        return help ? 0 : RT_EXIT_USAGE;
     }
     struct json_object *p = json_object_new_object();
     ctl_job_ref(p, argv[1]);
@@ -343,9 +345,11 @@ static void print_job(struct json_object *j, struct json_object *last)
 
 int ctl_status(struct ctl *ctl, int argc, char **argv)
 {
-    if (wants_help(argc, argv) || argc > 2) {
-        printf("Usage: resource-trackerctl [--json] status [JOB]\nLive host figures, or those of JOB.\n");
-        return argc > 2 ? RT_EXIT_USAGE : 0;
+    bool help = wants_help(argc, argv);
+    if (help || argc > 2) {
+        fprintf(help ? stdout : stderr,
+                "Usage: resource-trackerctl [--json] status [JOB]\nLive host figures, or those of JOB.\n");
+        return help ? 0 : RT_EXIT_USAGE;
     }
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
@@ -488,9 +492,10 @@ int ctl_samples(struct ctl *ctl, int argc, char **argv)
 
 int ctl_info(struct ctl *ctl, int argc, char **argv)
 {
-    if (wants_help(argc, argv) || argc != 1) {
-        printf("Usage: resource-trackerctl [--json] info\nShow the daemon this client talks to.\n");
-        return argc == 1 ? 0 : RT_EXIT_USAGE;
+    bool help = wants_help(argc, argv);
+    if (help || argc != 1) {
+        fprintf(help ? stdout : stderr, "Usage: resource-trackerctl [--json] info\nShow the daemon this client talks to.\n");
+        return help ? 0 : RT_EXIT_USAGE;
     }
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;

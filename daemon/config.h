@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define RT_DEFAULT_SYSTEM_SOCKET "/run/resource-tracker/" "com.sparecores.ResourceTracker"
 #define RT_DEFAULT_STATE_DIR "/var/lib/resource-tracker"
@@ -35,6 +36,8 @@ struct rt_config {
     unsigned upload_interval_secs;
     char token_credential[128];        /* name under $CREDENTIALS_DIRECTORY */
     uint64_t spool_max_bytes;
+    char s3_endpoint[512];             /* "" = AWS; else path-style S3-compatible store */
+    char s3_region[64];                /* region to sign for with s3_endpoint */
     /* logging */
     int log_level;                     /* syslog level */
     /* modes */
@@ -43,5 +46,86 @@ struct rt_config {
 };
 
 void rt_config_defaults(struct rt_config *c);
+
+/* Exit status for a refused configuration: sysexits' EX_CONFIG, which systemd
+ * also shows as "CONFIG" (the unit has RestartPreventExitStatus=78). */
+#define RT_EXIT_CONFIG 78
+
+/* One bit per setting: which ones came from the command line, and which
+ * ones differ between two configurations (rt_config_diff). */
+enum {
+    RT_CFG_INTERVAL = 1u << 0,
+    RT_CFG_SOCKET_PATH = 1u << 1,
+    RT_CFG_STATE_DIR = 1u << 2,
+    RT_CFG_ADMIN_GROUP = 1u << 3,
+    RT_CFG_LOG_LEVEL = 1u << 4,
+    RT_CFG_RETENTION_MAX_AGE = 1u << 5,
+    RT_CFG_RETENTION_MAX_BYTES = 1u << 6,
+    RT_CFG_MAX_CONNECTIONS = 1u << 7,
+    RT_CFG_MAX_CONNECTIONS_PER_UID = 1u << 8,
+    RT_CFG_MAX_JOBS_PER_UID = 1u << 9,
+    RT_CFG_MAX_MESSAGE_BYTES = 1u << 10,
+    RT_CFG_API_URL = 1u << 11,
+    RT_CFG_UPLOAD_INTERVAL = 1u << 12,
+    RT_CFG_TOKEN_CREDENTIAL = 1u << 13,
+    RT_CFG_SPOOL_MAX_BYTES = 1u << 14,
+    /* command line only */
+    RT_CFG_PROC_ROOT = 1u << 15,
+    RT_CFG_SYS_ROOT = 1u << 16,
+    RT_CFG_USER_MODE = 1u << 17,
+    RT_CFG_EXIT_ON_IDLE = 1u << 18,
+    RT_CFG_S3_ENDPOINT = 1u << 19,
+    RT_CFG_S3_REGION = 1u << 20,
+};
+/* Settings a running daemon cannot change on SIGHUP: where it listens,
+ * where its state lives, what it reads and how it runs. */
+#define RT_CFG_RESTART_REQUIRED                                                              \
+    (RT_CFG_SOCKET_PATH | RT_CFG_STATE_DIR | RT_CFG_PROC_ROOT | RT_CFG_SYS_ROOT |            \
+     RT_CFG_USER_MODE)
+
+/* Command-line flags: the values in .values whose bits are in .set win over
+ * the file, at start and again on every reload. */
+struct rt_config_overrides {
+    struct rt_config values;
+    uint32_t set;
+};
+
+/* Read a configuration file on top of *c (callers start from
+ * rt_config_defaults). path NULL means RT_DEFAULT_CONFIG_FILE, whose absence
+ * is fine; an explicitly named file must exist. Returns 0, or -1 with a
+ * one-line message "FILE:LINE: KEY: why" in err and *c untouched. A bad file
+ * is a syntax error, a value of the wrong type, an unknown key or an
+ * out-of-range value; all are refused, none is ignored. */
+int rt_config_load(const char *path, struct rt_config *c, char *err, size_t errlen);
+
+/* Parse one value for KEY, with the file's units and ranges, into o->values
+ * and set its bit in o->set. KEY is a file key ("interval",
+ * "upload.interval", …) or a command-line-only one: "proc_root",
+ * "sys_root", "user_mode" ("true"/"false"), "exit_on_idle" (a duration).
+ * 0, or -1 with "KEY: why" in err. */
+int rt_config_override_set(struct rt_config_overrides *o, const char *key, const char *value,
+                           char *err, size_t errlen);
+/* Copy the overridden fields of o into c. */
+void rt_config_apply_overrides(struct rt_config *c, const struct rt_config_overrides *o);
+
+/* Defaults, then the file, then the overrides (o may be NULL), then the
+ * cross-field checks; on success *c is replaced, on error it is untouched.
+ * Use it at start and on SIGHUP: a bad file on reload keeps the running
+ * configuration. The caller compares old and new with rt_config_diff. */
+int rt_config_reload(const char *path, const struct rt_config_overrides *o, struct rt_config *c,
+                     char *err, size_t errlen);
+
+/* Checks that span settings (per-user limits within the totals). */
+int rt_config_validate(const struct rt_config *c, char *err, size_t errlen);
+
+/* RT_CFG_* bits of the settings that differ. */
+uint32_t rt_config_diff(const struct rt_config *a, const struct rt_config *b);
+/* The file key of a single RT_CFG_* bit ("upload.interval"), for messages. */
+const char *rt_config_key_name(uint32_t bit);
+
+/* Write c in the file's syntax (what --check-config prints); the output
+ * loads back to the same configuration. Command-line-only settings are
+ * written as comments. */
+void rt_config_write(FILE *f, const struct rt_config *c);
 
 #endif

@@ -1,12 +1,21 @@
 #include "daemon.h"
 
+#include "credential.h"
+#include "events.h"
 #include "listen.h"
 #include "log.h"
+#include "notify.h"
+#include "options.h"
+#include "rt/json.h"
 #include "rt/paths.h"
+#include "rt/sample.h"
+#include "rt/varlink.h"
 #include "rt/util.h"
 #include "server.h"
+#include "upload/upload.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -68,6 +77,115 @@ static int open_socket(struct rt_daemon *d)
     return 0;
 }
 
+/* GPU model, count and memory of the host, from the latest sample. */
+static void gpus_from_latest_sample(struct rt_daemon *d, struct rt_host_info *info)
+{
+    struct rt_sampler *s = d->sampler;
+    struct rt_rcstr *latest = s ? rt_sampler_latest_host(s) : NULL;
+    if (!latest)
+        return;
+    char err[128];
+    struct json_object *o = rt_vl_parse(latest->data, latest->len, err, sizeof(err));
+    struct json_object *gpus = rt_json_get_array(o, "gpu");
+    size_t n = gpus ? json_object_array_length(gpus) : 0;
+    uint64_t mib = 0, total;
+    for (size_t i = 0; i < n; i++)
+        if (rt_json_get_u64(json_object_array_get_idx(gpus, i), "vram_total_bytes", &total))
+            mib += total / RT_MIB;
+    if (n)
+        rt_host_info_set_gpus(info, rt_json_get_string(json_object_array_get_idx(gpus, 0), "name"),
+                              (unsigned)n, mib);
+    json_object_put(o);
+    rt_rcstr_unref(latest);
+}
+
+/* Worker thread: host and cloud facts for POST /runs. Cloud discovery starts
+ * with the first upload, so a daemon that never uploads never probes. */
+static void complete_run_fields(struct json_object *fields, void *ctx)
+{
+    struct rt_daemon *d = ctx;
+    struct rt_host_info hi = d->host;
+    gpus_from_latest_sample(d, &hi);
+    struct json_object *host = rt_host_info_to_json(&hi);
+    json_object_object_foreach(host, hk, hv) json_object_object_add(fields, hk, json_object_get(hv));
+    json_object_put(host);
+    if (!d->cloud)
+        d->cloud = rt_cloud_discovery_start(&(struct rt_cloud_options){0});
+    struct rt_cloud_info info;
+    rt_cloud_discovery_wait(d->cloud, 3000, &info);
+    struct json_object *cloud = rt_cloud_info_to_json(&info);
+    json_object_object_foreach(cloud, ck, cv) json_object_object_add(fields, ck, json_object_get(cv));
+    json_object_put(cloud);
+}
+
+/* The default Sentinel token: a systemd credential, else the environment
+ * (a private daemon inherits its starter's). NULL when there is none. */
+static char *default_token(const struct rt_config *c)
+{
+    char buf[4096];
+    if (c->token_credential[0] && rt_credential_read(c->token_credential, buf, sizeof(buf)) > 0) {
+        char *t = rt_xstrdup(buf);
+        explicit_bzero(buf, sizeof(buf));
+        return t;
+    }
+    const char *env = getenv("SENTINEL_API_TOKEN");
+    return env && *env ? rt_xstrdup(env) : NULL;
+}
+
+static void start_upload(struct rt_daemon *d)
+{
+    char spool[PATH_MAX + 8];
+    snprintf(spool, sizeof(spool), "%s/spool", d->cfg.state_dir);
+    const char *url = getenv("SENTINEL_API_URL");
+    const char *iv = getenv("TRACKER_UPLOAD_INTERVAL");
+    unsigned interval = d->cfg.upload_interval_secs;
+    if (iv && strtoul(iv, NULL, 10) > 0)
+        interval = (unsigned)strtoul(iv, NULL, 10);
+    char *token = default_token(&d->cfg);
+    struct rt_upload_config uc = {
+        .spool_dir = spool,
+        .api_url = url && *url ? url : d->cfg.api_url,
+        .default_token = token,
+        .upload_interval_ms = interval * 1000,
+        .spool_max_bytes = d->cfg.spool_max_bytes,
+        .s3_endpoint = d->cfg.s3_endpoint[0] ? d->cfg.s3_endpoint : NULL,
+        .s3_region = d->cfg.s3_region[0] ? d->cfg.s3_region : NULL,
+        .complete_run_fields = complete_run_fields,
+        .complete_ctx = d,
+    };
+    d->upload = rt_upload_worker_new(&uc);
+    d->has_default_token = token != NULL;
+    if (token) {
+        explicit_bzero(token, strlen(token));
+        free(token);
+    }
+    if (!d->upload) {
+        rt_err("uploads are disabled: the spool %s cannot be used", spool);
+        return;
+    }
+    /* Jobs that were uploading when the daemon stopped: continue or finish. */
+    uint64_t *ids = NULL;
+    size_t n = rt_upload_resumed_running(d->upload, &ids);
+    rt_jobs_lock(&d->jobs);
+    for (size_t i = 0; i < n; i++) {
+        struct rt_job *j = rt_jobs_find(&d->jobs, ids[i]);
+        if (j && j->state == RT_JOB_RUNNING)
+            rt_upload_job_begin(d->upload, ids[i], NULL, NULL);
+        else
+            rt_upload_job_end(d->upload, ids[i], j && j->has_exit ? j->exit_code : 0);
+    }
+    rt_jobs_unlock(&d->jobs);
+    free(ids);
+}
+
+/* Test hook: a small full-disk backlog, so tests reach its limit quickly. */
+static size_t test_backlog_bytes(void)
+{
+    uint64_t v = 0;
+    const char *e = getenv("RESOURCE_TRACKERD_TEST_BACKLOG_BYTES");
+    return e && rt_parse_u64(e, &v) ? (size_t)v : 0;
+}
+
 static void resume_jobs(struct rt_daemon *d)
 {
     rt_jobs_lock(&d->jobs);
@@ -96,6 +214,120 @@ static bool idle(struct rt_daemon *d)
     return !running;
 }
 
+static struct rt_watchdog watchdog;
+
+static unsigned running_jobs(struct rt_daemon *d)
+{
+    unsigned n = 0;
+    rt_jobs_lock(&d->jobs);
+    for (size_t i = 0; i < d->jobs.n; i++)
+        n += d->jobs.v[i]->state == RT_JOB_RUNNING;
+    rt_jobs_unlock(&d->jobs);
+    return n;
+}
+
+static void send_status(struct rt_daemon *d)
+{
+    unsigned amd = rt_sampler_gpu_count_amd(d->sampler);
+    struct rt_notify_status st = {.jobs_running = running_jobs(d),
+                                  .gpus_nvidia = rt_sampler_gpu_count(d->sampler) - amd,
+                                  .gpus_amd = amd};
+    if (d->upload) {
+        uint64_t pending;
+        rt_upload_queue(d->upload, &pending, &st.upload_failing);
+        st.upload_queue = (unsigned)pending;
+    }
+    rt_notify_status(&st);
+}
+
+static void command_line(const struct rt_job *j, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    struct json_object *cmd = rt_json_get_array(j->metadata, "command");
+    size_t len = 0;
+    for (size_t i = 0; cmd && i < json_object_array_length(cmd) && len + 1 < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " " : "",
+                                json_object_get_string(json_object_array_get_idx(cmd, i)));
+}
+
+/* Journal records of jobs that started or ended, from the sampler's outbox. */
+static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
+{
+    for (const struct rt_sevt *e = list; e; e = e->next) {
+        bool started = e->type == RT_SEVT_REQ_DONE && e->req->type == RT_SREQ_START && e->req->result == 0;
+        if (!started && e->type != RT_SEVT_JOB_ENDED)
+            continue;
+        rt_jobs_lock(&d->jobs);
+        struct rt_job *j = rt_jobs_find(&d->jobs, started ? e->req->job_id : e->job_id);
+        if (j) {
+            char id[24], cmd[1024];
+            snprintf(id, sizeof(id), "%" PRIu64, j->id);
+            command_line(j, cmd, sizeof(cmd));
+            struct rt_event_job ej = {.id = id, .name = j->name, .owner_uid = j->owner_uid,
+                                      .root_pid = j->pid, .command = cmd};
+            if (started) {
+                rt_event_job_started(&ej);
+            } else {
+                const struct rt_job_summary *s = &j->summary;
+                struct rt_job_totals t = {
+                    .state = rt_job_state_name(j->state),
+                    .exit_status = j->has_exit ? j->exit_code : -1,
+                    .duration_usec = (uint64_t)(rt_job_duration(j, j->ended_at) * 1e6),
+                    .cpu_usage_nsec = (uint64_t)(s->cpu_secs * 1e9),
+                    .memory_peak_bytes = s->peak_pss_bytes ? s->peak_pss_bytes : s->peak_rss_bytes,
+                    .io_read_bytes = s->disk_read_bytes,
+                    .io_write_bytes = s->disk_write_bytes,
+                    .processes_max = s->peak_children + 1,
+                    .samples = s->samples,
+                    .gpus_used = s->gpus ? (unsigned)json_object_array_length(s->gpus) : 0,
+                    .gpu_energy_j = s->has_gpu_energy ? s->gpu_energy_joules : -1,
+                    .gpu_mem_peak_bytes = s->gpu_peak_vram_bytes,
+                    .gpu_utilization_avg = s->has_gpu ? s->gpu_avg_usage * 100.0 : -1,
+                };
+                rt_event_job_finished(&ej, &t);
+            }
+        }
+        rt_jobs_unlock(&d->jobs);
+    }
+}
+
+/* SIGHUP: re-read the file; a bad one keeps the running configuration. */
+static void reload(struct rt_daemon *d)
+{
+    rt_notify_reloading();
+    const char *path = d->config_path[0] ? d->config_path : RT_DEFAULT_CONFIG_FILE;
+    struct rt_daemon next = {.overrides = d->overrides};
+    rt_strlcpy(next.config_path, d->config_path, sizeof(next.config_path));
+    char err[1024];
+    if (rt_options_config(&next, err, sizeof(err)) < 0) {
+        rt_event_config_rejected(path, err);
+        rt_notify_ready();
+        return;
+    }
+    uint32_t changed = rt_config_diff(&d->cfg, &next.cfg);
+    /* What the running daemon can adopt; the rest waits for a restart. */
+    uint32_t live = RT_CFG_LOG_LEVEL | RT_CFG_ADMIN_GROUP | RT_CFG_RETENTION_MAX_AGE |
+                    RT_CFG_RETENTION_MAX_BYTES | RT_CFG_MAX_CONNECTIONS | RT_CFG_MAX_CONNECTIONS_PER_UID |
+                    RT_CFG_MAX_JOBS_PER_UID | RT_CFG_MAX_MESSAGE_BYTES;
+    struct rt_config *c = &d->cfg, *n = &next.cfg;
+    c->log_level = n->log_level;
+    rt_log_set_level(c->log_level);
+    rt_strlcpy(c->admin_group, n->admin_group, sizeof(c->admin_group));
+    c->retention_max_age_secs = n->retention_max_age_secs;
+    c->retention_max_bytes = n->retention_max_bytes;
+    c->max_connections = n->max_connections;
+    c->max_connections_per_uid = n->max_connections_per_uid;
+    c->max_jobs_per_uid = n->max_jobs_per_uid;
+    c->max_message_bytes = n->max_message_bytes;
+    resolve_admin_group(d);
+    rt_sampler_set_retention(d->sampler, c->retention_max_age_secs, c->retention_max_bytes);
+    for (uint32_t bit = 1; bit; bit <<= 1)
+        if ((changed & bit) && !(live & bit))
+            rt_notice("configuration: %s changes at the next restart", rt_config_key_name(bit));
+    rt_event_config_reloaded(path, changed);
+    rt_notify_ready();
+}
+
 static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
 {
     uint64_t idle_since = 0;
@@ -114,18 +346,25 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
                 struct signalfd_siginfo si;
                 while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
                     if (si.ssi_signo == SIGHUP) {
-                        rt_info("SIGHUP: nothing to reload without a configuration file");
+                        reload(d);
                     } else {
                         rt_info("received %s, shutting down", strsignal((int)si.ssi_signo));
+                        snprintf(d->stop_reason, sizeof(d->stop_reason), "%s", sigabbrev_np((int)si.ssi_signo));
                         d->quit = true;
                     }
                 }
             } else if (tag == &tag_sampler) {
-                rt_server_sampler_events(d->server, rt_sampler_take(d->sampler));
+                struct rt_sevt *list = rt_sampler_take(d->sampler);
+                job_events(d, list);
+                rt_server_sampler_events(d->server, list);
             } else if (tag == &tag_timer) {
                 uint64_t exp;
                 if (read(tfd, &exp, sizeof(exp)) < 0 && errno != EAGAIN)
                     rt_debug("timerfd: %s", strerror(errno));
+                /* The watchdog is fed only while the sampler keeps ticking. */
+                rt_watchdog_check(&watchdog, rt_mono_ns(), rt_sampler_heartbeat(d->sampler),
+                                  (uint64_t)(d->cfg.interval_secs * 1e9));
+                send_status(d);
                 if (d->cfg.exit_on_idle_secs) {
                     uint64_t now = rt_mono_ns();
                     if (!idle(d)) {
@@ -134,6 +373,7 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
                         idle_since = now;
                     } else if (now - idle_since >= d->cfg.exit_on_idle_secs * RT_NSEC_PER_SEC) {
                         rt_info("idle for %u s, exiting", d->cfg.exit_on_idle_secs);
+                        rt_strlcpy(d->stop_reason, "idle", sizeof(d->stop_reason));
                         d->quit = true;
                     }
                 }
@@ -141,6 +381,7 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
                 rt_server_event(d->server, tag, evs[i].events);
             }
         }
+        rt_server_reap(d->server);
     }
     return 0;
 }
@@ -171,6 +412,7 @@ int rt_daemon_run(struct rt_daemon *d)
     int loaded = rt_store_load(&d->store, &d->jobs);
     if (loaded > 0)
         rt_info("loaded %d jobs from %s", loaded, d->cfg.state_dir);
+    rt_host_info_collect(&d->roots, &d->host);
 
     /* Signals arrive through a signalfd; block them before any thread starts. */
     sigset_t mask;
@@ -182,6 +424,8 @@ int rt_daemon_run(struct rt_daemon *d)
     signal(SIGPIPE, SIG_IGN);
     sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 
+    d->listen_fd = rt_listen_fd_from_systemd(d->cfg.socket_path);
+    d->socket_activated = d->listen_fd >= 0;
     if (open_socket(d) < 0)
         goto out;
     own_socket = !d->socket_activated;
@@ -191,10 +435,14 @@ int rt_daemon_run(struct rt_daemon *d)
         .roots = &d->roots,
         .with_pss = true,
         .stall_file = getenv("RESOURCE_TRACKERD_TEST_STALL_FILE"),
+        .backlog_max_bytes = test_backlog_bytes(),
         .retention_max_age_secs = d->cfg.retention_max_age_secs,
         .retention_max_bytes = d->cfg.retention_max_bytes,
     };
     d->sampler = rt_sampler_new(&so, &d->jobs, &d->store);
+    /* The worker's thread may read d->sampler: create it afterwards. */
+    start_upload(d);
+    rt_sampler_set_upload(d->sampler, d->upload);
     r = rt_sampler_start(d->sampler);
     if (r < 0) {
         rt_err("cannot start the sampler thread: %s", strerror(-r));
@@ -214,15 +462,34 @@ int rt_daemon_run(struct rt_daemon *d)
     epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &ev);
     d->server = rt_server_new(d, d->listen_fd, epfd);
 
-    rt_info("resource-trackerd %s listening on %s (interval %.3g s%s)", RT_VERSION, d->cfg.socket_path,
-            d->cfg.interval_secs, d->cfg.user_mode ? ", user mode" : "");
+    rt_event_daemon_started(&(struct rt_event_daemon){
+        .version = RT_VERSION, .interval_secs = d->cfg.interval_secs, .socket_path = d->cfg.socket_path,
+        .socket_activated = d->socket_activated, .state_dir = d->cfg.state_dir,
+        .jobs_restored = running_jobs(d), .gpus = rt_sampler_gpu_count(d->sampler)});
+    rt_watchdog_init(&watchdog);
+    /* STATUS first, so `systemctl show` has it as soon as we are ready. */
+    send_status(d);
+    rt_notify_ready();
     rc = event_loop(d, epfd, sfd, tfd);
+    rt_notify_stopping("Stopping: flushing samples and uploads");
+    rt_event_daemon_stopped(d->stop_reason[0] ? d->stop_reason : "signal",
+                            (rt_mono_ns() - d->start_mono_ns) / 1000);
 
 out:
     rt_server_free(d->server);
     d->server = NULL;
+    if (d->sampler)
+        rt_sampler_stop(d->sampler);
+    if (d->upload) {
+        /* Bounded: what is not sent stays in the spool for the next start. */
+        rt_upload_worker_stop(d->upload, 10000);
+        rt_upload_worker_free(d->upload);
+        d->upload = NULL;
+    }
     rt_sampler_free(d->sampler);
     d->sampler = NULL;
+    rt_cloud_discovery_free(d->cloud);
+    d->cloud = NULL;
     if (d->listen_fd >= 0) {
         close(d->listen_fd);
         if (own_socket)

@@ -2,6 +2,8 @@
 #ifndef RT_DAEMON_H
 #define RT_DAEMON_H
 
+#include "collect/cloud.h"
+#include "collect/hostinfo.h"
 #include "collect/roots.h"
 #include "config.h"
 #include "jobs.h"
@@ -12,15 +14,21 @@
 #include <sys/types.h>
 
 struct rt_server;
+struct rt_upload_worker;
 
 struct rt_daemon {
     struct rt_config cfg;
     char config_path[PATH_MAX];     /* "" when none */
+    struct rt_config_overrides overrides; /* command-line flags, re-applied on reload */
     struct rt_roots roots;
     struct rt_store store;
     struct rt_jobs jobs;
     struct rt_sampler *sampler;
     struct rt_server *server;
+    struct rt_upload_worker *upload;  /* NULL when the spool cannot be used */
+    struct rt_host_info host;         /* for Sentinel runs; read-only after start */
+    struct rt_cloud_discovery *cloud;
+    bool has_default_token;           /* the upload worker has a default token */
     uint64_t start_mono_ns;
     char hostname[256];
     bool has_admin_gid;
@@ -28,6 +36,7 @@ struct rt_daemon {
     int listen_fd;
     bool socket_activated;
     volatile bool quit;
+    char stop_reason[32];
 };
 
 /* Run until SIGTERM/SIGINT (or idle exit). Returns the process exit code. */

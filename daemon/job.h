@@ -6,6 +6,7 @@
 
 #include "ptree.h"
 
+struct rt_gpu_job;
 #include <json-c/json.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -30,10 +31,12 @@ struct rt_job_summary {
     uint32_t peak_children;
     uint64_t peak_rss_bytes, peak_pss_bytes;
     uint64_t disk_read_bytes, disk_write_bytes;
-    bool has_gpu;
-    double gpu_usage_sum;          /* Σ usage over samples, for the average */
+    bool has_gpu;                  /* sampled on a host with a GPU backend */
+    double gpu_avg_usage;          /* fractional GPUs, time-weighted */
     uint64_t gpu_peak_vram_bytes;
-    double gpu_energy_joules;
+    bool has_gpu_energy;
+    double gpu_energy_joules;      /* the job's share of device energy */
+    struct json_object *gpus;      /* UUIDs of the GPUs the job used (array), or NULL */
 };
 
 struct rt_job {
@@ -65,8 +68,8 @@ struct rt_job {
     int samples_fd;
     char *unwritten;               /* sample bytes not yet on disk (disk full) */
     size_t unwritten_len;
-    bool write_warned;
-    void *gpu_state;
+    bool write_warned, backlog_warned;
+    struct rt_gpu_job *gpu_state;
 };
 
 #define RT_JOB_CKPT 256

@@ -1,5 +1,7 @@
 #include "jobs.h"
 
+#include "collect/gpu.h"
+
 #include "rt/json.h"
 #include "rt/util.h"
 
@@ -132,6 +134,8 @@ void rt_job_free(struct rt_job *j)
     free(j->ckpt);
     free(j->unwritten);
     json_object_put(j->metadata);
+    json_object_put(j->summary.gpus);
+    rt_gpu_job_free(j->gpu_state);
     free(j);
 }
 
@@ -166,11 +170,10 @@ static struct json_object *summary_json(const struct rt_job *j, double now)
     add(o, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
     add(o, "disk_read_bytes", rt_json_u64(s->disk_read_bytes));
     add(o, "disk_write_bytes", rt_json_u64(s->disk_write_bytes));
-    add(o, "gpu_avg_usage",
-        s->has_gpu ? rt_json_double(s->samples ? s->gpu_usage_sum / (double)s->samples : 0, 4) : NULL);
+    add(o, "gpu_avg_usage", s->has_gpu ? rt_json_double(s->gpu_avg_usage, 4) : NULL);
     add(o, "gpu_peak_vram_bytes", s->has_gpu ? rt_json_u64(s->gpu_peak_vram_bytes) : NULL);
-    add(o, "gpu_energy_joules", s->has_gpu ? rt_json_double(s->gpu_energy_joules, 3) : NULL);
-    add(o, "gpus", NULL);
+    add(o, "gpu_energy_joules", s->has_gpu_energy ? rt_json_double(s->gpu_energy_joules, 3) : NULL);
+    add(o, "gpus", s->has_gpu ? (s->gpus ? json_object_get(s->gpus) : json_object_new_array()) : NULL);
     return o;
 }
 
@@ -197,6 +200,10 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
 {
     struct json_object *o = rt_job_to_json(j, 0);
     add(o, "starttime", rt_json_u64(j->starttime));
+    /* Exact times: durations must not change across a restart. */
+    add(o, "started_at", json_object_new_double(j->started_at));
+    if (j->state != RT_JOB_RUNNING)
+        add(o, "ended_at", json_object_new_double(j->ended_at));
     /* Exact totals, not the rounded ones of the summary view. */
     struct json_object *t = json_object_new_object();
     const struct rt_job_summary *s = &j->summary;
@@ -209,9 +216,11 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
     add(t, "disk_read_bytes", rt_json_u64(s->disk_read_bytes));
     add(t, "disk_write_bytes", rt_json_u64(s->disk_write_bytes));
     add(t, "has_gpu", json_object_new_boolean(s->has_gpu));
-    add(t, "gpu_usage_sum", json_object_new_double(s->gpu_usage_sum));
+    add(t, "gpu_avg_usage", json_object_new_double(s->gpu_avg_usage));
     add(t, "gpu_peak_vram_bytes", rt_json_u64(s->gpu_peak_vram_bytes));
+    add(t, "has_gpu_energy", json_object_new_boolean(s->has_gpu_energy));
     add(t, "gpu_energy_joules", json_object_new_double(s->gpu_energy_joules));
+    add(t, "gpus", s->gpus ? json_object_get(s->gpus) : NULL);
     add(o, "totals", t);
     add(o, "wants_upload", json_object_new_boolean(j->wants_upload));
     return o;
@@ -262,9 +271,12 @@ struct rt_job *rt_job_from_record(struct json_object *o)
         rt_json_get_u64(t, "disk_read_bytes", &s->disk_read_bytes);
         rt_json_get_u64(t, "disk_write_bytes", &s->disk_write_bytes);
         rt_json_get_bool(t, "has_gpu", &s->has_gpu);
-        rt_json_get_double(t, "gpu_usage_sum", &s->gpu_usage_sum);
+        rt_json_get_double(t, "gpu_avg_usage", &s->gpu_avg_usage);
         rt_json_get_u64(t, "gpu_peak_vram_bytes", &s->gpu_peak_vram_bytes);
+        rt_json_get_bool(t, "has_gpu_energy", &s->has_gpu_energy);
         rt_json_get_double(t, "gpu_energy_joules", &s->gpu_energy_joules);
+        struct json_object *g = rt_json_get_array(t, "gpus");
+        s->gpus = g ? json_object_get(g) : NULL;
     }
     return j;
 }

@@ -24,14 +24,19 @@ int main(int argc, char **argv)
         printf("resource-trackerd %s\n", RT_VERSION);
         return 0;
     }
+    char err[1024];
+    if (rt_options_config(&d, err, sizeof(err)) < 0) {
+        fprintf(stderr, "resource-trackerd: %s\n", err);
+        return RT_EXIT_CONFIG;
+    }
+    if (o.check_config) {
+        rt_config_write(stdout, &d.cfg);
+        return 0;
+    }
     rt_log_init(o.log_target == RT_LOGT_STDERR    ? RT_LOG_STDERR
                 : o.log_target == RT_LOGT_JOURNAL ? RT_LOG_JOURNAL
                                                   : RT_LOG_AUTO,
                 d.cfg.log_level);
-    if (o.check_config) {
-        printf("configuration OK\n");
-        return 0;
-    }
     /* libcurl's global state must exist before any thread starts. */
     rt_http_global_init();
     rc = rt_daemon_run(&d);

@@ -6,6 +6,7 @@
 #include "rt/sample_json.h"
 #include "rt/util.h"
 #include "server.h"
+#include "upload/upload.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -23,6 +24,10 @@
 #define PAGE_DEFAULT 1000
 #define PAGE_MAX 10000
 #define STREAM_OUTPUT_LOW (1024 * 1024) /* pump samples while less is queued */
+/* A page stops after this many bytes of samples, whatever the limit: 10000
+ * large samples would exceed the backlog a client may have (16 MiB), and a
+ * client reading normally would be dropped. next_offset says where to go on. */
+#define PAGE_MAX_BYTES (4 * 1024 * 1024)
 
 static double now_real(void) { return (double)rt_real_ns() / 1e9; }
 
@@ -56,6 +61,9 @@ static bool opt(struct rt_call *c, const char *key, json_type t, struct json_obj
     if (!json_object_object_get_ex(c->params, key, &v) || !v)
         return true;
     bool ok = json_object_is_type(v, t) || (t == json_type_double && json_object_is_type(v, json_type_int));
+    /* "\u0000" inside a string would make the C string a different one. */
+    if (ok && t == json_type_string)
+        ok = strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
     if (!ok) {
         rt_call_invalid_param(c, key);
         return false;
@@ -77,6 +85,27 @@ static void no_such_job(struct rt_call *c, struct json_object *id, struct json_o
     json_object_object_add(p, "id", id ? json_object_get(id) : NULL);
     json_object_object_add(p, "name", name ? json_object_get(name) : NULL);
     rt_call_error(c, E_PREFIX "NoSuchJob", p);
+}
+
+/* The Job object with the upload state the worker knows. Registry locked. */
+static struct json_object *job_json(struct rt_daemon *d, const struct rt_job *j)
+{
+    struct json_object *o = rt_job_to_json(j, now_real());
+    if (!j->wants_upload || !d->upload)
+        return o;
+    struct rt_upload_status st;
+    rt_upload_job_status(d->upload, j->id, &st);
+    if (!st.tracked)
+        return o;
+    struct json_object *u = json_object_new_object();
+    const char *state = st.finished ? "finished" : st.ended ? "finishing" : st.run_id[0] ? "uploading" : "starting";
+    json_object_object_add(u, "state", json_object_new_string(state));
+    json_object_object_add(u, "run_id", st.run_id[0] ? json_object_new_string(st.run_id) : NULL);
+    json_object_object_add(u, "batches_sent", rt_json_u64(st.batches_sent));
+    json_object_object_add(u, "batches_pending", rt_json_u64(st.batches_pending));
+    json_object_object_add(u, "last_error", st.last_error[0] ? json_object_new_string(st.last_error) : NULL);
+    json_object_object_add(o, "upload", u);
+    return o;
 }
 
 static bool can_see(const struct rt_conn *conn, const struct rt_job *j)
@@ -311,8 +340,21 @@ static void m_start_job(struct rt_call *c)
         rt_call_invalid_param(c, bad);
         return;
     }
-    if (ui_o && json_object_get_int64(ui_o) <= 0) {
+    if (ui_o && (json_object_get_int64(ui_o) <= 0 || json_object_get_int64(ui_o) > 86400)) {
         rt_call_invalid_param(c, "upload_interval_secs");
+        return;
+    }
+    /* The daemon posts to this URL with the caller's token: on a shared
+     * machine only an administrator may point the system daemon elsewhere. */
+    const char *api_url = url_o ? json_object_get_string(url_o) : NULL;
+    if (api_url && strcmp(api_url, d->cfg.api_url) == 0)
+        api_url = NULL;
+    if (api_url && !c->conn->admin && !d->cfg.user_mode) {
+        error_reason(c, E_PREFIX "PermissionDenied", "only administrators may choose the Sentinel API URL");
+        return;
+    }
+    if (api_url && strncmp(api_url, "https://", 8) != 0 && strncmp(api_url, "http://", 7) != 0) {
+        rt_call_invalid_param(c, "sentinel_api_url");
         return;
     }
 
@@ -375,7 +417,7 @@ static void m_start_job(struct rt_call *c)
     j->interval_secs = interval;
     j->metadata = md_o ? json_object_get(md_o) : json_object_new_object();
     j->pidfd = pidfd;
-    j->wants_upload = tok_o != NULL;
+    j->wants_upload = d->upload && (tok_o || d->has_default_token);
     rt_jobs_lock(&d->jobs);
     rt_jobs_add(&d->jobs, j);
     rt_jobs_unlock(&d->jobs);
@@ -384,6 +426,10 @@ static void m_start_job(struct rt_call *c)
     q->type = RT_SREQ_START;
     q->job = j;
     q->job_id = id;
+    if (tok_o && json_object_get_string_len(tok_o) > 0)
+        q->token = rt_xstrdup(json_object_get_string(tok_o));
+    q->api_url = api_url ? rt_xstrdup(api_url) : NULL;
+    q->upload_interval_secs = ui_o ? (unsigned)json_object_get_int64(ui_o) : 0;
     submit(c, q);
 }
 
@@ -470,13 +516,12 @@ static void m_list_jobs(struct rt_call *c)
     bool running_only = ro && json_object_get_boolean(ro);
     struct rt_daemon *d = rt_server_daemon(c->srv);
     struct json_object *arr = json_object_new_array();
-    double now = now_real();
     rt_jobs_lock(&d->jobs);
     for (size_t i = d->jobs.n; i-- > 0;) {
         struct rt_job *j = d->jobs.v[i];
         if (!can_see(c->conn, j) || (running_only && j->state != RT_JOB_RUNNING))
             continue;
-        json_object_array_add(arr, rt_job_to_json(j, now));
+        json_object_array_add(arr, job_json(d, j));
     }
     rt_jobs_unlock(&d->jobs);
     struct json_object *p = json_object_new_object();
@@ -493,7 +538,7 @@ static void m_get_job(struct rt_call *c)
     if (!j)
         return;
     struct json_object *p = json_object_new_object();
-    json_object_object_add(p, "job", rt_job_to_json(j, now_real()));
+    json_object_object_add(p, "job", job_json(rt_server_daemon(c->srv), j));
     rt_jobs_unlock(&rt_server_daemon(c->srv)->jobs);
     rt_call_reply(c, p);
 }
@@ -506,7 +551,8 @@ struct page {
     size_t n;         /* lines */
 };
 
-/* Read up to max complete sample lines starting at index `from`. */
+/* Read up to max complete sample lines (and about PAGE_MAX_BYTES) starting
+ * at index `from`. */
 static int read_page(struct rt_daemon *d, uint64_t job_id, uint64_t from, size_t max, struct page *pg)
 {
     memset(pg, 0, sizeof(*pg));
@@ -528,13 +574,13 @@ static int read_page(struct rt_daemon *d, uint64_t job_id, uint64_t from, size_t
     uint64_t pos = start;
     char chunk[65536];
     size_t line_start = 0;
-    while (pos < end && pg->n < max) {
+    while (pos < end && pg->n < max && line_start < PAGE_MAX_BYTES) {
         size_t want = end - pos < sizeof(chunk) ? (size_t)(end - pos) : sizeof(chunk);
         ssize_t r = pread(fd, chunk, want, (off_t)pos);
         if (r <= 0)
             break;
         pos += (uint64_t)r;
-        for (ssize_t i = 0; i < r && pg->n < max; i++) {
+        for (ssize_t i = 0; i < r && pg->n < max && line_start < PAGE_MAX_BYTES; i++) {
             if (skip) {
                 if (chunk[i] == '\n')
                     skip--;
@@ -761,7 +807,7 @@ static void m_get_job_samples(struct rt_call *c)
     /* A single page. */
     struct rt_daemon *d = rt_server_daemon(c->srv);
     uint64_t produced = 0;
-    bool ended = true; /* a job removed by retention meanwhile has ended */
+    bool ended = false;
     struct page pg = {0};
     if (job_progress(d, id, &produced, &ended) && conn->stream_next < produced)
         read_page(d, id, conn->stream_next, (size_t)limit, &pg);
@@ -790,7 +836,7 @@ void rt_methods_request_done(struct rt_server *srv, struct rt_sreq *q)
             rt_jobs_lock(&d->jobs);
             struct rt_job *j = rt_jobs_find(&d->jobs, q->job_id);
             struct json_object *p = json_object_new_object();
-            json_object_object_add(p, "job", j ? rt_job_to_json(j, now_real()) : NULL);
+            json_object_object_add(p, "job", j ? job_json(d, j) : NULL);
             rt_jobs_unlock(&d->jobs);
             rt_conn_reply(srv, conn, p, false);
         } else if (q->result == -ESRCH) {
@@ -813,7 +859,7 @@ void rt_methods_request_done(struct rt_server *srv, struct rt_sreq *q)
         }
         rt_conn_done(srv, conn);
     }
-    free(q);
+    rt_sreq_free(q);
 }
 
 /* ---- dispatch ---- */
@@ -854,10 +900,12 @@ static void run_method(struct rt_call *c, const struct method *m, size_t n, cons
         m[i].fn(c);
         return;
     }
-    char full[512];
-    snprintf(full, sizeof(full), "%s.%s", iface, c->method);
+    /* The name as called, whatever its length (a cut could split a UTF-8
+     * sequence). */
+    char *full = rt_xasprintf("%s.%s", iface, c->method);
     struct json_object *p = json_object_new_object();
     json_object_object_add(p, "method", json_object_new_string(full));
+    free(full);
     rt_call_error(c, "org.varlink.service.MethodNotFound", p);
 }
 

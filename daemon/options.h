@@ -17,5 +17,8 @@ struct rt_options {
  * exit code to use (2 for usage errors) after printing a message. */
 int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_options *o);
 void rt_options_usage(FILE *f);
+/* Defaults, the configuration file, then the command line, into d->cfg.
+ * 0, or -1 with the reason (file, line, key) in err. */
+int rt_options_config(struct rt_daemon *d, char *err, size_t errlen);
 
 #endif

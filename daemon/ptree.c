@@ -203,6 +203,13 @@ void rt_ptree_scan(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_
             bwb = old->wb;
             if (!old->io_ok)
                 brb = p->rb, bwb = p->wb;
+            if (!p->io_ok && old->io_ok) {
+                /* Unreadable this time (it is exiting): keep the last values,
+                 * so that what was counted is taken back when it is reaped. */
+                p->rb = old->rb;
+                p->wb = old->wb;
+                p->io_ok = true;
+            }
         } else if (p->starttime < t->job_start_ticks) {
             /* Existed before tracking began but not seen yet: baseline now. */
             bu = p->u, bs = p->s, brb = p->rb, bwb = p->wb;

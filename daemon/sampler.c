@@ -1,5 +1,6 @@
 #include "sampler.h"
 
+#include "collect/gpu.h"
 #include "collect/host_sampler.h"
 #include "log.h"
 #include "proccache.h"
@@ -9,6 +10,7 @@
 #include "rt/sample_json.h"
 #include "rt/util.h"
 #include "ticker.h"
+#include "upload/upload.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,19 +22,19 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define BACKLOG_MAX (16u * 1024 * 1024) /* unwritten sample bytes kept per job */
+#define BACKLOG_MAX (16u * 1024 * 1024) /* default: unwritten sample bytes kept per job */
 #define RECORD_EVERY 60                 /* ticks between record saves of running jobs */
 #define RETENTION_EVERY_NS (60 * RT_NSEC_PER_SEC)
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 struct rt_sampler {
     struct rt_sampler_opts o;
+    size_t backlog_max;
     struct rt_jobs *jobs;
     struct rt_store *store;
     pthread_t thread;
@@ -44,10 +46,12 @@ struct rt_sampler {
     struct rt_rcstr *latest;
     atomic_bool stop;
     _Atomic uint64_t heartbeat;
-    atomic_uint ngpus;
+    atomic_uint ngpus, ngpus_amd;
+    _Atomic uint64_t retention_age, retention_bytes;
 
     /* sampler thread only */
     struct rt_host_sampler *host;
+    struct rt_gpu_collector *gpu;
     struct rt_proc_cache cache;
     uint64_t tick_no, cache_tick;
     struct rt_sample sample;
@@ -138,6 +142,7 @@ struct rt_rcstr *rt_sampler_latest_host(struct rt_sampler *s)
 uint64_t rt_sampler_heartbeat(struct rt_sampler *s) { return atomic_load(&s->heartbeat); }
 double rt_sampler_interval(struct rt_sampler *s) { return s->o.interval_secs; }
 unsigned rt_sampler_gpu_count(struct rt_sampler *s) { return atomic_load(&s->ngpus); }
+unsigned rt_sampler_gpu_count_amd(struct rt_sampler *s) { return atomic_load(&s->ngpus_amd); }
 int rt_sampler_event_fd(struct rt_sampler *s) { return s->out_efd; }
 
 void rt_sampler_submit(struct rt_sampler *s, struct rt_sreq *req)
@@ -157,24 +162,10 @@ void rt_sampler_submit(struct rt_sampler *s, struct rt_sreq *req)
 
 /* ---- storage of samples ---- */
 
-/* Append bytes to the job's samples file; keep what the disk refused. */
-static void store_append(struct rt_job *j, const char *data, size_t len)
+/* Write what the disk takes of data, stopping at the first error (logged
+ * once until writing works again). */
+static size_t write_some(struct rt_job *j, const char *data, size_t len)
 {
-    if (j->samples_fd < 0)
-        return;
-    if (j->unwritten_len) {
-        if (j->unwritten_len + len > BACKLOG_MAX) {
-            rt_log_once(&j->write_warned, LOG_ERR,
-                        "job %" PRIu64 ": %u MiB of samples could not be written; dropping the oldest",
-                        j->id, BACKLOG_MAX >> 20);
-            j->unwritten_len = 0;
-        }
-        j->unwritten = rt_xrealloc(j->unwritten, j->unwritten_len + len);
-        memcpy(j->unwritten + j->unwritten_len, data, len);
-        j->unwritten_len += len;
-        data = j->unwritten;
-        len = j->unwritten_len;
-    }
     size_t off = 0;
     while (off < len) {
         ssize_t n = write(j->samples_fd, data + off, len - off);
@@ -189,27 +180,49 @@ static void store_append(struct rt_job *j, const char *data, size_t len)
         }
         off += (size_t)n;
     }
-    if (off == len && j->write_warned && j->unwritten_len) {
-        rt_notice("job %" PRIu64 ": samples are written again", j->id);
-        j->write_warned = false;
-    }
-    size_t rest = len - off;
-    if (data == j->unwritten) {
-        memmove(j->unwritten, j->unwritten + off, rest);
-        j->unwritten_len = rest;
-    } else if (rest) {
-        j->unwritten = rt_xrealloc(j->unwritten, rest);
-        memcpy(j->unwritten, data + off, rest);
-        j->unwritten_len = rest;
-    }
+    return off;
 }
 
-static void save_record(struct rt_sampler *s, struct rt_job *j)
+/* Append a sample line to the job's samples file. What the disk refuses
+ * waits in memory and goes first next time, so the file stays in order. A
+ * sample that would grow that backlog past backlog_max is not kept at all:
+ * false, and the caller does not index it, so the index matches the file. */
+static bool store_append(struct rt_sampler *s, struct rt_job *j, const char *data, size_t len)
+{
+    if (j->samples_fd < 0)
+        return true;
+    if (j->unwritten_len) {
+        size_t n = write_some(j, j->unwritten, j->unwritten_len);
+        memmove(j->unwritten, j->unwritten + n, j->unwritten_len - n);
+        j->unwritten_len -= n;
+        if (!j->unwritten_len && j->write_warned) {
+            rt_notice("job %" PRIu64 ": samples are written again", j->id);
+            j->write_warned = j->backlog_warned = false;
+        }
+    }
+    size_t off = j->unwritten_len ? 0 : write_some(j, data, len);
+    size_t rest = len - off;
+    if (!rest)
+        return true;
+    /* Part of this line is in the file already: the rest must follow it. */
+    if (off == 0 && j->unwritten_len + rest > s->backlog_max) {
+        rt_log_once(&j->backlog_warned, LOG_ERR,
+                    "job %" PRIu64 ": %zu KiB of samples wait for the disk; new samples are not kept "
+                    "until it has room", j->id, j->unwritten_len >> 10);
+        return false;
+    }
+    j->unwritten = rt_xrealloc(j->unwritten, j->unwritten_len + rest);
+    memcpy(j->unwritten + j->unwritten_len, data + off, rest);
+    j->unwritten_len += rest;
+    return true;
+}
+
+static void save_record(struct rt_sampler *s, struct rt_job *j, bool sync)
 {
     rt_jobs_lock(s->jobs);
     struct json_object *rec = rt_job_to_record(j);
     rt_jobs_unlock(s->jobs);
-    int r = rt_store_save_record(s->store, j->id, rec);
+    int r = rt_store_save_record(s->store, j->id, rec, sync);
     if (r < 0)
         rt_err("job %" PRIu64 ": cannot save its record: %s", j->id, strerror(-r));
     json_object_put(rec);
@@ -275,8 +288,9 @@ static void begin_scan(struct rt_sampler *s, bool fresh)
 }
 
 /* One sample of a job: scan its tree, write and publish the line. Returns
- * the scan result for the caller (final samples look at the root). */
-static void job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struct rt_ptree_result *r)
+ * the scan result for the caller (final samples look at the root), and
+ * whether the sample was kept (see store_append); its usage counts anyway. */
+static bool job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struct rt_ptree_result *r)
 {
     begin_scan(s, fresh);
     rt_ptree_scan(&j->tree, &s->cache, r);
@@ -306,7 +320,12 @@ static void job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
     sm->timestamp_secs = fresh ? rt_real_ns() / RT_NSEC_PER_SEC : s->host_timestamp;
     sm->has_interval = true;
     sm->actual_interval_ms = (uint64_t)llround(elapsed * 1000.0);
-    sm->proc_gpu.present = false; /* GPU attribution per job: added with the GPU collector */
+    struct rt_process_gpu host_gpu = sm->proc_gpu;
+    if (!j->gpu_state)
+        j->gpu_state = rt_gpu_job_new();
+    rt_gpu_job_usage(s->gpu, j->gpu_state, j->tree.pids, j->tree.npids, elapsed, &sm->proc_gpu);
+    struct rt_gpu_job_summary gs;
+    rt_gpu_job_summary(j->gpu_state, &gs);
 
     freeze_host(s);
     rt_sample_json_set_job(s->host_obj, sm);
@@ -326,13 +345,16 @@ static void job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
     }
     memcpy(s->line, txt, len);
     s->line[len] = '\n';
-    store_append(j, s->line, len + 1);
+    bool kept = store_append(s, j, s->line, len + 1);
 
     rt_jobs_lock(s->jobs);
     struct rt_job_summary *sum = &j->summary;
-    uint64_t index = sum->samples++;
-    rt_job_note_sample(j, index, j->samples_bytes);
-    j->samples_bytes += len + 1;
+    uint64_t index = sum->samples;
+    if (kept) {
+        sum->samples++;
+        rt_job_note_sample(j, index, j->samples_bytes);
+        j->samples_bytes += len + 1;
+    }
     sum->cpu_secs += p->utime_secs + p->stime_secs;
     if (p->cores_used > sum->peak_cores)
         sum->peak_cores = p->cores_used;
@@ -344,19 +366,42 @@ static void job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
         sum->peak_pss_bytes = r->pss_bytes;
     sum->disk_read_bytes += r->d_read_bytes;
     sum->disk_write_bytes += r->d_write_bytes;
+    if (gs.present) {
+        sum->has_gpu = true;
+        sum->gpu_avg_usage = gs.avg_usage;
+        sum->gpu_peak_vram_bytes = gs.peak_vram_bytes;
+        sum->has_gpu_energy = gs.has_energy;
+        sum->gpu_energy_joules = gs.energy_joules;
+        if (!sum->gpus || json_object_array_length(sum->gpus) != gs.n_gpus) {
+            json_object_put(sum->gpus);
+            sum->gpus = json_object_new_array_ext((int)gs.n_gpus);
+            for (size_t i = 0; i < gs.n_gpus; i++)
+                json_object_array_add(sum->gpus, json_object_new_string(gs.gpu_uuids[i]));
+        }
+    }
     rt_jobs_unlock(s->jobs);
 
-    struct rt_sevt *e = sevt(RT_SEVT_JOB_SAMPLE);
-    e->job_id = j->id;
-    e->index = index;
-    e->json = line;
-    e->csv = csv;
-    publish_ex(s, e, !fresh); /* a final sample at once; a tick's in one wake-up */
+    if (j->wants_upload && s->o.upload)
+        rt_upload_job_rows(s->o.upload, j->id, csv->data, csv->len);
+
+    if (kept) {
+        struct rt_sevt *e = sevt(RT_SEVT_JOB_SAMPLE);
+        e->job_id = j->id;
+        e->index = index;
+        e->json = line;
+        e->csv = csv;
+        publish_ex(s, e, !fresh); /* a final sample at once; a tick's in one wake-up */
+    } else {
+        rt_rcstr_unref(line);
+        rt_rcstr_unref(csv);
+    }
 
     /* Restore the host view for the next job of this tick. */
+    sm->proc_gpu = host_gpu;
     sm->timestamp_secs = s->host_timestamp;
     sm->has_interval = s->host_has_interval;
     sm->actual_interval_ms = s->host_interval_ms;
+    return kept;
 }
 
 static void active_remove(struct rt_sampler *s, struct rt_job *j)
@@ -421,8 +466,8 @@ static void end_job(struct rt_sampler *s, struct rt_job *j, enum end_reason why,
         j->state = has_exit && (code != 0 || sig != 0) ? RT_JOB_FAILED : RT_JOB_FINISHED;
     rt_jobs_unlock(s->jobs);
     if (j->unwritten_len)
-        store_append(j, "", 0);
-    save_record(s, j);
+        store_append(s, j, "", 0);
+    save_record(s, j, true);
     if (j->samples_fd >= 0)
         close(j->samples_fd);
     j->samples_fd = -1;
@@ -432,8 +477,12 @@ static void end_job(struct rt_sampler *s, struct rt_job *j, enum end_reason why,
         j->pidfd = -1;
     }
     rt_ptree_free(&j->tree);
+    rt_gpu_job_free(j->gpu_state);
+    j->gpu_state = NULL;
     j->tracking = false;
     active_remove(s, j);
+    if (j->wants_upload && s->o.upload)
+        rt_upload_job_end(s->o.upload, j->id, j->has_exit ? j->exit_code : 0);
     rt_info("job %" PRIu64 "%s%s%s ended: %s", j->id, j->name ? " (" : "", j->name ? j->name : "",
             j->name ? ")" : "", rt_job_state_name(j->state));
     struct rt_sevt *e = sevt(RT_SEVT_JOB_ENDED);
@@ -460,6 +509,8 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
     begin_scan(s, true);
     if (rt_ptree_init(&j->tree, &s->cache, j->pid, j->starttime, s->o.with_pss) < 0) {
         snprintf(err, errlen, "process %d has exited", (int)j->pid);
+        close(j->pidfd);
+        j->pidfd = -1;
         return -ESRCH;
     }
     j->tracking = true;
@@ -492,6 +543,38 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
     return 0;
 }
 
+/* Sentinel fields of a job: its metadata and name (host and cloud facts are
+ * added by the worker when it starts the run). */
+static void begin_upload(struct rt_sampler *s, struct rt_sreq *q)
+{
+    struct rt_job *j = q->job;
+    rt_jobs_lock(s->jobs);
+    struct json_object *fields = NULL;
+    if (json_object_deep_copy(j->metadata, &fields, NULL) != 0)
+        fields = json_object_new_object();
+    if (j->name)
+        json_object_object_add(fields, "job_name", json_object_new_string(j->name));
+    rt_jobs_unlock(s->jobs);
+    struct rt_upload_job_opts opts = {.api_url = q->api_url,
+                                      .upload_interval_ms = q->upload_interval_secs * 1000};
+    int r = rt_upload_job_begin_opts(s->o.upload, j->id, q->token, fields, &opts);
+    if (r < 0)
+        rt_warn("job %" PRIu64 ": will not be uploaded: %s", j->id, strerror(-r));
+    json_object_put(fields);
+}
+
+void rt_sreq_free(struct rt_sreq *q)
+{
+    if (!q)
+        return;
+    if (q->token) {
+        explicit_bzero(q->token, strlen(q->token));
+        free(q->token);
+    }
+    free(q->api_url);
+    free(q);
+}
+
 static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
 {
     q->result = 0;
@@ -500,6 +583,8 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
         /* The main thread put the job in the registry already (names stay
          * unique); on failure it takes it out again. */
         q->result = begin_job(s, q->job, false, q->error, sizeof(q->error));
+        if (q->result == 0 && q->job->wants_upload && s->o.upload)
+            begin_upload(s, q);
         if (q->result == 0) {
             rt_info("job %" PRIu64 " started: pid %d, uid %u%s%s", q->job->id, (int)q->job->pid,
                     (unsigned)q->job->owner_uid, q->job->name ? ", name " : "",
@@ -513,15 +598,16 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
             rt_info("job %" PRIu64 " resumed (pid %d)", j->id, (int)j->pid);
             break;
         }
+        /* It ended while we were away: the last sample tells when, roughly. */
+        double last = rt_store_samples_mtime(s->store, j->id);
         rt_jobs_lock(s->jobs);
         j->state = RT_JOB_LOST;
-        struct stat st;
-        j->ended_at = j->samples_fd >= 0 && fstat(j->samples_fd, &st) == 0
-                          ? (double)st.st_mtim.tv_sec
-                          : (double)rt_real_ns() / 1e9;
+        j->ended_at = last > j->started_at ? last : j->started_at;
         rt_jobs_unlock(s->jobs);
-        save_record(s, j);
+        save_record(s, j, true);
         rt_notice("job %" PRIu64 " lost: its process ended while the daemon was not running", j->id);
+        if (j->wants_upload && s->o.upload)
+            rt_upload_job_end(s->o.upload, j->id, 0);
         break;
     }
     case RT_SREQ_FINISH:
@@ -545,7 +631,7 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
             j->signal = q->signal;
             j->state = q->exit_code || q->signal ? RT_JOB_FAILED : RT_JOB_FINISHED;
             rt_jobs_unlock(s->jobs);
-            save_record(s, j);
+            save_record(s, j, true);
         } else if (q->type == RT_SREQ_STOP) {
             q->result = -EALREADY;
         }
@@ -583,6 +669,7 @@ static void drain_requests(struct rt_sampler *s)
 static void retention(struct rt_sampler *s)
 {
     double now = (double)rt_real_ns() / 1e9;
+    uint64_t max_age = atomic_load(&s->retention_age), max_bytes = atomic_load(&s->retention_bytes);
     uint64_t *doomed = NULL;
     size_t ndoomed = 0;
     rt_jobs_lock(s->jobs);
@@ -593,9 +680,8 @@ static void retention(struct rt_sampler *s)
     for (size_t i = 0; i < s->jobs->n;) {
         struct rt_job *j = s->jobs->v[i];
         bool ended = j->state != RT_JOB_RUNNING;
-        bool too_old = ended && s->o.retention_max_age_secs &&
-                       now - j->ended_at > (double)s->o.retention_max_age_secs;
-        bool too_big = ended && s->o.retention_max_bytes && total > s->o.retention_max_bytes;
+        bool too_old = ended && max_age && now - j->ended_at > (double)max_age;
+        bool too_big = ended && max_bytes && total > max_bytes;
         if (!too_old && !too_big) {
             i++;
             continue;
@@ -629,10 +715,15 @@ static void host_tick(struct rt_sampler *s)
 {
     rt_sample_reset(&s->sample);
     rt_host_sampler_collect(s->host, &s->sample);
+    rt_gpu_collect(s->gpu, &s->sample);
     s->host_timestamp = s->sample.timestamp_secs;
     s->host_has_interval = s->sample.has_interval;
     s->host_interval_ms = s->sample.actual_interval_ms;
+    unsigned amd = 0;
+    for (size_t i = 0; i < s->sample.n_gpus; i++)
+        amd += s->sample.gpus[i].vendor && strcmp(s->sample.gpus[i].vendor, "amd") == 0;
     atomic_store(&s->ngpus, (unsigned)s->sample.n_gpus);
+    atomic_store(&s->ngpus_amd, amd);
     json_object_put(s->host_obj);
     s->host_obj = rt_sample_to_json(&s->sample);
     size_t len;
@@ -677,10 +768,11 @@ static void tick(struct rt_sampler *s)
             continue;
         j->tick_phase = 0;
         struct rt_ptree_result r;
-        job_sample(s, j, false, &r);
-        sampled = true;
-        if (j->summary.samples % RECORD_EVERY == 0)
-            save_record(s, j);
+        if (job_sample(s, j, false, &r)) {
+            sampled = true;
+            if (j->summary.samples % RECORD_EVERY == 0)
+                save_record(s, j, false);
+        }
     }
     if (sampled)
         wake_main(s);
@@ -733,6 +825,7 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
 {
     struct rt_sampler *s = rt_xcalloc(1, sizeof(*s));
     s->o = *o;
+    s->backlog_max = o->backlog_max_bytes ? o->backlog_max_bytes : BACKLOG_MAX;
     s->jobs = jobs;
     s->store = store;
     pthread_mutex_init(&s->mu, NULL);
@@ -746,8 +839,25 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
     epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->timer_fd, &ev);
     rt_proc_cache_init(&s->cache, o->roots->proc_fd);
     rt_sample_init(&s->sample);
+    rt_sampler_set_retention(s, o->retention_max_age_secs, o->retention_max_bytes);
     s->host = rt_host_sampler_new(o->roots, o->interval_secs);
+    struct rt_gpu_options go = {.poll_interval_secs = o->interval_secs,
+                                .nvml_library = o->nvml_library,
+                                .disable_nvml = o->disable_gpu,
+                                .disable_amd = o->disable_gpu};
+    s->gpu = rt_gpu_collector_new(o->roots, &go);
     return s;
+}
+
+void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint64_t max_bytes)
+{
+    atomic_store(&s->retention_age, max_age_secs);
+    atomic_store(&s->retention_bytes, max_bytes);
+}
+
+void rt_sampler_set_upload(struct rt_sampler *s, struct rt_upload_worker *w)
+{
+    s->o.upload = w;
 }
 
 int rt_sampler_start(struct rt_sampler *s)
@@ -785,8 +895,8 @@ void rt_sampler_stop(struct rt_sampler *s)
     for (size_t i = 0; i < s->nactive; i++) {
         struct rt_job *j = s->active[i];
         if (j->unwritten_len)
-            store_append(j, "", 0);
-        save_record(s, j);
+            store_append(s, j, "", 0);
+        save_record(s, j, true);
     }
 }
 
@@ -805,12 +915,12 @@ void rt_sampler_free(struct rt_sampler *s)
     /* Requests never answered and undelivered events. */
     for (struct rt_sreq *q = s->reqs; q;) {
         struct rt_sreq *n = q->next;
-        free(q);
+        rt_sreq_free(q);
         q = n;
     }
     for (struct rt_sevt *e = s->out; e;) {
         struct rt_sevt *n = e->next;
-        free(e->req);
+        rt_sreq_free(e->req);
         rt_sevt_free(e);
         e = n;
     }
@@ -818,6 +928,7 @@ void rt_sampler_free(struct rt_sampler *s)
     json_object_put(s->host_obj);
     rt_sample_free(&s->sample);
     rt_host_sampler_free(s->host);
+    rt_gpu_collector_free(s->gpu);
     rt_proc_cache_free(&s->cache);
     close(s->epfd);
     close(s->req_efd);

@@ -27,6 +27,9 @@ struct rt_sreq {
     uint64_t job_id;
     bool has_exit;
     int exit_code, signal;
+    /* START: upload settings (token wiped and freed after use) */
+    char *token, *api_url;
+    unsigned upload_interval_secs;
     /* result, filled by the sampler */
     int result;           /* 0 or -errno */
     char error[160];
@@ -57,12 +60,23 @@ struct rt_sampler_opts {
     const char *stall_file;      /* test hook: stall ticks while this file exists */
     uint64_t retention_max_age_secs;
     uint64_t retention_max_bytes;
+    size_t backlog_max_bytes;    /* unwritten samples kept per job on a full disk; 0 = 16 MiB */
+    struct rt_upload_worker *upload; /* set with rt_sampler_set_upload */
+    const char *nvml_library;        /* NULL = libnvidia-ml.so.1 */
+    bool disable_gpu;
 };
 
 struct rt_sampler;
 
+/* Free a request and wipe its token. */
+void rt_sreq_free(struct rt_sreq *q);
+
 struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_jobs *jobs,
                                   struct rt_store *store);
+/* Retention limits; may change while running (SIGHUP). */
+void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint64_t max_bytes);
+/* Before rt_sampler_start: where job rows go for upload (NULL = nowhere). */
+void rt_sampler_set_upload(struct rt_sampler *s, struct rt_upload_worker *w);
 /* Takes the baseline and the first host sample before returning, so callers
  * can announce readiness with a sample available. */
 int rt_sampler_start(struct rt_sampler *s);
@@ -82,5 +96,6 @@ struct rt_rcstr *rt_sampler_latest_host(struct rt_sampler *s);
 uint64_t rt_sampler_heartbeat(struct rt_sampler *s);
 double rt_sampler_interval(struct rt_sampler *s);
 unsigned rt_sampler_gpu_count(struct rt_sampler *s);
+unsigned rt_sampler_gpu_count_amd(struct rt_sampler *s);
 
 #endif

@@ -25,11 +25,14 @@ struct rt_server {
     struct rt_daemon *d;
     int listen_fd, epfd;
     struct rt_conn *conns;
+    struct rt_conn *closed;  /* closed this batch, freed by rt_server_reap() */
     size_t nconns;
     struct uid_count *uids;
     size_t nuids;
     uint64_t next_id;
     int listen_tag;
+    bool accept_paused;     /* out of descriptors: listen fd not watched */
+    bool accept_warned;     /* this shortage has been logged */
 };
 
 struct rt_daemon *rt_server_daemon(struct rt_server *srv) { return srv->d; }
@@ -58,6 +61,30 @@ struct rt_server *rt_server_new(struct rt_daemon *d, int listen_fd, int epfd)
     return srv;
 }
 
+/* accept() failing for lack of descriptors would keep the level-triggered
+ * listening socket readable and spin the loop: stop watching it until a
+ * connection closes or the next sampler event (each tick). */
+static void accept_pause(struct rt_server *srv, int err)
+{
+    if (!srv->accept_warned)
+        rt_warn("cannot accept clients: %s; retrying when a descriptor is free", strerror(err));
+    srv->accept_warned = true;
+    if (srv->accept_paused)
+        return;
+    struct epoll_event ev = {.events = 0, .data.ptr = &srv->listen_tag};
+    epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->listen_fd, &ev);
+    srv->accept_paused = true;
+}
+
+static void accept_resume(struct rt_server *srv)
+{
+    if (!srv->accept_paused)
+        return;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &srv->listen_tag};
+    epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->listen_fd, &ev);
+    srv->accept_paused = false;
+}
+
 static void conn_close(struct rt_server *srv, struct rt_conn *c)
 {
     epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -74,7 +101,22 @@ static void conn_close(struct rt_server *srv, struct rt_conn *c)
     srv->nconns--;
     rt_vl_reader_free(&c->rd);
     rt_vl_writer_free(&c->wr);
-    free(c);
+    /* Not freed yet: the current epoll batch may hold more events for it. */
+    c->dead = true;
+    c->fd = -1;
+    c->prev = NULL;
+    c->next = srv->closed;
+    srv->closed = c;
+    accept_resume(srv);
+}
+
+void rt_server_reap(struct rt_server *srv)
+{
+    while (srv->closed) {
+        struct rt_conn *c = srv->closed;
+        srv->closed = c->next;
+        free(c);
+    }
 }
 
 void rt_server_free(struct rt_server *srv)
@@ -83,6 +125,7 @@ void rt_server_free(struct rt_server *srv)
         return;
     while (srv->conns)
         conn_close(srv, srv->conns);
+    rt_server_reap(srv);
     epoll_ctl(srv->epfd, EPOLL_CTL_DEL, srv->listen_fd, NULL);
     free(srv->uids);
     free(srv);
@@ -109,9 +152,11 @@ struct rt_conn *rt_server_find_conn(struct rt_server *srv, uint64_t id)
 static void update_interest(struct rt_server *srv, struct rt_conn *c)
 {
     /* While a call is in progress, stop reading further calls (they would
-     * only pile up); RDHUP still tells us when the client goes away. */
-    uint32_t ev = EPOLLRDHUP;
-    if (!c->busy && !c->closing)
+     * only pile up). A client that goes away entirely still shows up as
+     * EPOLLHUP; one that only shut down its sending side (SHUT_WR) waits for
+     * its replies and is noticed at EOF, once reading resumes. */
+    uint32_t ev = 0;
+    if (!c->busy && !c->closing && !c->eof)
         ev |= EPOLLIN;
     if (rt_vl_writer_pending(&c->wr))
         ev |= EPOLLOUT;
@@ -126,13 +171,13 @@ static void update_interest(struct rt_server *srv, struct rt_conn *c)
 static bool conn_flush(struct rt_server *srv, struct rt_conn *c)
 {
     int r = rt_vl_writer_flush(&c->wr, c->fd);
-    if (r < 0 || (r == 0 && c->closing && !c->busy)) {
+    if (r < 0 || (r == 0 && (c->closing || c->eof) && !c->busy)) {
         conn_close(srv, c);
         return false;
     }
     if (rt_vl_writer_pending(&c->wr) > MAX_PENDING_OUTPUT) {
-        rt_notice("dropping client (uid %u, pid %d): it does not read its replies", (unsigned)c->uid,
-                  (int)c->pid);
+        rt_notice("dropping client (uid %u, pid %d): it does not read its replies (%zu bytes unread)",
+                  (unsigned)c->uid, (int)c->pid, rt_vl_writer_pending(&c->wr));
         conn_close(srv, c);
         return false;
     }
@@ -217,7 +262,7 @@ static void protocol_error(struct rt_server *srv, struct rt_conn *c, const char 
 static void dispatch(struct rt_server *srv, struct rt_conn *c, const char *msg, size_t len)
 {
     char err[160];
-    struct json_object *o = rt_vl_parse(msg, len, err, sizeof(err));
+    struct json_object *o = rt_vl_parse_strict(msg, len, err, sizeof(err));
     if (!o) {
         protocol_error(srv, c, err);
         return;
@@ -249,7 +294,7 @@ static void dispatch(struct rt_server *srv, struct rt_conn *c, const char *msg, 
     const char *dot = strrchr(method, '.');
     c->more = more;
     c->oneway = oneway && !more;
-    if (!dot || dot == method || !dot[1]) {
+    if (!dot || dot == method || !dot[1] || strlen(method) != (size_t)json_object_get_string_len(m)) {
         json_object_put(o);
         protocol_error(srv, c, "method must be interface.Method");
         return;
@@ -278,7 +323,16 @@ static void dispatch(struct rt_server *srv, struct rt_conn *c, const char *msg, 
 
 static void process_input(struct rt_server *srv, struct rt_conn *c)
 {
-    while (!c->busy && !c->closing) {
+    /* A handler that completes its call at once (a stream that ends inside
+     * GetJobSamples) comes back here through rt_conn_done(): let this loop
+     * carry on instead of recursing once per pipelined call. */
+    if (c->dispatching)
+        return;
+    c->dispatching = true;
+    /* Pipelined calls whose replies are not read stop here, so the backlog
+     * exceeds the limit by one reply at most before conn_flush() drops the
+     * client. */
+    while (!c->busy && !c->closing && rt_vl_writer_pending(&c->wr) <= MAX_PENDING_OUTPUT) {
         char *msg;
         size_t len;
         int r = rt_vl_reader_next(&c->rd, &msg, &len);
@@ -292,6 +346,7 @@ static void process_input(struct rt_server *srv, struct rt_conn *c)
         }
         dispatch(srv, c, msg, len);
     }
+    c->dispatching = false;
 }
 
 void rt_conn_done(struct rt_server *srv, struct rt_conn *c)
@@ -300,8 +355,8 @@ void rt_conn_done(struct rt_server *srv, struct rt_conn *c)
     c->stream = RT_STREAM_NONE;
     c->stream_waiting = false;
     c->more = c->oneway = false;
+    /* No flush here: it may close (and free) c, which callers still use. */
     process_input(srv, c);
-    conn_flush(srv, c);
 }
 
 static bool peer_is_admin(struct rt_server *srv, int fd, uid_t uid, gid_t gid)
@@ -312,15 +367,21 @@ static bool peer_is_admin(struct rt_server *srv, int fd, uid_t uid, gid_t gid)
         return false;
     if (gid == srv->d->admin_gid)
         return true;
-    /* Supplementary groups as of connect(), not re-read from /proc (PID reuse). */
-    gid_t groups[256];
-    socklen_t len = sizeof(groups);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
-        return false;
-    for (size_t i = 0; i < len / sizeof(gid_t); i++)
-        if (groups[i] == srv->d->admin_gid)
-            return true;
-    return false;
+    /* Supplementary groups as of connect(), not re-read from /proc (PID reuse).
+     * A peer in more groups than fit gets ERANGE and the size needed. */
+    gid_t small[256], *groups = small;
+    socklen_t len = sizeof(small);
+    int r = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+    if (r < 0 && errno == ERANGE && len > sizeof(small)) {
+        groups = rt_xmalloc(len);
+        r = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+    }
+    bool found = false;
+    for (size_t i = 0; r == 0 && i < len / sizeof(gid_t) && !found; i++)
+        found = groups[i] == srv->d->admin_gid;
+    if (groups != small)
+        free(groups);
+    return found;
 }
 
 static void refuse(int fd, const char *limit, unsigned max)
@@ -341,7 +402,11 @@ static void accept_all(struct rt_server *srv)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                accept_pause(srv, errno);
+            else if (errno == EAGAIN || errno == EWOULDBLOCK)
+                srv->accept_warned = false; /* every waiting client got in: the shortage is over */
+            else
                 rt_warn("accept: %s", strerror(errno));
             return;
         }
@@ -379,7 +444,7 @@ static void accept_all(struct rt_server *srv)
             srv->conns->prev = c;
         srv->conns = c;
         srv->nconns++;
-        c->epoll_events = EPOLLIN | EPOLLRDHUP;
+        c->epoll_events = EPOLLIN;
         struct epoll_event ev = {.events = c->epoll_events, .data.ptr = c};
         epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev);
     }
@@ -387,7 +452,9 @@ static void accept_all(struct rt_server *srv)
 
 static void conn_readable(struct rt_server *srv, struct rt_conn *c)
 {
-    for (int rounds = 0; rounds < 16 && !c->busy && !c->closing; rounds++) {
+    for (int rounds = 0; rounds < 16 && !c->busy && !c->closing &&
+                         rt_vl_writer_pending(&c->wr) <= MAX_PENDING_OUTPUT;
+         rounds++) {
         ssize_t n = rt_vl_reader_fill(&c->rd, c->fd);
         if (n == -EAGAIN || n == -EINTR)
             break;
@@ -397,8 +464,8 @@ static void conn_readable(struct rt_server *srv, struct rt_conn *c)
         }
         if (n == 0) {
             /* The client finished sending: answer what it sent, then hang up. */
+            c->eof = true;
             process_input(srv, c);
-            c->closing = true;
             break;
         }
         process_input(srv, c);
@@ -413,7 +480,9 @@ void rt_server_event(struct rt_server *srv, void *tag, uint32_t events)
         return;
     }
     struct rt_conn *c = tag;
-    if (events & (EPOLLERR | EPOLLHUP)) {
+    if (c->dead)
+        return; /* closed earlier in this batch */
+    if (events & EPOLLERR) {
         conn_close(srv, c);
         return;
     }
@@ -427,21 +496,27 @@ void rt_server_event(struct rt_server *srv, void *tag, uint32_t events)
         }
     }
     if (events & EPOLLIN) {
+        /* Calls sent before a close are still served (oneway ones matter). */
         conn_readable(srv, c);
         return;
     }
-    if (events & EPOLLRDHUP) {
-        /* Peer closed its side while we were not reading: it is gone. */
+    if (events & EPOLLHUP) {
+        /* Gone for good while we were not reading: nobody gets the replies. */
         conn_close(srv, c);
     }
 }
 
 void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list)
 {
+    accept_resume(srv);
     for (struct rt_sevt *e = list; e;) {
         struct rt_sevt *next = e->next;
         if (e->type == RT_SEVT_REQ_DONE) {
+            uint64_t id = e->req->conn_id;
             rt_methods_request_done(srv, e->req);
+            struct rt_conn *c = rt_server_find_conn(srv, id);
+            if (c)
+                conn_flush(srv, c);
         } else {
             for (struct rt_conn *c = srv->conns, *cn; c; c = cn) {
                 cn = c->next;

@@ -32,6 +32,9 @@ struct rt_conn {
     bool more;            /* the call asked for "more" */
     bool oneway;          /* the call asked for no reply */
     bool closing;         /* close once the output is flushed */
+    bool eof;             /* the client has shut down its sending side */
+    bool dispatching;     /* inside process_input(): calls are not re-entered */
+    bool dead;            /* closed; freed by rt_server_reap() */
     enum rt_stream_kind stream;
     uint64_t stream_job;
     uint64_t stream_next; /* next sample index to send */
@@ -55,6 +58,9 @@ void rt_server_free(struct rt_server *srv);
 /* epoll tags: the listening socket, and connections. */
 bool rt_server_owns(struct rt_server *srv, void *tag);
 void rt_server_event(struct rt_server *srv, void *tag, uint32_t events);
+/* Free the connections closed since the last call. Call it after each
+ * epoll_wait() batch: later events of the same batch may still name them. */
+void rt_server_reap(struct rt_server *srv);
 /* Deliver the sampler's outbox. */
 void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list);
 size_t rt_server_connections(struct rt_server *srv);
@@ -69,7 +75,8 @@ void rt_conn_reply(struct rt_server *srv, struct rt_conn *conn, struct json_obje
                    bool continues);
 void rt_conn_error(struct rt_server *srv, struct rt_conn *conn, const char *error,
                    struct json_object *params);
-/* The call of conn is complete: serve the next pipelined call. */
+/* The call of conn is complete: serve the next pipelined call. The caller
+ * flushes the output afterwards (it may close the connection). */
 void rt_conn_done(struct rt_server *srv, struct rt_conn *conn);
 struct rt_conn *rt_server_find_conn(struct rt_server *srv, uint64_t id);
 /* Queue raw JSON text as a reply body {"parameters":…} is built by the caller. */

@@ -33,6 +33,23 @@ static int mkdir_p(const char *path, mode_t mode)
     return 0;
 }
 
+/* Can we create files in dirfd? An existing directory opens fine on a
+ * read-only file system or without write permission; find out at start, not
+ * at the first job. A full disk is transient and not an error here. */
+static int probe_writable(int dirfd, mode_t mode)
+{
+    int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    if (errno == ENOSPC || errno == EDQUOT)
+        return 0;
+    if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) /* no O_TMPFILE here */
+        return faccessat(dirfd, ".", W_OK, AT_EACCESS) == 0 ? 0 : -errno;
+    return -errno;
+}
+
 int rt_store_open(struct rt_store *s, const char *dir, bool private_mode, char *err, size_t errlen)
 {
     memset(s, 0, sizeof(*s));
@@ -68,6 +85,11 @@ int rt_store_open(struct rt_store *s, const char *dir, bool private_mode, char *
         rt_store_close(s);
         return r;
     }
+    if ((r = probe_writable(s->dir_fd, s->file_mode)) < 0 || (r = probe_writable(s->jobs_fd, s->file_mode)) < 0) {
+        snprintf(err, errlen, "cannot write to the state directory %s: %s", dir, strerror(-r));
+        rt_store_close(s);
+        return r;
+    }
     rt_read_u64_at(s->dir_fd, "last-id", &s->last_id);
     return 0;
 }
@@ -82,7 +104,11 @@ void rt_store_close(struct rt_store *s)
 }
 
 /* Write name atomically inside dirfd: temp file, fsync, rename, fsync dir. */
-static int write_atomic(int dirfd, const char *name, const char *data, size_t len, mode_t mode)
+/* Write name atomically inside dirfd (temp file + rename). sync: also
+ * fsync file and directory, for records that must survive a power loss;
+ * without it the rename still makes the update all-or-nothing for crashes
+ * of the daemon itself, at no disk latency. */
+static int write_atomic(int dirfd, const char *name, const char *data, size_t len, mode_t mode, bool sync)
 {
     char tmp[64];
     snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
@@ -102,7 +128,7 @@ static int write_atomic(int dirfd, const char *name, const char *data, size_t le
         }
         off += (size_t)n;
     }
-    if (fsync(fd) < 0) {
+    if (sync && fsync(fd) < 0) {
         int e = errno;
         close(fd);
         unlinkat(dirfd, tmp, 0);
@@ -114,7 +140,8 @@ static int write_atomic(int dirfd, const char *name, const char *data, size_t le
         unlinkat(dirfd, tmp, 0);
         return -e;
     }
-    fsync(dirfd);
+    if (sync)
+        fsync(dirfd);
     return 0;
 }
 
@@ -122,7 +149,8 @@ uint64_t rt_store_alloc_id(struct rt_store *s)
 {
     char buf[32];
     int n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", s->last_id + 1);
-    int r = write_atomic(s->dir_fd, "last-id", buf, (size_t)n, s->file_mode);
+    /* On the main loop: no fsync (job directories also record the ids). */
+    int r = write_atomic(s->dir_fd, "last-id", buf, (size_t)n, s->file_mode, false);
     if (r < 0) {
         rt_err("cannot persist the job id counter in %s: %s", s->path, strerror(-r));
         return 0;
@@ -138,7 +166,7 @@ static int job_dir(struct rt_store *s, uint64_t id)
     return fd < 0 ? -errno : fd;
 }
 
-int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *record)
+int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *record, bool sync)
 {
     int dfd = job_dir(s, id);
     if (dfd < 0)
@@ -146,7 +174,7 @@ int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *re
     size_t len;
     const char *txt = json_object_to_json_string_length(
         record, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-    int r = write_atomic(dfd, "job.json", txt, len, s->file_mode);
+    int r = write_atomic(dfd, "job.json", txt, len, s->file_mode, sync);
     close(dfd);
     return r;
 }
@@ -157,7 +185,7 @@ int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *rec
     snprintf(name, sizeof(name), "%" PRIu64, id);
     if (mkdirat(s->jobs_fd, name, s->dir_mode) < 0 && errno != EEXIST)
         return -errno;
-    return rt_store_save_record(s, id, record);
+    return rt_store_save_record(s, id, record, true);
 }
 
 int rt_store_open_samples(struct rt_store *s, uint64_t id)
@@ -194,6 +222,19 @@ int rt_store_remove_job(struct rt_store *s, uint64_t id)
     char name[32];
     snprintf(name, sizeof(name), "%" PRIu64, id);
     return unlinkat(s->jobs_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+double rt_store_samples_mtime(struct rt_store *s, uint64_t id)
+{
+    int dfd = job_dir(s, id);
+    if (dfd < 0)
+        return 0;
+    struct stat st;
+    double t = fstatat(dfd, "samples.jsonl", &st, 0) == 0
+                   ? (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9
+                   : 0;
+    close(dfd);
+    return t;
 }
 
 uint64_t rt_store_job_bytes(struct rt_store *s, uint64_t id)
@@ -244,7 +285,8 @@ void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_
     sum->disk_write_bytes += wb;
     if (rt_json_get_double(cpu, "process_gpu_usage", &gpu)) {
         sum->has_gpu = true;
-        sum->gpu_usage_sum += gpu;
+        /* Running mean over samples: the time weights are not in the line. */
+        sum->gpu_avg_usage += (gpu - sum->gpu_avg_usage) / (double)sum->samples;
         rt_json_get_double(cpu, "process_gpu_vram_mib", &vram);
         if ((uint64_t)(vram * (double)RT_MIB) > sum->gpu_peak_vram_bytes)
             sum->gpu_peak_vram_bytes = (uint64_t)(vram * (double)RT_MIB);
@@ -290,8 +332,13 @@ static void index_samples(struct rt_store *s, struct rt_job *j)
     if (line_start < pos) {
         rt_warn("job %" PRIu64 ": dropping a torn last sample line (%" PRIu64 " bytes)", j->id,
                 pos - line_start);
+        /* Keep the modification time: it tells when the job was last seen. */
+        struct stat st;
+        bool have_times = fstat(fd, &st) == 0;
         if (ftruncate(fd, (off_t)line_start) < 0)
             rt_warn("job %" PRIu64 ": cannot truncate samples: %s", j->id, strerror(errno));
+        else if (have_times)
+            futimens(fd, (struct timespec[2]){st.st_atim, st.st_mtim});
     }
     j->samples_bytes = line_start;
     j->summary.samples = index;

@@ -33,12 +33,15 @@ void rt_store_close(struct rt_store *s);
 uint64_t rt_store_alloc_id(struct rt_store *s);
 /* Create jobs/<id>/ and write its record. */
 int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *record);
-int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *record);
+/* sync: fsync (state changes); periodic refreshes of totals skip it. */
+int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *record, bool sync);
 /* Append-only fd of the job's samples file. */
 int rt_store_open_samples(struct rt_store *s, uint64_t id);
 /* Read-only fd of the job's samples file, or -errno. */
 int rt_store_read_samples(struct rt_store *s, uint64_t id);
 int rt_store_remove_job(struct rt_store *s, uint64_t id);
+/* Modification time of the job's samples file (Unix seconds), 0 if none. */
+double rt_store_samples_mtime(struct rt_store *s, uint64_t id);
 /* Bytes used by one job on disk. */
 uint64_t rt_store_job_bytes(struct rt_store *s, uint64_t id);
 

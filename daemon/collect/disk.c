@@ -92,24 +92,6 @@ static char *read_attr(int dirfd, const char *path)
     return rt_read_str_at(dirfd, path, buf, sizeof(buf)) > 0 ? rt_xstrdup(buf) : NULL;
 }
 
-static bool dir_nonempty(int dirfd, const char *path)
-{
-    int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return false;
-    }
-    bool any = false;
-    struct dirent *e;
-    while (!any && (e = readdir(d)))
-        any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-    closedir(d);
-    return any;
-}
-
 static void drop_identity(struct dev *d)
 {
     free(d->model);
@@ -143,7 +125,7 @@ static void load_identity(struct dev *d, int dfd, uint64_t size)
             d->type = strcmp(rot, "0") == 0 ? "ssd" : strcmp(rot, "1") == 0 ? "hdd" : NULL;
     }
     d->capacity = size * 512; /* <sys>/block/X/size is in 512-byte units too */
-    d->stacked = dir_nonempty(dfd, "slaves");
+    d->stacked = rt_dir_has_entries_at(dfd, "slaves");
 }
 
 /* "cciss/c0d0" in diskstats is "cciss!c0d0" in sysfs. */

@@ -169,26 +169,6 @@ static void read_memory(const struct rt_roots *r, struct rt_host_info *h)
         rt_warn("host info: no usable MemTotal in %s/meminfo", r->proc);
 }
 
-/* Whether dirfd/path is a directory holding any entry (dot files aside, so
- * fixture trees can keep empty directories in git). */
-static bool dir_has_entries(int dirfd, const char *path)
-{
-    int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return false;
-    }
-    bool any = false;
-    struct dirent *de;
-    while (!any && (de = readdir(d)))
-        any = de->d_name[0] != '.';
-    closedir(d);
-    return any;
-}
-
 /* Not storage: loop/ram/zram are memory or file backed, sr/fd removable
  * media (including cloud config-drive ISOs). */
 static const char *const not_disks[] = {"loop", "ram", "zram", "sr", "fd"};
@@ -222,7 +202,7 @@ static uint64_t storage_bytes(const struct rt_roots *r)
         if (rt_read_u64_at(dirfd(d), path, &v) == 0 && v)
             continue;
         snprintf(path, sizeof(path), "%s/slaves", name);
-        if (dir_has_entries(dirfd(d), path))
+        if (rt_dir_has_entries_at(dirfd(d), path))
             continue;
         snprintf(path, sizeof(path), "%s/size", name);
         if (rt_read_u64_at(dirfd(d), path, &v) == 0)

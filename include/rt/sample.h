@@ -140,4 +140,18 @@ uint64_t rt_sample_net_sent_bytes(const struct rt_sample *s);
 
 #define RT_MIB (1024ULL * 1024ULL)
 
+/* Decimal places kept in the output, per unit. The JSON and CSV writers
+ * both round with these, so a CSV row made from a stored JSON sample equals
+ * the row made from the live sample. */
+#define RT_DEC_CORES 4
+#define RT_DEC_PCT 2
+#define RT_DEC_SECS 4
+#define RT_DEC_RATE 1
+#define RT_DEC_MIB 4
+#define RT_DEC_WATTS 3
+
+/* v rounded to decimals places (half away from zero); v itself when the
+ * result would not be finite. */
+double rt_round_dec(double v, int decimals);
+
 #endif

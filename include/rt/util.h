@@ -22,6 +22,9 @@ size_t rt_strlcpy(char *dst, const char *src, size_t size);
 char *rt_trim(char *s);
 bool rt_str_starts_with(const char *s, const char *prefix);
 bool rt_str_all_digits(const char *s);
+/* Well-formed UTF-8 (RFC 3629): no overlong forms, surrogates or code
+ * points above U+10FFFF. */
+bool rt_utf8_valid(const char *s, size_t len);
 
 /* Read a whole (small) file relative to dirfd into buf, NUL-terminated.
  * Returns the length, or -errno. A file longer than size-1 is truncated. */
@@ -31,6 +34,10 @@ int rt_read_u64_at(int dirfd, const char *path, uint64_t *out);
 /* Read a one-line text attribute, trimmed. Returns length or -errno; an empty
  * value returns -ENODATA. */
 ssize_t rt_read_str_at(int dirfd, const char *path, char *buf, size_t size);
+
+/* Whether dirfd/path is a directory holding any entry. Names starting with a
+ * dot do not count (sysfs has none; fixture trees keep empty dirs that way). */
+bool rt_dir_has_entries_at(int dirfd, const char *path);
 
 /* Parse an unsigned decimal; returns false on garbage or overflow. */
 bool rt_parse_u64(const char *s, uint64_t *out);

@@ -32,6 +32,10 @@ int rt_vl_reader_next(struct rt_vl_reader *r, char **msg, size_t *len);
 /* Parse one message; NULL with a reason when it is not a JSON object, is
  * nested deeper than RT_VL_MAX_DEPTH, or has trailing bytes. */
 struct json_object *rt_vl_parse(const char *msg, size_t len, char *err, size_t errlen);
+/* The same for messages from untrusted peers: RFC 8259 JSON as json-c's
+ * strict mode understands it (no comments, trailing commas, leading zeros)
+ * in well-formed UTF-8. */
+struct json_object *rt_vl_parse_strict(const char *msg, size_t len, char *err, size_t errlen);
 
 /* Buffered output with partial-write support for non-blocking sockets. */
 struct rt_vl_writer {

@@ -5,8 +5,11 @@ Every daemon started here must exit cleanly (status 0) when stopped and
 print no sanitizer report: that is how ASan/UBSan and leak checks reach
 the integration tests."""
 
+import atexit
+import grp
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -183,7 +186,36 @@ class Daemon:
         self.log.close()
 
     def cleanup(self):
+        # A test that failed before stop() must not leave its daemon behind.
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+            self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+_shared_copies = {}
+
+
+def world_path(path):
+    """path, or a copy other users can execute when a directory on its way is
+    private (a build tree in root's home): for clients run as test users."""
+    p = os.path.realpath(path)
+    d, ok = p, bool(os.stat(p).st_mode & 0o001)
+    while ok and d != "/":
+        d = os.path.dirname(d)
+        ok = bool(os.stat(d).st_mode & 0o001)
+    if ok:
+        return p
+    if p not in _shared_copies:
+        tmp = tempfile.mkdtemp(prefix="rt-bin-")
+        os.chmod(tmp, 0o755)
+        dst = os.path.join(tmp, os.path.basename(p))
+        shutil.copy2(p, dst)
+        os.chmod(dst, 0o755)
+        atexit.register(shutil.rmtree, tmp, True)
+        _shared_copies[p] = dst
+    return _shared_copies[p]
 
 
 def run_ctl(daemon, *args, env=None, user=None, timeout=60, input=None, check=None):
@@ -194,7 +226,7 @@ def run_ctl(daemon, *args, env=None, user=None, timeout=60, input=None, check=No
     e.update(env or {})
     cmd = [CTL] + list(args)
     if user is not None:
-        cmd = ["setpriv", "--reuid", user, "--regid", user, "--init-groups", "--"] + cmd
+        cmd = setpriv(user) + [world_path(CTL)] + list(args)
     p = subprocess.run(cmd, env=e, capture_output=True, timeout=timeout, input=input)
     out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
     for mark in SANITIZER_MARKS:
@@ -220,3 +252,201 @@ class DaemonTest(unittest.TestCase):
             self.d.stop()
         finally:
             self.d.cleanup()
+
+
+def starttime(pid):
+    """Field 22 of /proc/PID/stat: clock ticks since boot."""
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def job_samples(daemon, job_id, page=1000, fmt="json"):
+    """Every sample of a job, fetched page by page (small pages exercise offsets);
+    for fmt="csv", the CSV text (one header)."""
+    out, offset = [], 0
+    while True:
+        r = daemon.call("GetJobSamples", {"id": job_id, "offset": offset, "limit": page, "format": fmt})
+        out += r["samples"] if fmt == "json" else [r["csv"]]
+        if r["next_offset"] == offset:
+            return out if fmt == "json" else "".join(out)
+        offset = r["next_offset"]
+
+
+def _first_child(ppid):
+    try:
+        with open("/proc/%d/task/%d/children" % (ppid, ppid)) as f:
+            kids = f.read().split()
+        return int(kids[0]) if kids else None
+    except OSError:
+        return None
+
+
+def _kill_quietly(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def spawn_at(test, pid, *cmd):
+    """cmd as a process with exactly this PID (rt_workload --spawn-at: clone3
+    with set_tid), killed when test ends; skips test when the PID stays taken."""
+    tool = os.path.join(TOOLS, "rt_workload")
+    for _ in range(50):
+        p = subprocess.Popen([tool, "--spawn-at", str(pid), "--"] + list(cmd))
+        wait_for(lambda: _first_child(p.pid) or p.poll() is not None, timeout=10, what="spawn-at")
+        if _first_child(p.pid) == pid:
+            test.addCleanup(lambda: (_kill_quietly(pid), p.wait()))
+            return p
+        p.wait()
+        if p.returncode != 75:  # 75: the PID was taken; anything else is a real failure
+            raise AssertionError("spawn-at %d failed: %s" % (pid, p.returncode))
+        time.sleep(0.05)
+    test.skipTest("PID %d stayed taken" % pid)
+
+
+def read_json_lines(text):
+    return [json.loads(ln) for ln in text.splitlines() if ln.strip()]
+
+
+class TestUsers:
+    """Real unprivileged users and groups for one test run.
+
+    Names carry this process's PID, and the comment field its start time, so a
+    run never collides with a concurrent one and the leftovers of a crashed run
+    (whose process is gone) are recognised and removed by the next run."""
+
+    PREFIX = "rtt"
+    MARK = "resource-tracker test"
+
+    def __init__(self):
+        self.purge_stale()
+        self.tag = "%s%d" % (self.PREFIX, os.getpid())
+        self.comment = "%s pid=%d start=%d" % (self.MARK, os.getpid(), starttime(os.getpid()))
+        self.users, self.groups = [], []
+
+    @classmethod
+    def _owner_alive(cls, comment):
+        try:
+            fields = dict(kv.split("=", 1) for kv in comment.split()[2:])
+            return starttime(int(fields["pid"])) == int(fields["start"])
+        except (OSError, KeyError, ValueError, IndexError):
+            return False
+
+    @classmethod
+    def purge_stale(cls):
+        for pw in pwd.getpwall():
+            if pw.pw_name.startswith(cls.PREFIX) and pw.pw_gecos.startswith(cls.MARK) \
+                    and not cls._owner_alive(pw.pw_gecos):
+                cls._remove_user(pw.pw_name, pw.pw_uid)
+        for gr in grp.getgrall():
+            # Test groups are named after their run's users' prefix plus a role.
+            if gr.gr_name.startswith(cls.PREFIX) and gr.gr_name.endswith("-grp"):
+                pid = gr.gr_name[len(cls.PREFIX):].split("-", 1)[0]
+                if pid.isdigit() and not os.path.exists("/proc/" + pid):
+                    subprocess.run(["groupdel", gr.gr_name], capture_output=True)
+
+    @staticmethod
+    def kill_processes_of(uid):
+        """SIGKILL every process whose real uid is uid (the test's own users only)."""
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/status" % pid) as f:
+                    ruid = next(int(ln.split()[1]) for ln in f if ln.startswith("Uid:"))
+                if ruid == uid:
+                    os.kill(int(pid), signal.SIGKILL)
+            except (OSError, StopIteration, ValueError):
+                pass
+
+    @classmethod
+    def _remove_user(cls, name, uid):
+        cls.kill_processes_of(uid)
+        subprocess.run(["userdel", name], capture_output=True)
+
+    def group(self, role):
+        name = "%s-%s-grp" % (self.tag, role)
+        subprocess.run(["groupdel", name], capture_output=True)
+        subprocess.run(["groupadd", "--system", name], check=True, capture_output=True)
+        self.groups.append(name)
+        return grp.getgrnam(name).gr_gid
+
+    def user(self, role, groups=(), primary=None):
+        """Create user <tag>-<role>; returns its name. groups: supplementary
+        group names; primary: a primary group name instead of a user group."""
+        name = "%s-%s" % (self.tag, role)
+        try:
+            self._remove_user(name, pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            pass
+        cmd = ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+               "--comment", self.comment]
+        cmd += ["--gid", primary, "--no-user-group"] if primary else ["--user-group"]
+        if groups:
+            cmd += ["--groups", ",".join(groups)]
+        subprocess.run(cmd + [name], check=True, capture_output=True)
+        self.users.append(name)
+        return name
+
+    def cleanup(self):
+        for name in self.users:
+            try:
+                self._remove_user(name, pwd.getpwnam(name).pw_uid)
+            except KeyError:
+                pass
+        for name in self.groups:
+            subprocess.run(["groupdel", name], capture_output=True)
+        self.users, self.groups = [], []
+
+
+def setpriv(user, keep_groups=True):
+    """Command prefix running as user (its primary group and supplementary
+    groups, or its primary group only)."""
+    return ["setpriv", "--reuid", user, "--regid", str(pwd.getpwnam(user).pw_gid),
+            "--init-groups" if keep_groups else "--clear-groups", "--"]
+
+
+def spawn_as(user, cmd, **kw):
+    """A process of user (setpriv execs cmd, so the PID is cmd's)."""
+    return subprocess.Popen(setpriv(user) + list(cmd), **kw)
+
+
+def call_as(user, sock, method, params=None, calls=None, extra_groups=()):
+    """Varlink calls over one connection from a process of user (with its
+    groups, plus extra_groups: any gids, they need not exist). Returns a list
+    of ("ok", params) or ("error", name, params)."""
+    pw = pwd.getpwnam(user)
+    todo = calls if calls is not None else [(method, params)]
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            os.setgroups(list(extra_groups) + os.getgrouplist(user, pw.pw_gid))
+            os.setresgid(pw.pw_gid, pw.pw_gid, pw.pw_gid)
+            os.setresuid(pw.pw_uid, pw.pw_uid, pw.pw_uid)
+            out = []
+            with Connection(sock) as c:
+                for m, p in todo:
+                    try:
+                        out.append(("ok", c.call(m, p)))
+                    except VarlinkError as e:
+                        out.append(("error", e.error, e.parameters))
+            data = json.dumps(out).encode()
+            while data:
+                data = data[os.write(w, data):]
+        finally:
+            os._exit(0)
+    os.close(w)
+    chunks = []
+    while True:
+        d = os.read(r, 1 << 16)
+        if not d:
+            break
+        chunks.append(d)
+    os.close(r)
+    os.waitpid(pid, 0)
+    if not chunks:
+        raise AssertionError("call as %s failed" % user)
+    return [tuple(x) for x in json.loads(b"".join(chunks))]

@@ -176,6 +176,43 @@ static void test_json_double_format(void **state)
     assert_null(rt_json_double(0.0 / 0.0, 2));
 }
 
+/* A CSV row made from a stored JSON sample equals the row made from the live
+ * sample (the upload sends the latter, `samples --format csv` the former). */
+static void test_csv_same_from_json(void **state)
+{
+    (void)state;
+    srand(42);
+    for (int iter = 0; iter < 5000; iter++) {
+        struct rt_sample s;
+        build(&s);
+        double r = (double)rand() / RAND_MAX;
+        s.actual_interval_ms = 900 + (uint64_t)(rand() % 300);
+        s.cpu.utime_secs = r * 3.7;
+        s.cpu.stime_secs = r * 0.123456;
+        s.cpu.utilization_pct = r * 1.98765;
+        s.disks[1].read_bytes_per_sec = (double)(rand() % 1000000) / 0.997;
+        s.disks[1].write_bytes_per_sec = r * 130979.95;
+        s.nets[0].rx_bytes_per_sec = (double)rand() / 7.0;
+        s.proc = (struct rt_process){.present = true, .pid = 7, .utime_secs = r * 0.00015,
+                                     .stime_secs = r / 3.0, .cores_used = r * 2.00005};
+        s.proc_gpu = (struct rt_process_gpu){.present = true, .usage = r * 0.30005, .vram_mib = r * 811.69875};
+        char a[1024], b[1024];
+        rt_sample_to_csv(&s, a, sizeof(a));
+        struct json_object *o = rt_sample_to_json(&s);
+        char err[128];
+        struct json_object *back = json_tokener_parse(rt_json_plain(o));
+        struct rt_sample t;
+        rt_sample_init(&t);
+        assert_int_equal(rt_sample_from_json(back, &t, err, sizeof(err)), 0);
+        rt_sample_to_csv(&t, b, sizeof(b));
+        assert_string_equal(a, b);
+        json_object_put(o);
+        json_object_put(back);
+        rt_sample_free(&t);
+        rt_sample_free(&s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_json_job_fields_and_roundtrip),
         cmocka_unit_test(test_csv),
         cmocka_unit_test(test_json_double_format),
+        cmocka_unit_test(test_csv_same_from_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

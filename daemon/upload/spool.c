@@ -1,0 +1,259 @@
+#include "spool.h"
+
+#include "rt/sample_csv.h"
+#include "rt/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+int rt_spool_open_dir(int dirfd, const char *name)
+{
+    if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (st.st_mode & 077))
+        fchmod(fd, 0700);
+    return fd;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int rt_spool_write_atomic(int dirfd, const char *name, const void *data, size_t len)
+{
+    char tmp[64];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    int rc = write_all(fd, data, len);
+    if (rc == 0 && fsync(fd) < 0)
+        rc = -errno;
+    if (close(fd) < 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+        rc = -errno;
+    if (rc != 0) {
+        unlinkat(dirfd, tmp, 0);
+        return rc;
+    }
+    return fsync(dirfd) < 0 ? -errno : 0;
+}
+
+int rt_spool_read_file(int dirfd, const char *name, char **data, size_t *len)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *buf = rt_xmalloc(cap);
+    for (;;) {
+        if (n + 1 >= cap)
+            buf = rt_xrealloc(buf, cap *= 2);
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            free(buf);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+void rt_spool_rows_name(uint64_t seq, char out[32])
+{
+    snprintf(out, 32, "rows.%06llu", (unsigned long long)seq);
+}
+
+void rt_spool_batch_name(uint64_t seq, char out[32])
+{
+    snprintf(out, 32, "%06llu.csv.gz", (unsigned long long)seq);
+}
+
+int rt_spool_open_rows(int dirfd, uint64_t seq)
+{
+    char name[32];
+    rt_spool_rows_name(seq, name);
+    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    return fd < 0 ? -errno : fd;
+}
+
+static int deflate_all(z_stream *z, const void *in, size_t len, char **out, size_t *cap, int flush)
+{
+    z->next_in = (Bytef *)(uintptr_t)in;
+    z->avail_in = (uInt)len;
+    for (;;) {
+        if (*cap - z->total_out < 4096) {
+            *cap = *cap * 2 + 8192;
+            *out = rt_xrealloc(*out, *cap);
+        }
+        z->next_out = (Bytef *)*out + z->total_out;
+        z->avail_out = (uInt)(*cap - z->total_out);
+        int rc = deflate(z, flush);
+        if (rc == Z_STREAM_ERROR)
+            return -1;
+        if (flush == Z_FINISH ? rc == Z_STREAM_END : (z->avail_in == 0 && z->avail_out != 0))
+            return 0;
+    }
+}
+
+/* One gzip member of header line + rows. */
+static int gzip_batch(const char *rows, size_t len, char **out, size_t *outlen)
+{
+    z_stream z = {0};
+    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return -1;
+    size_t cap = len / 4 + 8192;
+    *out = rt_xmalloc(cap);
+    int rc = deflate_all(&z, RT_CSV_HEADER, strlen(RT_CSV_HEADER), out, &cap, Z_NO_FLUSH);
+    if (rc == 0)
+        rc = deflate_all(&z, "\n", 1, out, &cap, Z_NO_FLUSH);
+    if (rc == 0)
+        rc = deflate_all(&z, rows, len, out, &cap, Z_FINISH);
+    *outlen = z.total_out;
+    deflateEnd(&z);
+    if (rc != 0) {
+        free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int rt_gzip(const void *in, size_t len, char **out, size_t *outlen)
+{
+    z_stream z = {0};
+    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return -1;
+    size_t cap = len / 4 + 8192;
+    *out = rt_xmalloc(cap);
+    int rc = deflate_all(&z, in, len, out, &cap, Z_FINISH);
+    *outlen = z.total_out;
+    deflateEnd(&z);
+    return rc;
+}
+
+int rt_gunzip(const void *in, size_t len, char **out, size_t *outlen)
+{
+    z_stream z = {0};
+    if (inflateInit2(&z, 15 + 16) != Z_OK)
+        return -1;
+    size_t cap = len * 4 + 4096;
+    char *buf = rt_xmalloc(cap);
+    z.next_in = (Bytef *)(uintptr_t)in;
+    z.avail_in = (uInt)len;
+    int rc;
+    do {
+        if (z.total_out + 1 >= cap)
+            buf = rt_xrealloc(buf, cap *= 2);
+        z.next_out = (Bytef *)buf + z.total_out;
+        z.avail_out = (uInt)(cap - 1 - z.total_out);
+        rc = inflate(&z, Z_NO_FLUSH);
+    } while (rc == Z_OK);
+    size_t n = z.total_out;
+    inflateEnd(&z);
+    if (rc != Z_STREAM_END) {
+        free(buf);
+        return -1;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *outlen = n;
+    return 0;
+}
+
+DIR *rt_opendir_at(int dirfd)
+{
+    int fd = dup(dirfd);
+    if (fd < 0)
+        return NULL;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return NULL;
+    }
+    rewinddir(d);
+    return d;
+}
+
+int rt_spool_unlink(int dirfd, const char *name)
+{
+    if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+        return -errno;
+    return fsync(dirfd) < 0 ? -errno : 0;
+}
+
+int rt_spool_seal(int dirfd, uint64_t seq, uint64_t *rows, uint64_t *bytes)
+{
+    char rname[32], bname[32];
+    rt_spool_rows_name(seq, rname);
+    rt_spool_batch_name(seq, bname);
+    char *data;
+    size_t len;
+    int rc = rt_spool_read_file(dirfd, rname, &data, &len);
+    if (rc < 0)
+        return rc;
+    while (len && data[len - 1] != '\n')
+        len--; /* a torn last row (disk full mid-write) is not sent */
+    if (len == 0) {
+        free(data);
+        return rt_spool_unlink(dirfd, rname) < 0 ? -EIO : 0;
+    }
+    uint64_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += data[i] == '\n';
+    char *gz;
+    size_t gzlen;
+    if (gzip_batch(data, len, &gz, &gzlen) != 0) {
+        free(data);
+        return -EIO;
+    }
+    free(data);
+    rc = rt_spool_write_atomic(dirfd, bname, gz, gzlen);
+    free(gz);
+    if (rc < 0)
+        return rc;
+    /* The batch is durable: the rows file goes. A crash before this unlink
+     * leaves both; the loader keeps the batch and drops the rows file. */
+    rt_spool_unlink(dirfd, rname);
+    *rows = n;
+    *bytes = gzlen;
+    return 1;
+}

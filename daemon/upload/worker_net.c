@@ -1,0 +1,269 @@
+/* The network steps of one job, run by the worker thread without the lock:
+ * POST /runs, credential refresh, PUT of each batch, POST /finish. */
+#include "worker.h"
+
+#include "log.h"
+#include "rt/json.h"
+#include "rt/sample_csv.h"
+#include "s3.h"
+#include "sentinel.h"
+#include "spool.h"
+#include "upload_events.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool rt_upload_start_run(struct rt_upload_worker *w, struct rt_upload_job *j)
+{
+    pthread_mutex_lock(&w->mu);
+    struct json_object *fields = NULL;
+    if (json_object_deep_copy(j->run_fields, &fields, NULL) != 0)
+        fields = json_object_new_object();
+    pthread_mutex_unlock(&w->mu);
+    if (w->complete_run_fields)
+        w->complete_run_fields(fields, w->complete_ctx);
+    unsigned dropped = 0;
+    struct json_object *body = rt_sentinel_runs_body(fields, &dropped);
+    json_object_put(fields);
+    if (dropped)
+        rt_notice("upload: job %llu: %u fields not in the API's schema left out of POST /runs",
+                  (unsigned long long)j->id, dropped);
+    struct rt_http_resp resp;
+    int rc = rt_sentinel_post(&w->http, rt_upload_api_url(w, j), "/runs", j->token, rt_json_plain(body), &resp);
+    json_object_put(body);
+    struct rt_sentinel_run run;
+    if (rc == 0 && rt_sentinel_parse_run(resp.body, &run) != 0) {
+        snprintf(resp.error, sizeof(resp.error), "unusable reply (%zu bytes)", resp.len);
+        rc = -1;
+    }
+    if (rc != 0) {
+        if (rt_upload_is_rejection(resp.status))
+            rt_upload_rejected(w, j, "start run", &resp);
+        else
+            rt_upload_failed(w, j, "start run", resp.error);
+        rt_http_resp_free(&resp);
+        return false;
+    }
+    rt_http_resp_free(&resp);
+    pthread_mutex_lock(&w->mu);
+    rt_upload_job_set_run(j, run.run_id, run.upload_uri_prefix, run.has_creds ? &run.creds : NULL);
+    pthread_mutex_unlock(&w->mu);
+    if (!j->bucket || !j->has_creds)
+        rt_warn("upload: job %llu (run %s): no usable upload prefix or credentials; data goes inline with /finish",
+                (unsigned long long)j->id, j->run_id);
+    rt_sentinel_run_free(&run);
+    rt_upload_save_meta(w, j);
+    rt_upload_succeeded(w, j);
+    return true;
+}
+
+/* Refreshes when due; false when the credentials cannot be used. */
+static bool fresh_credentials(struct rt_upload_worker *w, struct rt_upload_job *j)
+{
+    int64_t now = rt_upload_now_unix();
+    if (!j->creds_stale && j->creds.expires_at - now >= (int64_t)w->refresh_margin_s)
+        return true;
+    char *path = rt_sentinel_run_path(j->run_id, "refresh-credentials");
+    struct rt_http_resp resp;
+    int rc = rt_sentinel_post(&w->http, rt_upload_api_url(w, j), path, j->token, NULL, &resp);
+    free(path);
+    struct rt_s3_creds creds;
+    if (rc == 0 && rt_sentinel_parse_refresh(resp.body, &creds) != 0) {
+        snprintf(resp.error, sizeof(resp.error), "unusable reply (%zu bytes)", resp.len);
+        rc = -1;
+    }
+    if (rc != 0) {
+        /* Unknown expiry (0): like the Rust port, try the old ones. */
+        bool usable = !j->creds_stale && (j->creds.expires_at == 0 || j->creds.expires_at > now);
+        if (!usable)
+            rt_upload_failed(w, j, "refresh credentials", resp.error);
+        else
+            rt_debug("upload: job %llu: refresh failed (%s); old credentials still valid",
+                     (unsigned long long)j->id, resp.error);
+        rt_http_resp_free(&resp);
+        return usable;
+    }
+    rt_http_resp_free(&resp);
+    pthread_mutex_lock(&w->mu);
+    rt_s3_creds_free(&j->creds);
+    j->creds = creds;
+    j->has_creds = true;
+    j->creds_stale = false;
+    pthread_mutex_unlock(&w->mu);
+    rt_upload_save_meta(w, j);
+    return true;
+}
+
+static const char *bucket_region(struct rt_upload_worker *w, const char *bucket)
+{
+    if (w->s3_endpoint)
+        return w->s3_region;
+    for (size_t i = 0; i < w->n_regions; i++)
+        if (strcmp(w->regions[i].bucket, bucket) == 0)
+            return w->regions[i].region;
+    struct region_cache *c = &w->regions[w->n_regions < RT_ARRAY_SIZE(w->regions) ? w->n_regions++ : 0];
+    rt_strlcpy(c->bucket, bucket, sizeof(c->bucket));
+    char *url = rt_xasprintf(w->probe_url, bucket);
+    rt_s3_discover_region(&w->http, url, c->region, sizeof(c->region));
+    free(url);
+    rt_info("upload: bucket %s is in region %s", bucket, c->region);
+    return c->region;
+}
+
+/* A wrong-region error (301, 400) names the bucket's region: believe it. */
+static void update_region(struct rt_upload_worker *w, const char *bucket, const char *region)
+{
+    if (w->s3_endpoint || !region[0])
+        return;
+    for (size_t i = 0; i < w->n_regions; i++) {
+        if (strcmp(w->regions[i].bucket, bucket) == 0 && strcmp(w->regions[i].region, region) != 0) {
+            rt_info("upload: bucket %s is in region %s, not %s", bucket, region, w->regions[i].region);
+            rt_strlcpy(w->regions[i].region, region, sizeof(w->regions[i].region));
+        }
+    }
+}
+
+/* PUTs pending batches in order; false after a failure. */
+bool rt_upload_send_batches(struct rt_upload_worker *w, struct rt_upload_job *j)
+{
+    while (j->n_pending && !j->done) {
+        if (!fresh_credentials(w, j))
+            return false;
+        uint64_t seq = j->pending[0].seq;
+        char name[32];
+        rt_spool_batch_name(seq, name);
+        char *data;
+        size_t len;
+        int rc = rt_spool_read_file(j->dirfd, name, &data, &len);
+        if (rc < 0) {
+            rt_err("upload: job %llu: batch %s unreadable (%s): dropped", (unsigned long long)j->id, name,
+                   strerror(-rc));
+            pthread_mutex_lock(&w->mu);
+            rt_upload_job_remove_pending(j, seq);
+            rt_u64_list_add(&j->dropped, seq);
+            pthread_mutex_unlock(&w->mu);
+            rt_upload_save_meta(w, j);
+            continue;
+        }
+        char *key = rt_s3_object_key(j->key_prefix, j->run_id, seq);
+        const char *region = bucket_region(w, j->bucket);
+        char *url = rt_s3_object_url(w->s3_endpoint, region, j->bucket, key);
+        struct rt_http_resp resp;
+        rc = rt_s3_put(&w->http, url, region, &j->creds, data, len, &resp);
+        free(url);
+        free(key);
+        free(data);
+        if (rc != 0) {
+            pthread_mutex_lock(&w->mu);
+            j->s3_failures++;
+            if (resp.status == 400 || resp.status == 403)
+                j->creds_stale = true; /* expired or rotated: ask for new ones first */
+            pthread_mutex_unlock(&w->mu);
+            update_region(w, j->bucket, resp.region);
+            rt_upload_failed(w, j, "upload", resp.error);
+            rt_http_resp_free(&resp);
+            return false;
+        }
+        rt_http_resp_free(&resp);
+        /* Record first, then delete: a crash in between re-sends the same
+         * object to the same key, which is harmless. */
+        pthread_mutex_lock(&w->mu);
+        rt_upload_job_remove_pending(j, seq);
+        rt_u64_list_add(&j->sent, seq);
+        j->s3_failures = 0;
+        pthread_mutex_unlock(&w->mu);
+        rt_upload_save_meta(w, j);
+        rt_spool_unlink(j->dirfd, name);
+        rt_upload_succeeded(w, j);
+    }
+    return true;
+}
+
+/* Nothing was uploaded and S3 is unusable (or kept failing after the end):
+ * the rows go inline in /finish instead. */
+bool rt_upload_finish_inline(struct rt_upload_worker *w, const struct rt_upload_job *j, bool sealed)
+{
+    if (j->sent.n)
+        return false;
+    if (!j->bucket || !j->has_creds)
+        return true;
+    return sealed && j->s3_failures >= w->inline_after &&
+           rt_upload_job_pending_bytes(j) <= RT_UPLOAD_INLINE_MAX_BYTES;
+}
+
+/* header + the rows of every pending batch, in order. */
+static char *inline_csv(struct rt_upload_job *j)
+{
+    size_t len = strlen(RT_CSV_HEADER) + 1, cap = len + 1;
+    char *csv = rt_xmalloc(cap);
+    memcpy(csv, RT_CSV_HEADER, len - 1);
+    csv[len - 1] = '\n';
+    for (size_t i = 0; i < j->n_pending; i++) {
+        char name[32], *gz, *plain;
+        size_t gzlen, plen;
+        rt_spool_batch_name(j->pending[i].seq, name);
+        if (rt_spool_read_file(j->dirfd, name, &gz, &gzlen) < 0)
+            continue;
+        int rc = rt_gunzip(gz, gzlen, &plain, &plen);
+        free(gz);
+        if (rc < 0)
+            continue;
+        const char *rows = memchr(plain, '\n', plen);
+        rows = rows ? rows + 1 : plain + plen;
+        size_t n = (size_t)(plain + plen - rows);
+        if (len + n + 1 > cap)
+            csv = rt_xrealloc(csv, cap = (len + n) * 2 + 1);
+        memcpy(csv + len, rows, n);
+        len += n;
+        free(plain);
+    }
+    csv[len] = '\0';
+    return csv;
+}
+
+void rt_upload_finish_run(struct rt_upload_worker *w, struct rt_upload_job *j)
+{
+    bool inl = rt_upload_finish_inline(w, j, true);
+    char finished_at[32];
+    rt_format_iso8601(j->finished_at, finished_at);
+    struct json_object *body;
+    if (inl) {
+        char *csv = inline_csv(j);
+        body = rt_sentinel_finish_body(j->exit_code, finished_at, NULL, 0, csv);
+        free(csv);
+    } else {
+        char **uris = rt_xcalloc(j->sent.n ? j->sent.n : 1, sizeof(*uris));
+        for (size_t i = 0; i < j->sent.n; i++) {
+            char *key = rt_s3_object_key(j->key_prefix, j->run_id, j->sent.v[i]);
+            uris[i] = rt_xasprintf("s3://%s/%s", j->bucket, key);
+            free(key);
+        }
+        body = rt_sentinel_finish_body(j->exit_code, finished_at, (const char *const *)uris, j->sent.n, NULL);
+        for (size_t i = 0; i < j->sent.n; i++)
+            free(uris[i]);
+        free(uris);
+    }
+    char *path = rt_sentinel_run_path(j->run_id, "finish");
+    struct rt_http_resp resp;
+    int rc = rt_sentinel_post(&w->http, rt_upload_api_url(w, j), path, j->token, rt_json_plain(body), &resp);
+    free(path);
+    json_object_put(body);
+    /* Only 200 is success (rust-port §4.5); 409 = already finished by an
+     * earlier attempt whose reply was lost. */
+    bool ok = resp.status == 200 || resp.status == 409;
+    if (!ok) {
+        if (rc == 0)
+            snprintf(resp.error, sizeof(resp.error), "HTTP %ld", resp.status);
+        if (rt_upload_is_rejection(resp.status))
+            rt_upload_rejected(w, j, "finish run", &resp);
+        else
+            rt_upload_failed(w, j, "finish run", resp.error);
+        rt_http_resp_free(&resp);
+        return;
+    }
+    rt_http_resp_free(&resp);
+    rt_upload_succeeded(w, j);
+    rt_upload_on_finished(j->id, j->run_id, inl ? "inline" : "s3", j->sent.n);
+    rt_upload_done(w, j, true);
+}

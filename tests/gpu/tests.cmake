@@ -1,0 +1,29 @@
+# A fake libnvidia-ml.so.1 (tests/gpu/fake_nvml.c) that the GPU tests load
+# through the real dlopen path: "fake" exports the versioned names like a
+# current driver, "fake-old" only the plain ones like an old driver.
+foreach(variant fake fake-old)
+  string(REPLACE "-" "_" target "nvml_${variant}")
+  add_library(${target} SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_nvml.c)
+  set_target_properties(${target} PROPERTIES
+    PREFIX "lib" OUTPUT_NAME "nvidia-ml" SUFFIX ".so.1"
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/gpu/${variant})
+  target_link_options(${target} PRIVATE -Wl,-soname,libnvidia-ml.so.1)
+  target_link_libraries(${target} PRIVATE Threads::Threads)
+  if(variant STREQUAL "fake-old")
+    target_compile_definitions(${target} PRIVATE FAKE_NVML_OLD)
+  endif()
+endforeach()
+
+if(TARGET test_gpu_nvml)
+  add_dependencies(test_gpu_nvml nvml_fake nvml_fake_old)
+  # The default soname is found through LD_LIBRARY_PATH, as on a real host.
+  set_property(TEST unit.test_gpu_nvml APPEND PROPERTY ENVIRONMENT
+    "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake"
+    "RT_FAKE_NVML_OLD=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake-old/libnvidia-ml.so.1")
+endif()
+
+# The daemon with the fake NVIDIA driver, end to end.
+if(TEST integration.test_gpu_daemon)
+  set_property(TEST integration.test_gpu_daemon APPEND PROPERTY ENVIRONMENT
+    "RT_FAKE_NVML_DIR=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake")
+endif()

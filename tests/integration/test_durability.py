@@ -1,0 +1,409 @@
+"""Durable state (DESIGN §4): jobs and samples survive kill -9 of the daemon;
+running jobs are resumed or marked lost; a torn last line is dropped; paging
+works across a restart and across index checkpoints; retention by age and
+size; a full disk loses nothing that fits in memory; an unwritable state
+directory stops the daemon at start."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from rtlib import (DAEMON, SANITIZER_MARKS, TOOLS, Daemon, job_samples, spawn_at, starttime, wait_for)  # noqa: E402
+
+CKPT = 256  # RT_JOB_CKPT: one byte offset kept per this many samples
+
+
+class StateDirTest(unittest.TestCase):
+    """Daemons that share one state directory, started in turn."""
+
+    interval = 0.1
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="rt-dur-")
+        self.addCleanup(lambda: shutil.rmtree(self.tmp, ignore_errors=True))
+        self.state = os.path.join(self.tmp, "state")
+        self.daemons = []
+
+    def daemon(self, *args, env=None):
+        d = Daemon(interval=self.interval, args=list(args), state_dir=self.state, env=env)
+        self.daemons.append(d)
+        self.addCleanup(d.cleanup)
+        return d.start()
+
+    def kill9(self, d):
+        d.kill9()
+        d.check_log_clean()
+
+    def proc(self, *cmd):
+        p = subprocess.Popen(list(cmd))
+        self.addCleanup(lambda: (p.poll() is None and p.kill(), p.wait()))
+        return p
+
+    def job_path(self, job_id, name="samples.jsonl"):
+        return os.path.join(self.state, "jobs", str(job_id), name)
+
+    def file_lines(self, job_id):
+        with open(self.job_path(job_id), "rb") as f:
+            return f.read().split(b"\n")
+
+    @staticmethod
+    def job(d, job_id):
+        return d.call("GetJob", {"id": job_id})["job"]
+
+    def wait_samples(self, d, job_id, n):
+        wait_for(lambda: self.job(d, job_id)["summary"]["samples"] >= n, timeout=30,
+                 what="%d samples of job %d" % (n, job_id))
+
+
+class KillAndRestart(StateDirTest):
+    def test_kill9_keeps_everything_and_resumes(self):
+        stall = os.path.join(self.tmp, "stall")
+        d1 = self.daemon(env={"RESOURCE_TRACKERD_TEST_STALL_FILE": stall})
+        # A finished job, a stopped job, a running job that survives the
+        # daemon's death and one whose process dies while no daemon runs.
+        done = self.proc("sh", "-c", "sleep 0.5; exit 3")
+        j_done = d1.call("StartJob", {"pid": done.pid, "name": "done"})["job"]["id"]
+        napper = self.proc("sleep", "60")
+        j_stop = d1.call("StartJob", {"pid": napper.pid, "name": "stopped"})["job"]["id"]
+        survivor = self.proc("sleep", "60")
+        j_surv = d1.call("StartJob", {"pid": survivor.pid, "name": "survivor",
+                                      "start_time": starttime(survivor.pid)})["job"]["id"]
+        victim = self.proc("sleep", "60")
+        j_vict = d1.call("StartJob", {"pid": victim.pid, "name": "victim"})["job"]["id"]
+        wait_for(lambda: self.job(d1, j_done)["state"] == "failed", what="the first job to end")
+        self.wait_samples(d1, j_stop, 3)
+        d1.call("StopJob", {"id": j_stop})
+        self.wait_samples(d1, j_surv, 8)
+        # Freeze the ticks so that what we read is exactly what was taken.
+        open(stall, "w").close()
+        time.sleep(3 * self.interval)
+        ids = (j_done, j_stop, j_surv, j_vict)
+        before = {i: self.job(d1, i) for i in ids}
+        samples = {i: job_samples(d1, i, page=5) for i in ids}
+        for i in ids:
+            self.assertEqual(len(samples[i]), before[i]["summary"]["samples"])
+        self.kill9(d1)
+        killed_at = time.time()
+        victim.kill()
+        victim.wait()
+        os.unlink(stall)
+        time.sleep(1.5)  # so that "ended when last seen" and "ended at restart" differ
+
+        d2 = self.daemon()
+        for i in (j_done, j_stop):
+            self.assertEqual(self.job(d2, i), before[i], "ended jobs come back unchanged")
+            self.assertEqual(job_samples(d2, i), samples[i])
+        lost = self.job(d2, j_vict)
+        self.assertEqual(lost["state"], "lost")
+        self.assertIsNone(lost["exit_code"])
+        self.assertLessEqual(lost["ended_at"], killed_at + 0.5, "a lost job ends when it was last seen")
+        self.assertGreaterEqual(lost["ended_at"], before[j_vict]["started_at"])
+        self.assertEqual(job_samples(d2, j_vict), samples[j_vict])
+        # The survivor is resumed: same samples first, then new ones.
+        n = len(samples[j_surv])
+        self.assertEqual(self.job(d2, j_surv)["state"], "running")
+        self.wait_samples(d2, j_surv, n + 6)
+        after = job_samples(d2, j_surv, page=3)
+        self.assertEqual(after[:n], samples[j_surv])
+        self.assertTrue(all(s["job_id"] == j_surv and s["tracked_pid"] == survivor.pid for s in after[n:]))
+        self.assertGreaterEqual(after[n]["timestamp_secs"], int(killed_at))
+        # Paging across the restart: every split gives the same sequence.
+        for off in (n - 2, n - 1, n, n + 1):
+            page = d2.call("GetJobSamples", {"id": j_surv, "offset": off, "limit": 3})
+            self.assertEqual(page["samples"], after[off:off + 3])
+            self.assertEqual(page["next_offset"], off + 3)
+        csv = job_samples(d2, j_surv, page=4, fmt="csv").splitlines()
+        self.assertEqual(len(csv) - 1, self.job(d2, j_surv)["summary"]["samples"])
+        # The totals continue from the restored ones.
+        s2 = self.job(d2, j_surv)["summary"]
+        self.assertGreaterEqual(s2["samples"], n + 6)
+        self.assertGreaterEqual(s2["cpu_secs"], before[j_surv]["summary"]["cpu_secs"])
+        # Ids go on from the highest one handed out.
+        fresh = self.proc("sleep", "60")
+        j_new = d2.call("StartJob", {"pid": fresh.pid})["job"]["id"]
+        self.assertGreater(j_new, max(ids))
+        d2.call("StopJob", {"id": j_new})
+        survivor.kill()
+        wait_for(lambda: self.job(d2, j_surv)["state"] != "running", what="the survivor to end")
+        final = self.job(d2, j_surv)
+        self.assertEqual(final["summary"]["samples"], len(job_samples(d2, j_surv)))
+        self.assertEqual(len([ln for ln in self.file_lines(j_surv) if ln]), final["summary"]["samples"])
+        d2.stop()
+
+    def test_reused_pid_is_not_resumed(self):
+        d1 = self.daemon()
+        p = self.proc("sleep", "60")
+        job = d1.call("StartJob", {"pid": p.pid, "start_time": starttime(p.pid)})["job"]["id"]
+        self.wait_samples(d1, job, 2)
+        self.kill9(d1)
+        n = self.job_lines(job)
+        p.kill()
+        p.wait()
+        # A stranger takes the PID while no daemon runs, and burns CPU.
+        out = os.path.join(self.tmp, "stranger.json")
+        spawn_at(self, p.pid, os.path.join(TOOLS, "rt_workload"), "--start-burn", "300", "--sleep-ms", "5000",
+                 "--out", out)
+        d2 = self.daemon()
+        wait_for(lambda: self.job(d2, job)["state"] != "running", what="the job to be marked lost")
+        lost = self.job(d2, job)
+        self.assertEqual(lost["state"], "lost")
+        time.sleep(5 * self.interval)
+        self.assertEqual(self.job(d2, job)["summary"], lost["summary"])
+        self.assertEqual(self.job_lines(job), n)
+        self.assertEqual(self.pidfds(d2), 0, "no pidfd kept for a lost job")
+        d2.stop()
+
+    def job_lines(self, job_id):
+        return len([ln for ln in self.file_lines(job_id) if ln])
+
+    @staticmethod
+    def pidfds(d):
+        fds = os.path.join("/proc", str(d.proc.pid), "fd")
+        n = 0
+        for fd in os.listdir(fds):
+            try:
+                n += os.readlink(os.path.join(fds, fd)) == "anon_inode:[pidfd]"
+            except OSError:
+                pass
+        return n
+
+    def test_torn_last_line_is_dropped(self):
+        d1 = self.daemon()
+        p = self.proc("sleep", "60")
+        running = d1.call("StartJob", {"pid": p.pid, "name": "torn-running"})["job"]["id"]
+        q = self.proc("sh", "-c", "sleep 0.6")
+        ended = d1.call("StartJob", {"pid": q.pid, "name": "torn-ended"})["job"]["id"]
+        wait_for(lambda: self.job(d1, ended)["state"] == "finished", what="a finished job")
+        self.wait_samples(d1, running, 3)
+        self.kill9(d1)
+        whole = {}
+        for i in (running, ended):
+            with open(self.job_path(i), "rb") as f:
+                whole[i] = f.read()
+            with open(self.job_path(i), "ab") as f:
+                f.write(b'{"cpu":{"cgroup_usage_secs":0.0,"per_core_pct":[0.')
+        d2 = self.daemon()
+        log = d2.read_log()
+        for i in (running, ended):
+            self.assertIn("job %d: dropping a torn last sample line" % i, log)
+        self.assertEqual(log.count("torn last sample line"), 2, "warned once per file")
+        with open(self.job_path(ended), "rb") as f:
+            self.assertEqual(f.read(), whole[ended])
+        self.assertEqual(self.job(d2, ended)["summary"]["samples"], whole[ended].count(b"\n"))
+        n = whole[running].count(b"\n")
+        self.wait_samples(d2, running, n + 3)
+        with open(self.job_path(running), "rb") as f:
+            data = f.read()
+        self.assertTrue(data.startswith(whole[running]))
+        lines = data.split(b"\n")
+        self.assertEqual(lines[-1], b"")
+        for ln in lines[:-1]:
+            json.loads(ln)  # every line whole
+        self.assertEqual(job_samples(d2, running)[:n], [json.loads(ln) for ln in whole[running].splitlines()])
+        d2.call("StopJob", {"id": running})
+        d2.stop()
+
+    def test_paging_across_checkpoints_and_restart(self):
+        # Grow a job past several index checkpoints without waiting for
+        # hundreds of ticks: replicate its lines while no daemon runs.
+        d1 = self.daemon()
+        p = self.proc("sleep", "60")
+        job = d1.call("StartJob", {"pid": p.pid, "name": "long", "start_time": starttime(p.pid)})["job"]["id"]
+        self.wait_samples(d1, job, 2)
+        d1.stop()  # a clean stop keeps the job running on disk
+        lines = [ln for ln in self.file_lines(job) if ln]
+        grown = [lines[i % len(lines)] for i in range(2 * CKPT + 45)]
+        grown = [json.dumps(dict(json.loads(ln), timestamp_secs=1000000 + k)).encode()
+                 for k, ln in enumerate(grown)]
+        with open(self.job_path(job), "wb") as f:
+            f.write(b"\n".join(grown) + b"\n")
+        d2 = self.daemon()
+        n = len(grown)
+        self.assertEqual(self.job(d2, job)["state"], "running")
+        self.wait_samples(d2, job, n + 3)
+        every = job_samples(d2, job, page=10000)
+        self.assertEqual([s["timestamp_secs"] for s in every[:n]], list(range(1000000, 1000000 + n)))
+        for off in (0, CKPT - 1, CKPT, CKPT + 1, 2 * CKPT - 1, 2 * CKPT, n - 1, n, n + 1):
+            page = d2.call("GetJobSamples", {"id": job, "offset": off, "limit": 2})
+            self.assertEqual(page["samples"], every[off:off + 2], "offset %d" % off)
+        self.assertEqual(job_samples(d2, job, page=97)[:len(every)], every)
+        csv = d2.call("GetJobSamples", {"id": job, "offset": 2 * CKPT, "limit": 1, "format": "csv"})["csv"]
+        self.assertEqual(int(csv.split(",")[0]), 1000000 + 2 * CKPT)
+        d2.call("StopJob", {"id": job})
+        d2.stop()
+
+
+class Retention(StateDirTest):
+    def finished_job(self, d, name, secs=0.4):
+        p = self.proc("sh", "-c", "sleep %s" % secs)
+        j = d.call("StartJob", {"pid": p.pid, "name": name})["job"]["id"]
+        wait_for(lambda: self.job(d, j)["state"] == "finished", what="job %s to finish" % name)
+        return j
+
+    def names(self, d):
+        return sorted(j["name"] for j in d.call("ListJobs")["jobs"])
+
+    def test_by_age(self):
+        d1 = self.daemon()
+        old = [self.finished_job(d1, "old-%d" % i) for i in range(2)]
+        p = self.proc("sleep", "60")
+        d1.call("StartJob", {"pid": p.pid, "name": "long-running"})
+        d1.stop()
+        time.sleep(4)
+        d2 = self.daemon()
+        self.finished_job(d2, "young")
+        d2.stop()
+        d3 = self.daemon("--retention-max-age", "3")
+        wait_for(lambda: self.names(d3) == ["long-running", "young"], what="old jobs to go")
+        for j in old:
+            self.assertFalse(os.path.exists(os.path.dirname(self.job_path(j))))
+        self.assertIn("removed by the retention policy", d3.read_log())
+        d3.stop()
+
+    def test_by_size(self):
+        d1 = self.daemon()
+        jobs = [self.finished_job(d1, "size-%d" % i, secs=0.3 + 0.1 * i) for i in range(4)]
+        d1.stop()
+        size = {j: os.path.getsize(self.job_path(j)) for j in jobs}
+        keep = size[jobs[2]] + size[jobs[3]]
+        d2 = self.daemon("--retention-max-bytes", str(keep))
+        wait_for(lambda: self.names(d2) == ["size-2", "size-3"], what="the oldest jobs to go")
+        self.assertFalse(os.path.exists(os.path.dirname(self.job_path(jobs[0]))))
+        d2.stop()
+        # Exactly at the limit: nothing more goes.
+        d3 = self.daemon("--retention-max-bytes", str(keep))
+        time.sleep(3 * self.interval)
+        self.assertEqual(self.names(d3), ["size-2", "size-3"])
+        d3.stop()
+
+    def test_flags_are_validated(self):
+        for args in (["--retention-max-age", "soon"], ["--retention-max-bytes", "-1"],
+                     ["--retention-max-bytes", "12x"]):
+            p = subprocess.run([DAEMON, "--socket", os.path.join(self.tmp, "s"), "--state-dir", self.state]
+                               + args, capture_output=True, timeout=30)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(b"invalid --retention", p.stderr)
+
+
+def mount_tmpfs(path, size, ro=False):
+    os.makedirs(path, exist_ok=True)
+    opts = "size=%s,mode=0755" % size + (",ro" if ro else "")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "rt-test", path], capture_output=True)
+    if r.returncode != 0:
+        raise unittest.SkipTest("cannot mount a tmpfs: %s" % r.stderr.decode().strip())
+
+
+def umount(path):
+    subprocess.run(["umount", "-l", path], capture_output=True)
+
+
+class Disk(StateDirTest):
+    def test_full_disk_loses_nothing_and_recovers(self):
+        mnt = os.path.join(self.tmp, "mnt")
+        mount_tmpfs(mnt, "2m")
+        self.addCleanup(umount, mnt)
+        self.state = os.path.join(mnt, "state")
+        d = self.daemon()
+        p = self.proc("sleep", "60")
+        job = d.call("StartJob", {"pid": p.pid, "name": "full"})["job"]["id"]
+        self.wait_samples(d, job, 3)
+        # Fill the file system to the last byte.
+        filler = self.fill(mnt)
+        wait_for(lambda: "cannot write samples: No space left on device" in d.read_log(), timeout=30,
+                 what="the daemon to notice the full disk")
+        n_full = self.job(d, job)["summary"]["samples"]
+        self.wait_samples(d, job, n_full + 10)  # sampling goes on, into memory
+        # Nothing new can be registered meanwhile, and the client is told why.
+        q = self.proc("sleep", "60")
+        with self.assertRaises(Exception) as e:
+            d.call("StartJob", {"pid": q.pid})
+        self.assertIn("InternalError", str(e.exception))
+        self.assertIn("state directory", str(e.exception))
+        log = d.read_log()
+        self.assertEqual(log.count("cannot write samples"), 1, "the error is logged once, not per tick")
+        os.unlink(filler)
+        wait_for(lambda: "samples are written again" in d.read_log(), timeout=30, what="recovery")
+        d.call("StopJob", {"id": job})
+        final = self.job(d, job)
+        samples = job_samples(d, job, page=50)
+        self.assertEqual(len(samples), final["summary"]["samples"])
+        stamps = [s["timestamp_secs"] for s in samples]
+        self.assertEqual(stamps, sorted(stamps))
+        lines = [ln for ln in self.file_lines(job) if ln]
+        self.assertEqual([json.loads(ln) for ln in lines], samples)
+        d.stop()
+
+    def fill(self, mnt):
+        """Fill the file system to the last byte; returns the filler's path."""
+        filler = os.path.join(mnt, "filler")
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+        for chunk in (1 << 16, 4096, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * chunk)
+            except OSError:
+                pass
+        os.close(fd)
+        return filler
+
+    def test_full_backlog_keeps_index_and_file_in_step(self):
+        mnt = os.path.join(self.tmp, "mnt")
+        mount_tmpfs(mnt, "2m")
+        self.addCleanup(umount, mnt)
+        self.state = os.path.join(mnt, "state")
+        d = self.daemon(env={"RESOURCE_TRACKERD_TEST_BACKLOG_BYTES": "16384"})  # about six samples
+        p = self.proc("sleep", "60")
+        job = d.call("StartJob", {"pid": p.pid, "name": "backlog"})["job"]["id"]
+        self.wait_samples(d, job, 3)
+        filler = self.fill(mnt)
+        wait_for(lambda: "new samples are not kept" in d.read_log(), timeout=30, what="the backlog limit")
+        held = self.job(d, job)["summary"]["samples"]
+        time.sleep(5 * self.interval)
+        self.assertEqual(self.job(d, job)["summary"]["samples"], held, "samples not kept are not counted")
+        self.assertEqual(d.read_log().count("new samples are not kept"), 1)
+        os.unlink(filler)
+        wait_for(lambda: "samples are written again" in d.read_log(), timeout=30, what="recovery")
+        self.wait_samples(d, job, held + 3)
+        d.call("StopJob", {"id": job})
+        final = self.job(d, job)
+        samples = job_samples(d, job, page=4)
+        self.assertEqual(len(samples), final["summary"]["samples"])
+        self.assertEqual([json.loads(ln) for ln in self.file_lines(job) if ln], samples)
+        stamps = [s["timestamp_secs"] for s in samples]
+        self.assertEqual(stamps, sorted(stamps))
+        d.stop()
+
+    def test_unwritable_state_dir_fails_at_start(self):
+        def start(state):
+            r = subprocess.run([DAEMON, "--socket", os.path.join(self.tmp, "s.sock"), "--state-dir", state,
+                                "--log-target", "stderr"], capture_output=True, timeout=30)
+            for mark in SANITIZER_MARKS:
+                self.assertNotIn(mark.encode(), r.stderr)
+            return r
+        # Under a regular file.
+        blocker = os.path.join(self.tmp, "file")
+        open(blocker, "w").close()
+        r = start(os.path.join(blocker, "state"))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(b"cannot create state directory", r.stderr)
+        # An existing state directory on a read-only file system.
+        mnt = os.path.join(self.tmp, "ro")
+        mount_tmpfs(mnt, "1m")
+        self.addCleanup(umount, mnt)
+        os.makedirs(os.path.join(mnt, "state", "jobs"))
+        subprocess.run(["mount", "-o", "remount,ro", mnt], check=True)
+        r = start(os.path.join(mnt, "state"))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(b"Read-only file system", r.stderr)
+        self.assertIn(b"state", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "s.sock")))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,118 @@
+# `cmake --install` and the Debian package: every file in place, each one
+# usable by the tool that reads it (man, bash, systemd-sysusers, journalctl),
+# and a package that enables nothing by itself.
+set -euo pipefail
+tmp=$(mktemp -d /tmp/rt-install.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+cache() { sed -n "s/^$1:[A-Z]*=//p" "$RT_BUILD_DIR/CMakeCache.txt"; }
+
+prefix=$(cache CMAKE_INSTALL_PREFIX)
+DESTDIR="$tmp/root" cmake --install "$RT_BUILD_DIR" >/dev/null
+root="$tmp/root"
+
+abs() { case $1 in /*) echo "$root$1" ;; *) echo "$root$prefix/$1" ;; esac; }
+unitdir=$(abs "$(cache RT_SYSTEMD_UNIT_DIR)")
+sysusersdir=$(abs "$(cache RT_SYSUSERS_DIR)")
+catalogdir=$(abs "$(cache RT_CATALOG_DIR)")
+complete=$(abs "$(cache RT_COMPLETIONS_DIR)")/resource-trackerctl
+# The daemon's configuration directory, as the unit names it.
+confdir=$(sed -n 's|^LoadCredential=sentinel-token:\(.*\)/sentinel-token$|\1|p' "$unitdir/resource-trackerd.service")
+[ -n "$confdir" ] || fail "no LoadCredential= in the installed unit"
+
+for f in "$root$prefix/sbin/resource-trackerd" "$root$prefix/bin/resource-trackerctl" \
+         "$unitdir/resource-trackerd.service" "$unitdir/resource-trackerd.socket" \
+         "$root$confdir/resource-trackerd.conf" "$sysusersdir/resource-tracker.conf" \
+         "$catalogdir/resource-tracker.catalog" "$complete" \
+         "$root$prefix/share/man/man8/resource-trackerd.8.gz" \
+         "$root$prefix/share/man/man1/resource-trackerctl.1.gz" \
+         "$root$prefix/share/man/man5/resource-trackerd.conf.5.gz"; do
+  [ -f "$f" ] || fail "not installed: ${f#"$root"}"
+done
+if [ -f "$RT_SOURCE_DIR/docs/com.sparecores.ResourceTracker.varlink" ]; then
+  [ -f "$root$prefix/share/resource-tracker/com.sparecores.ResourceTracker.varlink" ] || fail "IDL not installed"
+fi
+cmp -s "$root$confdir/resource-trackerd.conf" "$RT_SOURCE_DIR/etc/resource-trackerd.conf" ||
+  fail "installed configuration differs from etc/resource-trackerd.conf"
+# The unit starts the binary that was installed.
+grep -qx "ExecStart=$prefix/sbin/resource-trackerd" "$unitdir/resource-trackerd.service" ||
+  fail "ExecStart= does not name $prefix/sbin/resource-trackerd"
+
+# Man pages: valid gzip, and man renders them without a warning.
+for page in "$root$prefix"/share/man/man*/*.gz; do
+  gzip -t "$page" || fail "$page is not gzip"
+  if command -v man >/dev/null; then
+    warnings=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
+    [ -z "$warnings" ] || fail "man warns about $page: $warnings"
+  fi
+done
+
+# Bash completion: parses and registers itself.
+bash -n "$complete" || fail "completion has a syntax error"
+[ "$(bash -c "source '$complete'; complete -p resource-trackerctl")" = \
+  "complete -F _resource_trackerctl resource-trackerctl" ] || fail "completion does not register"
+# What it completes, with stand-ins for bash-completion's helpers.
+cat >"$tmp/comp.sh" <<'COMP'
+source "$1"
+_init_completion() { words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; cur=${words[cword]}; prev=${words[cword-1]}; }
+_command_offset() { COMPREPLY=("<command at $1>"); }
+_filedir() { COMPREPLY=("<files>"); }
+_pids() { COMPREPLY=("<pids>"); }
+comp() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _resource_trackerctl; echo "${COMPREPLY[*]}"; }
+comp resource-trackerctl st
+comp resource-trackerctl --socket /x j
+comp resource-trackerctl run --form
+comp resource-trackerctl run --format ""
+comp resource-trackerctl run -q --job-name x py
+comp resource-trackerctl run -- python3 tr
+comp resource-trackerctl start --pid ""
+comp resource-trackerctl samples train --f
+COMP
+printf '%s\n' "start stop status" "jobs" "--format" "json csv" "<command at 5>" "<command at 3>" "<pids>" \
+  "--format --follow" >"$tmp/comp.want"
+bash "$tmp/comp.sh" "$complete" >"$tmp/comp.got" 2>&1 || fail "completion failed: $(cat "$tmp/comp.got")"
+diff -u "$tmp/comp.want" "$tmp/comp.got" || fail "completion completes the wrong words"
+
+# sysusers.d creates the admin group.
+if command -v systemd-sysusers >/dev/null; then
+  mkdir -p "$tmp/sys/etc"
+  systemd-sysusers --root="$tmp/sys" "$sysusersdir/resource-tracker.conf" >/dev/null 2>&1
+  grep -q '^resource-tracker:x:[0-9]*:$' "$tmp/sys/etc/group" || fail "sysusers.d did not create the group"
+fi
+
+# The catalog compiles and has a text for every MESSAGE_ID in events.h.
+if command -v journalctl >/dev/null; then
+  mkdir -p "$tmp/cat/usr/lib/systemd/catalog"
+  cp "$catalogdir/resource-tracker.catalog" "$tmp/cat/usr/lib/systemd/catalog/"
+  journalctl --root="$tmp/cat" --update-catalog
+  journalctl --root="$tmp/cat" --list-catalog >"$tmp/catalog.txt"
+  ids=$(sed -n 's/^#define RT_MSGID_[A-Z_]* "\([0-9a-f]*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/events.h")
+  [ "$(echo "$ids" | wc -l)" -ge 10 ] || fail "cannot read the MESSAGE_IDs from events.h"
+  for id in $ids; do
+    grep -q "^$id resource-tracker: " "$tmp/catalog.txt" || fail "catalog has no entry for $id"
+  done
+fi
+
+# The Debian package: shlibdeps dependencies, the conffile, maintainer
+# scripts that start or enable nothing.
+if command -v dpkg-deb >/dev/null && command -v dpkg-shlibdeps >/dev/null; then
+  (cd "$RT_BUILD_DIR" && cpack -G DEB -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1) || { cat "$tmp/cpack.log"; fail cpack; }
+  deb=$(ls "$tmp"/pkg/resource-tracker_*.deb)
+  depends=$(dpkg-deb -f "$deb" Depends)
+  [[ $depends == *"libc6 (>="* ]] || fail "no shlibdeps dependencies: $depends"
+  [[ $depends == *procps* ]] || fail "no procps dependency (ExecReload's kill): $depends"
+  dpkg-deb -e "$deb" "$tmp/control"
+  conf=$confdir/resource-trackerd.conf
+  [ "$(cat "$tmp/control/conffiles")" = "$conf" ] || fail "conffiles: $(cat "$tmp/control/conffiles")"
+  for s in postinst prerm postrm; do
+    [ -x "$tmp/control/$s" ] || fail "$s is not executable"
+    sh -n "$tmp/control/$s" || fail "$s has a syntax error"
+  done
+  # (try-restart on upgrade restarts only a daemon the admin had running)
+  grep -v '^[[:space:]]*#' "$tmp/control/postinst" >"$tmp/postinst.code"
+  ! grep -Eq 'systemctl[^|;]*[[:space:]](enable|start|restart|reload)([[:space:]]|$)' "$tmp/postinst.code" ||
+    fail "postinst enables or starts something"
+  dpkg-deb -c "$deb" >"$tmp/contents"  # not piped into grep -q: SIGPIPE under pipefail
+  grep -q "\./${conf#/}\$" "$tmp/contents" || fail "package lacks $conf"
+fi
+echo ok

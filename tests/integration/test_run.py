@@ -1,0 +1,318 @@
+"""resource-trackerctl run (DESIGN §4, §6): exit status, forwarded signals,
+metadata flags and TRACKER_* variables, sample output (stderr, --output,
+--format csv, --quiet), the private user daemon, and the client's exit codes."""
+
+import os
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from rtlib import (CTL, DAEMON, SANITIZER_MARKS, Connection, Daemon, DaemonTest,  # noqa: E402
+                   read_json_lines, run_ctl, wait_for)
+
+CSV_FIELDS = 32
+PY = "/usr/bin/python3"
+
+# A command that reports its signals: handlers for the forwarded ones write
+# the signal number to a file and exit with 100 + N.
+SIGNAL_LOGGER = r"""
+import os, signal, sys, time
+out = sys.argv[1]
+def handler(n, f):
+    with open(out, "w") as fh:
+        fh.write(str(n))
+    os._exit(100 + n)
+for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT):
+    signal.signal(s, handler)
+open(out + ".ready", "w").close()
+time.sleep(60)
+os._exit(1)
+"""
+
+
+class Run(DaemonTest):
+    interval = 0.2
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = tempfile.mkdtemp(prefix="rt-run-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", self.tmp]))
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def job(self, ref):
+        return self.d.call("GetJob", {"name": ref} if isinstance(ref, str) else {"id": ref})["job"]
+
+    def test_exit_status_is_propagated(self):
+        cases = [("exit 0", 0, "finished", None), ("exit 3", 3, "failed", None),
+                 ("kill -TERM $$", 143, "failed", 15), ("kill -KILL $$", 137, "failed", 9)]
+        for i, (script, rc_want, state, sig) in enumerate(cases):
+            name = "exit-%d" % i
+            rc, _, err = run_ctl(self.d, "run", "-q", "-n", name, "--", "sh", "-c", "sleep 0.3; " + script)
+            self.assertEqual(rc, rc_want, err)
+            j = self.job(name)
+            self.assertEqual((j["state"], j["exit_code"], j["signal"]), (state, rc_want, sig), script)
+        rc, _, err = run_ctl(self.d, "run", "-q", "--", "/nonexistent/command")
+        self.assertEqual(rc, 127, err)
+        self.assertIn("cannot run /nonexistent/command", err)
+        rc, _, err = run_ctl(self.d, "run", "-q", "--", self.tmp)  # a directory: not executable
+        self.assertEqual(rc, 126, err)
+
+    def run_background(self, *args, env=None):
+        e = dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket, **(env or {}))
+        p = subprocess.Popen([CTL, "run"] + list(args), env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: (p.poll() is None and p.kill(), p.wait()))
+        return p
+
+    def test_signals_are_forwarded(self):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
+            out = self.path("sig-%d" % sig)
+            p = self.run_background("-q", "-n", "sig-%d" % sig, "--", PY, "-c", SIGNAL_LOGGER, out)
+            wait_for(lambda: os.path.exists(out + ".ready"), timeout=30, what="the command's handlers")
+            os.kill(p.pid, sig)
+            _, err = p.communicate(timeout=30)
+            self.assertEqual(p.returncode, 100 + sig, err)
+            with open(out) as f:
+                self.assertEqual(int(f.read()), sig)
+            j = self.job("sig-%d" % sig)
+            self.assertEqual((j["state"], j["exit_code"]), ("failed", 100 + sig))
+        # Default disposition: the command dies of the signal, and so does our status.
+        p = self.run_background("-q", "-n", "sig-default", "--", "sleep", "30")
+        wait_for(lambda: self.d.call("ListJobs", {"running_only": True})["jobs"], what="the job")
+        os.kill(p.pid, signal.SIGTERM)
+        p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 128 + signal.SIGTERM)
+        j = self.job("sig-default")
+        self.assertEqual((j["state"], j["exit_code"], j["signal"]), ("failed", 143, 15))
+
+    def test_metadata_flags_and_environment(self):
+        env = {"TRACKER_PROJECT_NAME": "from-env", "TRACKER_TEAM": "env-team", "TRACKER_ENV": "staging",
+               "TRACKER_JOB_NAME": "env-name", "TRACKER_EXECUTOR": "env-exec"}
+        rc, _, err = run_ctl(self.d, "run", "-q", "--project-name", "proj", "--stage-name", "train",
+                             "--task-name", "t1", "--language", "C", "--orchestrator", "make",
+                             "--external-run-id", "r-42", "--container-image", "debian:12",
+                             "--executor=cli", "--tag", "a=1", "--tag", "b=two", "--interval", "0.4",
+                             "--job-name", "meta", "--", "sh", "-c", "sleep 0.5", env=env)
+        self.assertEqual(rc, 0, err)
+        j = self.job("meta")
+        self.assertEqual(j["metadata"], {
+            "project_name": "proj", "stage_name": "train", "task_name": "t1", "language": "C",
+            "orchestrator": "make", "external_run_id": "r-42", "container_image": "debian:12",
+            "executor": "cli", "tags": ["a=1", "b=two"], "team": "env-team", "env": "staging",
+            "command": ["sh", "-c", "sleep 0.5"]})
+        self.assertEqual(j["interval_secs"], 0.4)
+        # Variables alone, the job name included.
+        rc, _, err = run_ctl(self.d, "run", "-q", "--", "true", env=env)
+        self.assertEqual(rc, 0, err)
+        j = self.job("env-name")
+        self.assertEqual(j["metadata"], {"project_name": "from-env", "team": "env-team", "env": "staging",
+                                         "executor": "env-exec", "command": ["true"]})
+
+    def samples_of(self, name):
+        j = self.job(name)
+        return self.d.call("GetJobSamples", {"id": j["id"], "limit": 10000})["samples"]
+
+    def test_tracker_quiet_booleans(self):
+        for i, (value, quiet) in enumerate([("1", True), ("true", True), ("yes", True), ("TRUE", True),
+                                            ("0", False), ("false", False), ("no", False)]):
+            name = "quiet-%d" % i
+            rc, out, err = run_ctl(self.d, "run", "-n", name, "--", "sleep", "0.5",
+                                   env={"TRACKER_QUIET": value})
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(out, "")
+            if quiet:
+                self.assertEqual(err, "", value)
+            else:
+                self.assertEqual(read_json_lines(err), self.samples_of(name), value)
+        rc, _, err = run_ctl(self.d, "run", "--", "true", env={"TRACKER_QUIET": "maybe"})
+        self.assertEqual(rc, 2, err)
+        self.assertIn("TRACKER_QUIET", err)
+        # The flag wins over the variable.
+        rc, _, err = run_ctl(self.d, "run", "--quiet", "--", "sleep", "0.3", env={"TRACKER_QUIET": "0"})
+        self.assertEqual((rc, err), (0, ""))
+
+    def test_samples_on_stderr_by_default(self):
+        rc, out, err = run_ctl(self.d, "run", "-n", "stderr", "--", "sleep", "0.7")
+        self.assertEqual((rc, out), (0, ""))
+        samples = read_json_lines(err)
+        self.assertGreaterEqual(len(samples), 3)
+        self.assertEqual(samples, self.samples_of("stderr"))
+        self.assertTrue(all(s["job_name"] == "stderr" for s in samples))
+
+    def test_output_file_json_and_csv(self):
+        out = self.path("samples.jsonl")
+        rc, _, err = run_ctl(self.d, "run", "--output", out, "-n", "out-json", "--", "sleep", "0.7")
+        self.assertEqual((rc, err), (0, ""))
+        with open(out) as f:
+            self.assertEqual(read_json_lines(f.read()), self.samples_of("out-json"))
+        csv = self.path("samples.csv")
+        rc, _, err = run_ctl(self.d, "run", "--format", "csv", "-o", csv, "-n", "out-csv", "--",
+                             "sleep", "0.7")
+        self.assertEqual((rc, err), (0, ""))
+        with open(csv) as f:
+            lines = f.read().splitlines()
+        samples = self.samples_of("out-csv")
+        self.assertTrue(lines[0].startswith("timestamp,system_processes,"))
+        self.assertEqual(len(lines[0].split(",")), CSV_FIELDS)
+        self.assertEqual(len(lines) - 1, len(samples))
+        for line, s in zip(lines[1:], samples):
+            f = line.split(",")
+            self.assertEqual(len(f), CSV_FIELDS, line)
+            self.assertEqual(int(f[0]), s["timestamp_secs"])
+            self.assertEqual(int(f[21]), s["tracked_pid"])
+        # CSV on stderr, and TRACKER_OUTPUT as the file.
+        rc, _, err = run_ctl(self.d, "run", "--format=csv", "-n", "err-csv", "--", "sleep", "0.5")
+        self.assertEqual(rc, 0)
+        lines = err.splitlines()
+        self.assertEqual(lines[0].split(",")[0], "timestamp")
+        self.assertEqual(len(lines) - 1, len(self.samples_of("err-csv")))
+        env_out = self.path("env.jsonl")
+        rc, _, err = run_ctl(self.d, "run", "-n", "env-out", "--", "sleep", "0.5",
+                             env={"TRACKER_OUTPUT": env_out})
+        self.assertEqual((rc, err), (0, ""))
+        with open(env_out) as f:
+            self.assertEqual(len(read_json_lines(f.read())), len(self.samples_of("env-out")))
+
+    def test_quiet(self):
+        rc, out, err = run_ctl(self.d, "run", "-q", "-n", "q", "--", "sleep", "0.5")
+        self.assertEqual((rc, out, err), (0, "", ""))
+        self.assertGreaterEqual(self.job("q")["summary"]["samples"], 2)
+
+    def test_client_exit_codes(self):
+        rc, _, err = run_ctl(None, "--socket", self.path("nobody-listens"), "jobs")
+        self.assertEqual(rc, 3, err)
+        self.assertIn("cannot reach the daemon", err)
+        # An explicit socket is never replaced by a private daemon.
+        rc, _, err = run_ctl(None, "--socket", self.path("nobody-listens"), "run", "--", "true")
+        self.assertEqual(rc, 3, err)
+        for args in (["status", "424242"], ["stop", "no-such-job"], ["samples", "424242"],
+                     ["start", "--pid", "999999999"]):
+            rc, _, err = run_ctl(self.d, *args)
+            self.assertEqual(rc, 5, "%s: %s" % (args, err))
+        for args in (["run"], ["run", "--format", "xml", "--", "true"], ["run", "--interval", "abc", "--", "true"],
+                     ["run", "--tag", "novalue", "--", "true"], ["no-such-verb"], ["jobs", "--bogus"],
+                     ["start"], ["stop"], ["samples"], ["samples", "1", "--format", "xml"], ["--bogus", "jobs"],
+                     ["run", "--job-name", "123", "--", "true"]):
+            rc, _, err = run_ctl(self.d, *args)
+            self.assertEqual(rc, 2, "%s: %s" % (args, err))
+            self.assertTrue(err, args)
+
+    def test_command_survives_the_daemon(self):
+        # The daemon dies under a running command: the command goes on, and
+        # run still exits with its status.
+        d = Daemon(interval=0.2).start()
+        self.addCleanup(d.cleanup)
+        flag, started = self.path("go"), self.path("started")
+        e = dict(os.environ, RESOURCE_TRACKER_SOCKET=d.socket)
+        script = "touch %s; while [ ! -e %s ]; do sleep 0.05; done; exit 6" % (started, flag)
+        p = subprocess.Popen([CTL, "run", "--", "sh", "-c", script], env=e, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        self.addCleanup(lambda: (p.poll() is None and p.kill(), p.communicate()))
+        wait_for(lambda: os.path.exists(started), what="the command to run")
+        wait_for(lambda: d.call("ListJobs")["jobs"][0]["summary"]["samples"] >= 1, what="a sample")
+        d.kill9()
+        d.check_log_clean()
+        time.sleep(0.3)
+        self.assertIsNone(p.poll(), "run must not end with the daemon")
+        open(flag, "w").close()
+        _, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 6, err)
+        self.assertIn(b"lost the sample stream", err)
+
+    def test_idle_exit(self):
+        d = Daemon(interval=0.2, args=["--exit-on-idle", "1"]).start()
+        self.addCleanup(d.cleanup)
+        p = subprocess.Popen(["sleep", "2.5"])
+        self.addCleanup(p.wait)
+        d.call("StartJob", {"pid": p.pid})
+        time.sleep(2)
+        self.assertIsNone(d.proc.poll(), "exited while a job was running")
+        wait_for(lambda: d.proc.poll() is not None, timeout=15, what="the idle daemon to exit")
+        self.assertEqual(d.stop(), 0)
+        self.assertIn("idle for 1 s, exiting", d.read_log())
+
+
+def peer_pid(path):
+    with Connection(path) as c:
+        creds = c.sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return struct.unpack("3i", creds)[0]
+
+
+def system_daemon_answers():
+    try:
+        Connection("/run/resource-tracker/com.sparecores.ResourceTracker", timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+class PrivateDaemon(unittest.TestCase):
+    @unittest.skipIf(system_daemon_answers(), "a system daemon is running on this machine")
+    def test_started_when_none_is_reachable(self):
+        tmp = tempfile.mkdtemp(prefix="rt-priv-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", tmp]))
+        home, run = os.path.join(tmp, "home"), os.path.join(tmp, "run")
+        os.mkdir(home)
+        os.mkdir(run, 0o700)
+        env = {"HOME": home, "XDG_RUNTIME_DIR": run, "RESOURCE_TRACKERD": DAEMON}
+        env.pop("XDG_STATE_HOME", None)
+        e = {k: v for k, v in os.environ.items() if k not in ("RESOURCE_TRACKER_SOCKET", "XDG_STATE_HOME")}
+        e.update(env)
+        sock = os.path.join(run, "resource-tracker", "com.sparecores.ResourceTracker")
+        state = os.path.join(home, ".local", "state", "resource-tracker")
+        daemon_pid = None
+
+        def stop_daemon():
+            if daemon_pid:
+                try:
+                    os.kill(daemon_pid, signal.SIGTERM)
+                    wait_for(lambda: not os.path.exists("/proc/%d" % daemon_pid), timeout=30,
+                             what="the private daemon to exit")
+                except ProcessLookupError:
+                    pass
+        self.addCleanup(stop_daemon)
+
+        p = subprocess.run([CTL, "run", "-n", "private", "--", "sh", "-c", "sleep 0.5; exit 4"], env=e,
+                           capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, 4, p.stderr)
+        self.assertTrue(read_json_lines(p.stderr.decode()), "samples on stderr")
+        daemon_pid = peer_pid(sock)
+        with Connection(sock) as c:
+            info = c.call("Info")
+            [job] = c.call("ListJobs")["jobs"]
+        self.assertTrue(info["user_mode"])
+        self.assertEqual((job["name"], job["state"], job["exit_code"]), ("private", "failed", 4))
+        with open("/proc/%d/cmdline" % daemon_pid) as f:
+            argv = f.read().split("\0")
+        self.assertIn("--exit-on-idle", argv)
+        # A private daemon's files are its owner's alone.
+        self.assertEqual(stat.S_IMODE(os.stat(sock).st_mode), 0o600)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode), 0o700)
+        for root, dirs, files in os.walk(state):
+            for n in dirs:
+                self.assertEqual(stat.S_IMODE(os.stat(os.path.join(root, n)).st_mode) & 0o077, 0, n)
+            for n in files:
+                self.assertEqual(stat.S_IMODE(os.stat(os.path.join(root, n)).st_mode) & 0o077, 0, n)
+        # The next run reuses it.
+        p = subprocess.run([CTL, "run", "-q", "--", "true"], env=e, capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(peer_pid(sock), daemon_pid)
+        stop_daemon()
+        daemon_pid = None
+        with open(os.path.join(state, "daemon.log"), errors="replace") as f:
+            log = f.read()
+        for mark in SANITIZER_MARKS:
+            self.assertNotIn(mark, log)
+        self.assertIn("shutting down", log)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

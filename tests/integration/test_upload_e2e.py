@@ -1,0 +1,110 @@
+"""Uploads end to end: `resource-trackerctl run` with SENTINEL_API_TOKEN
+through a real daemon to a Sentinel API stand-in and a SigV4-checking S3
+(Ceph radosgw on 127.0.0.1). What lands in S3 equals the job's samples
+row for row; without a token nothing touches the network."""
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.environ.get("RT_SOURCE_DIR", "."), "tests", "upload"))
+from harness import HEADER, object_rows, wait_until  # noqa: E402
+from rgw import Radosgw  # noqa: E402
+from rtlib import Daemon, run_ctl  # noqa: E402
+from standin import SentinelStandin  # noqa: E402
+
+BUCKET = "rt-e2e"
+TOKEN = "tok-E2E-secret-42"
+RGW = S3 = KEY = None
+
+
+def setUpModule():
+    global RGW, S3, KEY
+    RGW = Radosgw().__enter__()
+    KEY = RGW.keys[0]
+    S3 = RGW.client(KEY)
+    try:
+        S3.put_bucket(BUCKET)
+    except Exception:  # already there when a running radosgw is reused
+        pass
+
+
+def tearDownModule():
+    if RGW:
+        RGW.__exit__(None, None, None)
+
+
+class EndToEnd(unittest.TestCase):
+    def setUp(self):
+        self.prefix = "e2e/%s" % self._testMethodName
+        self.api = SentinelStandin(TOKEN, BUCKET, [KEY], prefix=self.prefix)
+        self.d = Daemon(interval=0.25, args=["--s3-endpoint", RGW.endpoint, "--s3-region", RGW.region],
+                        env={"TRACKER_UPLOAD_INTERVAL": "1"}).start()
+
+    def tearDown(self):
+        try:
+            self.d.stop()
+            log = self.d.read_log()
+            self.assertNotIn(TOKEN, log, "the token was logged")
+        finally:
+            self.d.cleanup()
+            self.api.close()
+        self.assertEqual(self.api.violations, [], "requests the live API rejects")
+
+    def test_run_uploads_every_sample(self):
+        env = {"SENTINEL_API_TOKEN": TOKEN, "SENTINEL_API_URL": self.api.url,
+               "TRACKER_PROJECT_NAME": "demo"}
+        rc, _, err = run_ctl(self.d, "run", "-q", "-n", "e2e", "--tag", "k=v", "--", "sh", "-c",
+                             "sleep 2.5; exit 4", env=env)
+        self.assertEqual(rc, 4, err)
+        fin = wait_until(lambda: self.api.finishes(), 60, "the run to finish")
+        (run_id,) = fin.keys()
+        start = self.api.runs[run_id]["start"]
+        self.assertEqual(start["job_name"], "e2e")
+        self.assertEqual(start["project_name"], "demo")
+        self.assertEqual(start["tags"], ["k=v"])
+        self.assertIn("host_vcpus", start)
+        self.assertIn("cloud_vendor_id", start)
+        self.assertEqual(fin[run_id][0]["exit_code"], 4)
+        self.assertEqual(fin[run_id][0]["run_status"], "failed")
+        # Every object carries the header; together they are the job's CSV.
+        keys = S3.list_keys(BUCKET, "%s/%s/" % (self.prefix, run_id))
+        self.assertEqual(fin[run_id][0]["data_uris"], ["s3://%s/%s" % (BUCKET, k) for k in keys])
+        rows = []
+        for k in keys:
+            header, r = object_rows(S3.get(BUCKET, k))
+            self.assertEqual(header, HEADER)
+            rows += r
+        csv = self.d.call("GetJobSamples", {"name": "e2e", "format": "csv"})["csv"].splitlines()
+        self.assertEqual(csv[0], HEADER)
+        self.assertEqual(rows, csv[1:])
+        self.assertGreaterEqual(len(rows), 8)
+        job = self.d.call("GetJob", {"name": "e2e"})["job"]
+        up = wait_until(lambda: (lambda u: u["state"] == "finished" and u)(
+            self.d.call("GetJob", {"name": "e2e"})["job"]["upload"]), 30, "upload state finished")
+        self.assertEqual((up["run_id"], up["batches_sent"], up["batches_pending"]), (run_id, len(keys), 0))
+        self.assertEqual(job["state"], "failed")
+
+    def test_status_shows_upload(self):
+        env = {"SENTINEL_API_TOKEN": TOKEN, "SENTINEL_API_URL": self.api.url}
+        rc, _, err = run_ctl(self.d, "run", "-q", "-n", "shown", "--", "sleep", "1.2", env=env)
+        self.assertEqual(rc, 0, err)
+        wait_until(lambda: self.api.finishes(), 60, "the run to finish")
+        wait_until(lambda: self.d.call("GetJob", {"name": "shown"})["job"]["upload"]["state"] == "finished",
+                   30, "upload finished")
+        rc, out, _ = run_ctl(self.d, "status", "shown", check=0)
+        self.assertRegex(out, r"Upload +finished, run \S+, [1-9]\d* batches sent, 0 pending")
+
+    def test_no_token_no_traffic(self):
+        env = {"SENTINEL_API_TOKEN": "", "SENTINEL_API_URL": self.api.url}
+        rc, _, err = run_ctl(self.d, "run", "-q", "--", "sleep", "1.5", env=env)
+        self.assertEqual(rc, 0, err)
+        job = self.d.call("ListJobs")["jobs"][0]
+        self.assertIsNone(job["upload"])
+        self.assertEqual(self.api.requests, [], "the API saw requests for a job without a token")
+        self.assertEqual(os.listdir(os.path.join(self.d.state_dir, "spool")), [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,343 @@
+/* Journal records: exact fields through the test sink, and the same MESSAGE
+ * on stderr when not running under journald. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "config.h"
+#include "events.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The last record, one "FIELD=value" string per line. */
+static char last[16384];
+static int records;
+
+static void capture(const struct iovec *iov, int n, void *userdata)
+{
+    (void)userdata;
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(last + len, sizeof(last) - len, "%.*s\n", (int)iov[i].iov_len,
+                                (const char *)iov[i].iov_base);
+    records++;
+}
+
+static const struct rt_event_job train = {
+    .id = "42", .name = "train", .owner_uid = 1000, .root_pid = 4242, .command = "python3 train.py --epochs 3"};
+
+static void test_job_finished(void **state)
+{
+    (void)state;
+    struct rt_job_totals t = {
+        .state = "finished",
+        .exit_status = 0,
+        .duration_usec = 75500000,
+        .cpu_usage_nsec = 12300000000ULL,
+        .memory_peak_bytes = 1288490189ULL,
+        .io_read_bytes = 10485760,
+        .io_write_bytes = 2097152,
+        .processes_max = 5,
+        .samples = 76,
+        .gpus_used = 2,
+        .gpu_energy_j = 1234.5,
+        .gpu_mem_peak_bytes = 3221225472ULL,
+        .gpu_utilization_avg = 87.25,
+    };
+    rt_event_job_finished(&train, &t);
+    assert_string_equal(last,
+                        "JOB_ID=42\n"
+                        "JOB_NAME=train\n"
+                        "JOB_OWNER_UID=1000\n"
+                        "JOB_ROOT_PID=4242\n"
+                        "JOB_STATE=finished\n"
+                        "EXIT_STATUS=0\n"
+                        "JOB_DURATION_USEC=75500000\n"
+                        "JOB_SAMPLES=76\n"
+                        "JOB_PROCESSES_MAX=5\n"
+                        "CPU_USAGE_NSEC=12300000000\n"
+                        "MEMORY_PEAK_BYTES=1288490189\n"
+                        "IO_METRIC_READ_BYTES=10485760\n"
+                        "IO_METRIC_WRITE_BYTES=2097152\n"
+                        "GPU_COUNT=2\n"
+                        "GPU_ENERGY_J=1234.500\n"
+                        "GPU_MEM_PEAK_BYTES=3221225472\n"
+                        "GPU_UTILIZATION_AVG_PERCENT=87.2\n"
+                        "MESSAGE=Job 42 (train) of uid 1000 finished after 1min 15s, exit status 0: CPU 12.3s, "
+                        "memory peak 1.2 GiB, read 10.0 MiB, written 2.0 MiB, 2 GPUs, 1234.5 J, GPU memory peak "
+                        "3.0 GiB, GPU utilization 87.2%\n"
+                        "MESSAGE_ID=" RT_MSGID_JOB_FINISHED "\n"
+                        "PRIORITY=6\n"
+                        "SYSLOG_IDENTIFIER=resource-trackerd\n");
+}
+
+/* Unknown counters and an unknown exit status are left out, not zero; a
+ * job without GPUs has no GPU fields. */
+static void test_job_finished_unknowns(void **state)
+{
+    (void)state;
+    struct rt_event_job j = {.id = "7", .owner_uid = 0};
+    struct rt_job_totals t = {
+        .state = "lost",
+        .exit_status = -1,
+        .duration_usec = 2000000,
+        .cpu_usage_nsec = 1500000000,
+        .memory_peak_bytes = RT_EVENT_UNKNOWN,
+        .io_read_bytes = RT_EVENT_UNKNOWN,
+        .io_write_bytes = RT_EVENT_UNKNOWN,
+        .processes_max = 1,
+        .samples = 2,
+        .gpu_energy_j = -1,
+    };
+    rt_event_job_finished(&j, &t);
+    assert_string_equal(last,
+                        "JOB_ID=7\n"
+                        "JOB_OWNER_UID=0\n"
+                        "JOB_STATE=lost\n"
+                        "JOB_DURATION_USEC=2000000\n"
+                        "JOB_SAMPLES=2\n"
+                        "JOB_PROCESSES_MAX=1\n"
+                        "CPU_USAGE_NSEC=1500000000\n"
+                        "MESSAGE=Job 7 of uid 0 was lost after 2.0s: CPU 1.5s\n"
+                        "MESSAGE_ID=" RT_MSGID_JOB_FINISHED "\n"
+                        "PRIORITY=6\n"
+                        "SYSLOG_IDENTIFIER=resource-trackerd\n");
+}
+
+static void test_job_started_cleans_message(void **state)
+{
+    (void)state;
+    struct rt_event_job j = train;
+    j.name = "evil\nMESSAGE_ID=0000";
+    rt_event_job_started(&j);
+    /* The field keeps the name as given (journald stores it as binary);
+     * the one-line message does not carry the newline. */
+    assert_string_equal(last,
+                        "JOB_ID=42\n"
+                        "JOB_NAME=evil\nMESSAGE_ID=0000\n"
+                        "JOB_OWNER_UID=1000\n"
+                        "JOB_ROOT_PID=4242\n"
+                        "JOB_COMMAND=python3 train.py --epochs 3\n"
+                        "MESSAGE=Job 42 (evil?MESSAGE_ID=0000) started for uid 1000, root pid 4242\n"
+                        "MESSAGE_ID=" RT_MSGID_JOB_STARTED "\n"
+                        "PRIORITY=6\n"
+                        "SYSLOG_IDENTIFIER=resource-trackerd\n");
+}
+
+static void test_upload_events(void **state)
+{
+    (void)state;
+    struct rt_upload_failure f = {.stage = "batch",
+                                  .http_status = 503,
+                                  .error = "Service Unavailable",
+                                  .attempt = 3,
+                                  .retry_in_usec = 40000000,
+                                  .queued_batches = 2};
+    rt_event_upload_failed(&train, &f);
+    assert_string_equal(last,
+                        "JOB_ID=42\n"
+                        "JOB_NAME=train\n"
+                        "JOB_OWNER_UID=1000\n"
+                        "JOB_ROOT_PID=4242\n"
+                        "UPLOAD_STAGE=batch\n"
+                        "UPLOAD_HTTP_STATUS=503\n"
+                        "UPLOAD_ERROR=Service Unavailable\n"
+                        "UPLOAD_ATTEMPT=3\n"
+                        "UPLOAD_RETRY_USEC=40000000\n"
+                        "UPLOAD_QUEUE=2\n"
+                        "MESSAGE=Upload of job 42 (train) failed at batch with HTTP 503: Service Unavailable "
+                        "(attempt 3, next in 40.0s, 2 batches queued)\n"
+                        "MESSAGE_ID=" RT_MSGID_UPLOAD_FAILED "\n"
+                        "PRIORITY=4\n"
+                        "SYSLOG_IDENTIFIER=resource-trackerd\n");
+
+    struct rt_upload_failure g = {.stage = "refresh", .error = "Could not resolve host", .attempt = 1,
+                                  .retry_in_usec = 1000000, .queued_batches = 1};
+    rt_event_upload_failed(NULL, &g);
+    assert_non_null(strstr(last, "MESSAGE=Upload failed at refresh: Could not resolve host (attempt 1, next in "
+                                 "1.0s, 1 batch queued)\n"));
+    assert_null(strstr(last, "UPLOAD_HTTP_STATUS"));
+    assert_null(strstr(last, "JOB_ID"));
+
+    /* What the upload worker knows: job id, run id, stage and error. */
+    struct rt_event_job id_only = {.id = "9", .owner_uid = RT_EVENT_UID_UNKNOWN};
+    struct rt_upload_failure h = {.stage = "start run", .run_id = "", .error = "Couldn't connect to server"};
+    rt_event_upload_failed(&id_only, &h);
+    assert_string_equal(last,
+                        "JOB_ID=9\n"
+                        "UPLOAD_STAGE=start run\n"
+                        "UPLOAD_ERROR=Couldn't connect to server\n"
+                        "MESSAGE=Upload of job 9 failed at start run: Couldn't connect to server; retrying "
+                        "with backoff\n"
+                        "MESSAGE_ID=" RT_MSGID_UPLOAD_FAILED "\n"
+                        "PRIORITY=4\n"
+                        "SYSLOG_IDENTIFIER=resource-trackerd\n");
+    rt_event_upload_recovered(&id_only, "run-9", 1, 0);
+    assert_string_equal(last,
+                        "JOB_ID=9\n"
+                        "UPLOAD_RUN_ID=run-9\n"
+                        "UPLOAD_FAILED_ATTEMPTS=1\n"
+                        "MESSAGE=Upload of job 9 recovered after 1 failed attempt\n"
+                        "MESSAGE_ID=" RT_MSGID_UPLOAD_RECOVERED "\n"
+                        "PRIORITY=5\n"
+                        "SYSLOG_IDENTIFIER=resource-trackerd\n");
+
+    rt_event_upload_recovered(&train, "run-7", 3, 150000000);
+    assert_string_equal(last,
+                        "JOB_ID=42\n"
+                        "JOB_NAME=train\n"
+                        "JOB_OWNER_UID=1000\n"
+                        "JOB_ROOT_PID=4242\n"
+                        "UPLOAD_RUN_ID=run-7\n"
+                        "UPLOAD_FAILED_ATTEMPTS=3\n"
+                        "UPLOAD_OUTAGE_USEC=150000000\n"
+                        "MESSAGE=Upload of job 42 (train) recovered after 3 failed attempts over 2min 30s\n"
+                        "MESSAGE_ID=" RT_MSGID_UPLOAD_RECOVERED "\n"
+                        "PRIORITY=5\n"
+                        "SYSLOG_IDENTIFIER=resource-trackerd\n");
+}
+
+static void test_gpu_and_daemon_events(void **state)
+{
+    (void)state;
+    struct rt_event_gpu g = {.index = 1, .vendor = "nvidia", .name = "NVIDIA H100 80GB HBM3",
+                             .uuid = "GPU-5fd3c1e2", .memory_total_bytes = 85520809984ULL};
+    rt_event_gpu_lost(&g, "GPU is lost (NVML error 15)");
+    assert_string_equal(last,
+                        "GPU_INDEX=1\n"
+                        "GPU_VENDOR=nvidia\n"
+                        "GPU_NAME=NVIDIA H100 80GB HBM3\n"
+                        "GPU_UUID=GPU-5fd3c1e2\n"
+                        "GPU_MEMORY_TOTAL_BYTES=85520809984\n"
+                        "GPU_LOST_REASON=GPU is lost (NVML error 15)\n"
+                        "MESSAGE=GPU 1 lost: nvidia NVIDIA H100 80GB HBM3 (GPU-5fd3c1e2): GPU is lost (NVML error "
+                        "15)\n"
+                        "MESSAGE_ID=" RT_MSGID_GPU_LOST "\n"
+                        "PRIORITY=4\n"
+                        "SYSLOG_IDENTIFIER=resource-trackerd\n");
+    rt_event_gpu_appeared(&g);
+    assert_non_null(strstr(last, "MESSAGE=GPU 1 appeared: nvidia NVIDIA H100 80GB HBM3 (GPU-5fd3c1e2)\n"
+                                 "MESSAGE_ID=" RT_MSGID_GPU_APPEARED "\n"));
+
+    struct rt_event_daemon d = {.version = "0.1.0", .interval_secs = 0.5, .socket_path = "/run/rt.sock",
+                                .socket_activated = true, .state_dir = "/var/lib/rt", .jobs_restored = 1,
+                                .gpus = 2};
+    rt_event_daemon_started(&d);
+    assert_string_equal(last,
+                        "RT_VERSION=0.1.0\n"
+                        "SAMPLING_INTERVAL_USEC=500000\n"
+                        "SOCKET_PATH=/run/rt.sock\n"
+                        "SOCKET_ACTIVATED=1\n"
+                        "STATE_DIR=/var/lib/rt\n"
+                        "JOBS_RESTORED=1\n"
+                        "GPU_COUNT=2\n"
+                        "MESSAGE=resource-trackerd 0.1.0 started: sampling every 0.5s, socket /run/rt.sock "
+                        "(socket-activated), 2 GPUs, 1 running job restored\n"
+                        "MESSAGE_ID=" RT_MSGID_DAEMON_STARTED "\n"
+                        "PRIORITY=6\n"
+                        "SYSLOG_IDENTIFIER=resource-trackerd\n");
+    rt_event_daemon_stopped("SIGTERM", 7200000000ULL);
+    assert_non_null(strstr(last, "STOP_REASON=SIGTERM\nUPTIME_USEC=7200000000\n"
+                                 "MESSAGE=resource-trackerd stopped (SIGTERM) after 2h 0min\n"
+                                 "MESSAGE_ID=" RT_MSGID_DAEMON_STOPPED "\n"));
+
+    rt_event_config_reloaded("/etc/rt.conf", RT_CFG_INTERVAL | RT_CFG_SOCKET_PATH);
+    assert_non_null(strstr(last, "CONFIG_FILE=/etc/rt.conf\nCONFIG_CHANGED=interval socket\n"
+                                 "MESSAGE=Configuration /etc/rt.conf reloaded: interval socket (socket, "
+                                 "state_dir and command-line roots need a restart)\n"));
+    rt_event_config_rejected("/etc/rt.conf", "/etc/rt.conf:3: unknown key 'x'");
+    assert_non_null(strstr(last, "MESSAGE=Configuration refused, keeping the running one: /etc/rt.conf:3: "
+                                 "unknown key 'x'\nMESSAGE_ID=" RT_MSGID_CONFIG_REJECTED "\nPRIORITY=3\n"));
+}
+
+/* A very long command is cut; the record stays well formed. */
+static void test_long_values(void **state)
+{
+    (void)state;
+    char *cmd = malloc(100000);
+    assert_non_null(cmd);
+    memset(cmd, 'x', 99999);
+    cmd[99999] = '\0';
+    struct rt_event_job j = train;
+    j.command = cmd;
+    j.name = cmd;
+    rt_event_job_started(&j);
+    free(cmd);
+    assert_non_null(strstr(last, "\nMESSAGE_ID=" RT_MSGID_JOB_STARTED "\n"));
+    assert_non_null(strstr(last, "xxx) started for uid 1000"));
+    /* Each field is cut at 1024 bytes, "FIELD=" included. */
+    const char *c = strstr(last, "JOB_COMMAND=");
+    assert_non_null(c);
+    assert_int_equal(strchr(c, '\n') - c, 1024);
+}
+
+static void test_log_level_filters(void **state)
+{
+    (void)state;
+    int before = records;
+    rt_log_set_level(LOG_WARNING);
+    rt_event_job_started(&train); /* info: filtered */
+    struct rt_upload_failure f = {.stage = "start", .attempt = 1};
+    rt_event_upload_failed(&train, &f); /* warning: kept */
+    rt_log_set_level(LOG_DEBUG);
+    assert_int_equal(records, before + 1);
+}
+
+/* Without journald the MESSAGE goes to stderr, one line per event. */
+static void test_stderr(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/rt-events-stderr.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    dup2(fd, STDERR_FILENO);
+    rt_events_set_sink(NULL, NULL);
+    rt_log_init(RT_LOG_STDERR, LOG_DEBUG);
+    rt_event_job_started(&train);
+    struct rt_event_gpu g = {.index = 0, .vendor = "amd", .name = "Instinct MI300X"};
+    rt_event_gpu_lost(&g, NULL);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    rt_events_set_sink(capture, NULL);
+
+    char buf[1024];
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    close(fd);
+    unlink(path);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    assert_string_equal(buf, "resource-trackerd: info: Job 42 (train) started for uid 1000, root pid 4242\n"
+                             "resource-trackerd: warning: GPU 0 lost: amd Instinct MI300X\n");
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    rt_log_init(RT_LOG_STDERR, LOG_DEBUG);
+    rt_events_set_sink(capture, NULL);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_job_finished),
+        cmocka_unit_test(test_job_finished_unknowns),
+        cmocka_unit_test(test_job_started_cleans_message),
+        cmocka_unit_test(test_upload_events),
+        cmocka_unit_test(test_gpu_and_daemon_events),
+        cmocka_unit_test(test_long_values),
+        cmocka_unit_test(test_log_level_filters),
+        cmocka_unit_test(test_stderr),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,255 @@
+/* The spool on a real temp directory: sealing rows into gzip batches with a
+ * header, torn rows, modes, meta round trip and resuming after a crash. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt/sample_csv.h"
+#include "rt/util.h"
+#include "spool.h"
+#include "upload_job.h"
+
+static char root[64];
+static int root_fd = -1;
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(root, "/tmp/rt-spool-XXXXXX");
+    assert_non_null(mkdtemp(root));
+    root_fd = open(root, O_RDONLY | O_DIRECTORY);
+    return root_fd < 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char *cmd = rt_xasprintf("rm -rf %s", root);
+    int rc = system(cmd);
+    free(cmd);
+    close(root_fd);
+    return rc;
+}
+
+static void write_file(int dirfd, const char *name, const char *text)
+{
+    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+static char *batch_text(int dirfd, uint64_t seq)
+{
+    char name[32], *gz, *plain;
+    size_t len, plen;
+    rt_spool_batch_name(seq, name);
+    assert_int_equal(rt_spool_read_file(dirfd, name, &gz, &len), 0);
+    assert_int_equal(rt_gunzip(gz, len, &plain, &plen), 0);
+    free(gz);
+    return plain;
+}
+
+static void test_seal(void **state)
+{
+    (void)state;
+    int d = rt_spool_open_dir(root_fd, "seal");
+    assert_true(d >= 0);
+    struct stat st;
+    assert_int_equal(fstat(d, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    int fd = rt_spool_open_rows(d, 3);
+    assert_true(fd >= 0);
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    const char rows[] = "1,a\n2,b\n3,c"; /* the last row is torn */
+    assert_int_equal(write(fd, rows, sizeof(rows) - 1), (ssize_t)sizeof(rows) - 1);
+    close(fd);
+    uint64_t n = 0, bytes = 0;
+    assert_int_equal(rt_spool_seal(d, 3, &n, &bytes), 1);
+    assert_int_equal(n, 2);
+    assert_int_equal(faccessat(d, "rows.000003", F_OK, 0), -1);
+    assert_int_equal(fstatat(d, "000003.csv.gz", &st, 0), 0);
+    assert_int_equal((uint64_t)st.st_size, bytes);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    char *text = batch_text(d, 3);
+    char *want = rt_xasprintf("%s\n1,a\n2,b\n", RT_CSV_HEADER);
+    assert_string_equal(text, want);
+    free(want);
+    free(text);
+    /* Only a torn row: nothing to send, the file goes. */
+    write_file(d, "rows.000004", "9,z");
+    assert_int_equal(rt_spool_seal(d, 4, &n, &bytes), 0);
+    assert_int_equal(faccessat(d, "rows.000004", F_OK, 0), -1);
+    assert_int_equal(faccessat(d, "000004.csv.gz", F_OK, 0), -1);
+    /* Missing rows file: an error, not a crash. */
+    assert_true(rt_spool_seal(d, 5, &n, &bytes) < 0);
+    close(d);
+}
+
+static void test_gzip_roundtrip(void **state)
+{
+    (void)state;
+    size_t len = 1 << 20;
+    char *big = rt_xmalloc(len);
+    for (size_t i = 0; i < len; i++)
+        big[i] = (char)('a' + (i * 7919) % 26);
+    char *gz, *back;
+    size_t gzlen, blen;
+    assert_int_equal(rt_gzip(big, len, &gz, &gzlen), 0);
+    assert_true(gz[0] == (char)0x1f && gz[1] == (char)0x8b); /* a standard gzip header */
+    assert_int_equal(rt_gunzip(gz, gzlen, &back, &blen), 0);
+    assert_int_equal(blen, len);
+    assert_memory_equal(back, big, len);
+    free(back);
+    assert_int_equal(rt_gunzip(gz, gzlen / 2, &back, &blen), -1); /* truncated */
+    assert_int_equal(rt_gunzip("plain", 5, &back, &blen), -1);
+    free(gz);
+    free(big);
+}
+
+static void test_atomic_write(void **state)
+{
+    (void)state;
+    int d = rt_spool_open_dir(root_fd, "atomic");
+    assert_int_equal(rt_spool_write_atomic(d, "f", "one", 3), 0);
+    assert_int_equal(rt_spool_write_atomic(d, "f", "two!", 4), 0);
+    char *data;
+    size_t len;
+    assert_int_equal(rt_spool_read_file(d, "f", &data, &len), 0);
+    assert_string_equal(data, "two!");
+    free(data);
+    assert_int_equal(faccessat(d, "f.tmp", F_OK, 0), -1);
+    assert_int_equal(rt_spool_read_file(d, "missing", &data, &len), -ENOENT);
+    /* An existing directory with a loose mode is tightened. */
+    mkdirat(root_fd, "loose", 0755);
+    int l = rt_spool_open_dir(root_fd, "loose");
+    struct stat st;
+    fstat(l, &st);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    close(l);
+    close(d);
+}
+
+static void test_meta_roundtrip_and_resume(void **state)
+{
+    (void)state;
+    int d = rt_spool_open_dir(root_fd, "42");
+    struct rt_upload_job *j = rt_upload_job_alloc(42);
+    j->token = rt_xstrdup("tok");
+    j->run_fields = json_tokener_parse("{\"job_name\":\"x\"}");
+    struct rt_s3_creds c = {"AK", "SK", "ST", 1775822400};
+    rt_upload_job_set_run(j, "run-9", "s3://bkt/pre/", &c);
+    assert_string_equal(j->bucket, "bkt");
+    assert_string_equal(j->key_prefix, "pre");
+    rt_u64_list_add(&j->sent, 2);
+    rt_u64_list_add(&j->sent, 0);
+    rt_u64_list_add(&j->sent, 2);
+    rt_u64_list_add(&j->dropped, 1);
+    j->ended = true;
+    j->exit_code = 3;
+    j->finished_at = 1775822400;
+    char *meta = rt_upload_job_meta(j);
+    assert_int_equal(rt_spool_write_atomic(d, RT_SPOOL_META, meta, strlen(meta)), 0);
+    free(meta);
+    rt_upload_job_destroy(j);
+
+    /* Crash leftovers: batch 3 sealed but its rows file not yet removed,
+     * batch 2 uploaded but not deleted, rows of 4 never sealed, a .tmp. */
+    write_file(d, "rows.000003", "3,c\n");
+    int fd = rt_spool_open_rows(d, 3);
+    close(fd);
+    uint64_t n, bytes;
+    assert_int_equal(rt_spool_seal(d, 3, &n, &bytes), 1);
+    write_file(d, "rows.000003", "3,c\n");
+    write_file(d, "000002.csv.gz", "x");
+    write_file(d, "rows.000004", "4,d\n4,e\n");
+    write_file(d, "000005.csv.gz.tmp", "half");
+    close(d);
+
+    j = rt_upload_job_load(root_fd, "42");
+    assert_non_null(j);
+    assert_int_equal(j->id, 42);
+    assert_string_equal(j->token, "tok");
+    assert_string_equal(j->run_id, "run-9");
+    assert_string_equal(j->creds.session_token, "ST");
+    assert_int_equal(j->creds.expires_at, 1775822400);
+    assert_int_equal(j->sent.n, 2);
+    assert_int_equal(j->sent.v[0], 0);
+    assert_int_equal(j->sent.v[1], 2);
+    assert_true(j->ended);
+    assert_false(j->resumed_running);
+    assert_int_equal(j->exit_code, 3);
+    assert_int_equal(j->n_pending, 2);
+    assert_int_equal(j->pending[0].seq, 3);
+    assert_int_equal(j->pending[1].seq, 4);
+    assert_int_equal(j->seg, 5);
+    char *text = batch_text(j->dirfd, 4);
+    char *want = rt_xasprintf("%s\n4,d\n4,e\n", RT_CSV_HEADER);
+    assert_string_equal(text, want);
+    free(want);
+    free(text);
+    assert_int_equal(faccessat(j->dirfd, "000002.csv.gz", F_OK, 0), -1);
+    assert_int_equal(faccessat(j->dirfd, "rows.000003", F_OK, 0), -1);
+    assert_int_equal(faccessat(j->dirfd, "000005.csv.gz.tmp", F_OK, 0), -1);
+
+    /* Finished: the directory goes, meta first. */
+    rt_upload_job_remove_files(j, root_fd);
+    assert_int_equal(faccessat(root_fd, "42", F_OK, 0), -1);
+    rt_upload_job_destroy(j);
+}
+
+static void test_load_garbage(void **state)
+{
+    (void)state;
+    /* Not a job directory name: ignored and left alone. */
+    mkdirat(root_fd, "lost+found", 0700);
+    assert_null(rt_upload_job_load(root_fd, "lost+found"));
+    assert_int_equal(faccessat(root_fd, "lost+found", F_OK, 0), 0);
+    /* A job directory without meta (finished, or never began): removed. */
+    int d = rt_spool_open_dir(root_fd, "7");
+    write_file(d, "rows.000000", "1\n");
+    close(d);
+    assert_null(rt_upload_job_load(root_fd, "7"));
+    assert_int_equal(faccessat(root_fd, "7", F_OK, 0), -1);
+    /* Corrupt meta: warned about and removed, no crash. */
+    d = rt_spool_open_dir(root_fd, "8");
+    write_file(d, RT_SPOOL_META, "{\"token\":");
+    close(d);
+    assert_null(rt_upload_job_load(root_fd, "8"));
+    assert_int_equal(faccessat(root_fd, "8", F_OK, 0), -1);
+    /* A running job resumes as running, sequence after what it had. */
+    d = rt_spool_open_dir(root_fd, "9");
+    write_file(d, RT_SPOOL_META, "{\"token\":\"t\",\"sent\":[0,1,\"x\",-4],\"dropped\":[6]}");
+    close(d);
+    struct rt_upload_job *j = rt_upload_job_load(root_fd, "9");
+    assert_non_null(j);
+    assert_true(j->resumed_running);
+    assert_null(j->run_id);
+    assert_int_equal(j->sent.n, 2);
+    assert_int_equal(j->seg, 7);
+    rt_upload_job_destroy(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seal),
+        cmocka_unit_test(test_gzip_roundtrip),
+        cmocka_unit_test(test_atomic_write),
+        cmocka_unit_test(test_meta_roundtrip_and_resume),
+        cmocka_unit_test(test_load_garbage),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
