@@ -361,9 +361,10 @@ static void m_start_job(struct rt_call *c)
     /* Pin the process first, then check who it is: a PID reused after the
      * pidfd was opened shows up as the pidfd becoming readable. Without
      * pidfd_open (ENOSYS, EPERM from seccomp) the starttime check remains
-     * (poll ignores fd -1). */
+     * (poll ignores fd -1); other errors (ESRCH, EINVAL for a thread) mean
+     * no such process. */
     int pidfd = pidfd_open_((pid_t)pid);
-    if (pidfd < 0 && errno == ESRCH) {
+    if (pidfd < 0 && errno != ENOSYS && errno != EPERM) {
         no_such_process(c, pid);
         return;
     }

@@ -495,16 +495,18 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
 {
     if (j->pidfd < 0) {
         j->pidfd = pidfd_open_(j->pid);
-        if (j->pidfd < 0 && errno == ESRCH) {
+        int e = j->pidfd < 0 ? errno : 0;
+        /* ENOSYS/EPERM: kernels before 5.3, seccomp profiles that predate it,
+         * valgrind. The starttime check still pins the root; its end shows in
+         * the scan. Anything else (ESRCH, EINVAL for a thread): no process. */
+        if (e && e != ENOSYS && e != EPERM) {
             snprintf(err, errlen, "process %d has exited", (int)j->pid);
             return -ESRCH;
         }
-        /* Kernels before 5.3, seccomp profiles that predate it, valgrind:
-         * the starttime check still pins the root; its end shows in the scan. */
-        if (j->pidfd < 0)
+        if (e)
             rt_log_once(&s->pidfd_warned, LOG_WARNING,
                         "sampler: pidfd_open: %s; job ends are noticed at the next tick",
-                        strerror(errno));
+                        strerror(e));
     }
     begin_scan(s, true);
     if (rt_ptree_init(&j->tree, &s->cache, j->pid, j->starttime, s->o.with_pss) < 0) {
