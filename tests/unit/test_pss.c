@@ -159,7 +159,7 @@ static void test_tree_idle_small_process(void **state)
     (void)state;
     int proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int cmd, ack;
-    pid_t pid = spawn_memory(4, 1, &cmd, &ack);
+    pid_t pid = spawn_memory(4, 4, &cmd, &ack);
     struct rt_proc_cache c;
     rt_proc_cache_init(&c, proc_fd);
     struct rt_pstat st;
@@ -184,7 +184,9 @@ static void test_tree_idle_small_process(void **state)
     rt_proc_cache_begin_tick(&c);
     rt_ptree_scan(&t, &c, &r);
     assert_int_equal(r.pss_reads, 1);
-    assert_true(r.pss_bytes >= first.pss + 1 * MIB);
+    /* 4 MiB more private memory; shared pages' share may shrink meanwhile as
+     * other processes map the same libraries, so allow a MiB of that. */
+    assert_true(r.pss_bytes >= first.pss + 3 * MIB);
 
     close(cmd);
     assert_int_equal(waitpid(pid, NULL, 0), pid);
