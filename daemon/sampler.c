@@ -455,19 +455,33 @@ static void end_job(struct rt_sampler *s, struct rt_job *j, enum end_reason why,
     }
     if (why == END_STOPPED)
         has_exit = false;
-    rt_jobs_lock(s->jobs);
-    j->ended_at = (double)rt_real_ns() / 1e9;
-    j->has_exit = has_exit;
-    j->exit_code = has_exit ? code : 0;
-    j->signal = has_exit ? sig : 0;
-    if (why == END_STOPPED)
-        j->state = RT_JOB_STOPPED;
-    else
-        j->state = has_exit && (code != 0 || sig != 0) ? RT_JOB_FAILED : RT_JOB_FINISHED;
-    rt_jobs_unlock(s->jobs);
     if (j->unwritten_len)
         store_append(s, j, "", 0);
-    save_record(s, j, true);
+    /* The end is on disk before clients can see it: a crash right after
+     * must not bring the job back as running. */
+    rt_jobs_lock(s->jobs);
+    struct rt_job ended = *j;
+    ended.ended_at = (double)rt_real_ns() / 1e9;
+    ended.has_exit = has_exit;
+    ended.exit_code = has_exit ? code : 0;
+    ended.signal = has_exit ? sig : 0;
+    if (why == END_STOPPED)
+        ended.state = RT_JOB_STOPPED;
+    else
+        ended.state = has_exit && (code != 0 || sig != 0) ? RT_JOB_FAILED : RT_JOB_FINISHED;
+    struct json_object *rec = rt_job_to_record(&ended);
+    rt_jobs_unlock(s->jobs);
+    int w = rt_store_save_record(s->store, j->id, rec, true);
+    if (w < 0)
+        rt_err("job %" PRIu64 ": cannot save its record: %s", j->id, strerror(-w));
+    json_object_put(rec);
+    rt_jobs_lock(s->jobs);
+    j->ended_at = ended.ended_at;
+    j->has_exit = ended.has_exit;
+    j->exit_code = ended.exit_code;
+    j->signal = ended.signal;
+    j->state = ended.state;
+    rt_jobs_unlock(s->jobs);
     if (j->samples_fd >= 0)
         close(j->samples_fd);
     j->samples_fd = -1;
