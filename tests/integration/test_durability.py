@@ -261,8 +261,9 @@ class Retention(StateDirTest):
         d2.stop()
         d3 = self.daemon("--retention-max-age", "3")
         wait_for(lambda: self.names(d3) == ["long-running", "young"], what="old jobs to go")
+        # Files go right after the jobs leave the registry.
         for j in old:
-            self.assertFalse(os.path.exists(os.path.dirname(self.job_path(j))))
+            wait_for(lambda: not os.path.exists(os.path.dirname(self.job_path(j))), what="job files to go")
         self.assertIn("removed by the retention policy", d3.read_log())
         d3.stop()
 
@@ -274,7 +275,7 @@ class Retention(StateDirTest):
         keep = size[jobs[2]] + size[jobs[3]]
         d2 = self.daemon("--retention-max-bytes", str(keep))
         wait_for(lambda: self.names(d2) == ["size-2", "size-3"], what="the oldest jobs to go")
-        self.assertFalse(os.path.exists(os.path.dirname(self.job_path(jobs[0]))))
+        wait_for(lambda: not os.path.exists(os.path.dirname(self.job_path(jobs[0]))), what="job files to go")
         d2.stop()
         # Exactly at the limit: nothing more goes.
         d3 = self.daemon("--retention-max-bytes", str(keep))
