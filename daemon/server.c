@@ -158,7 +158,9 @@ static void update_interest(struct rt_server *srv, struct rt_conn *c)
     uint32_t ev = 0;
     if (!c->busy && !c->closing && !c->eof)
         ev |= EPOLLIN;
-    if (rt_vl_writer_pending(&c->wr))
+    /* A job stream still paging through stored samples is pumped on
+     * EPOLLOUT, also when a flush drained everything it had queued. */
+    if (rt_vl_writer_pending(&c->wr) || (c->stream == RT_STREAM_JOB && !c->stream_waiting))
         ev |= EPOLLOUT;
     if (ev == c->epoll_events)
         return;
