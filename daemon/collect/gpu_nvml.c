@@ -35,9 +35,13 @@ typedef struct nvml_device *nvml_dev_t;
 
 struct nvml_utilization { unsigned gpu, memory; };
 struct nvml_memory { unsigned long long total, free, used; };
-/* nvmlProcessInfo_v1_t (plain names) and nvmlProcessInfo_t (_v2/_v3). */
+/* nvmlProcessInfo_v1_t (plain names) and nvmlProcessInfo_v2_t (_v2, and _v3 of
+ * most drivers). _v3 of drivers 535.43-535.86 writes a 32-byte entry (v2 plus
+ * usedGpuCcProtectedMemory) without a version bump, so _v2 is preferred and
+ * list buffers are sized for the longest entry. */
 struct nvml_process_v1 { unsigned pid; unsigned long long used_gpu_memory; };
 struct nvml_process_v2 { unsigned pid; unsigned long long used_gpu_memory; unsigned gpu_instance_id, compute_instance_id; };
+#define NVML_PROCESS_MAX_SIZE 32
 struct nvml_proc_util { unsigned pid; unsigned long long timestamp_us; unsigned sm, mem, enc, dec; };
 /* nvmlPciInfo_t of _v2/_v3; the v1 struct shares the first 16 bytes (busId) and is shorter. */
 struct nvml_pci_info {
@@ -170,12 +174,13 @@ static void resolve(struct nvml_lib *lib)
     *(void **)&lib->pci = sym(lib->so, (const char *const[]){"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2",
                                                               "nvmlDeviceGetPciInfo", NULL}, &which);
     lib->pci_v1 = which == 2;
-    /* _v3 and _v2 take the 24-byte nvmlProcessInfo_t, the plain name the 16-byte v1. */
-    static const char *const compute[] = {"nvmlDeviceGetComputeRunningProcesses_v3",
-                                          "nvmlDeviceGetComputeRunningProcesses_v2",
+    /* _v2 (24-byte entries in every driver that has it) before _v3 (whose
+     * entry size changed with the driver), the plain name (16 bytes) last. */
+    static const char *const compute[] = {"nvmlDeviceGetComputeRunningProcesses_v2",
+                                          "nvmlDeviceGetComputeRunningProcesses_v3",
                                           "nvmlDeviceGetComputeRunningProcesses", NULL};
-    static const char *const graphics[] = {"nvmlDeviceGetGraphicsRunningProcesses_v3",
-                                           "nvmlDeviceGetGraphicsRunningProcesses_v2",
+    static const char *const graphics[] = {"nvmlDeviceGetGraphicsRunningProcesses_v2",
+                                           "nvmlDeviceGetGraphicsRunningProcesses_v3",
                                            "nvmlDeviceGetGraphicsRunningProcesses", NULL};
     *(void **)&lib->compute_procs = sym(lib->so, compute, &which);
     lib->compute_stride = which == 2 ? sizeof(struct nvml_process_v1) : sizeof(struct nvml_process_v2);
@@ -284,7 +289,7 @@ static nvml_ret fetch_list(struct nvml_gpu *g, proc_list_fn fn, unsigned *count)
         size_t want = (size_t)n + 8; /* headroom for processes starting meanwhile */
         if (want < 2 * g->raw_cap)
             want = 2 * g->raw_cap;
-        g->raw = rt_xrealloc(g->raw, want * sizeof(struct nvml_process_v2));
+        g->raw = rt_xrealloc(g->raw, want * NVML_PROCESS_MAX_SIZE);
         g->raw_cap = want;
     }
     *count = 0;

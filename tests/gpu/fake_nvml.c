@@ -1,6 +1,7 @@
 /* A fake libnvidia-ml.so.1 for tests: the NVML entry points the tracker uses,
  * under the versioned names the real driver exports and the plain ones too
- * (built with -DFAKE_NVML_OLD: plain names only, like an old driver). Devices
+ * (built with -DFAKE_NVML_OLD: plain names only, like an old driver). The _v3
+ * process lists write 32-byte entries, as drivers 535.43-535.86 did. Devices
  * and processes come from the file named by $FAKE_NVML_CONFIG, read at init:
  *
  *   init=<ret>  init_hang_ms=<ms>  driver=<version>
@@ -427,6 +428,8 @@ int nvmlDeviceGetTotalEnergyConsumption(struct device *d, unsigned long long *mj
 
 struct proc_v1 { unsigned pid; unsigned long long used; };
 struct proc_v2 { unsigned pid; unsigned long long used; unsigned gi, ci; };
+/* What _v3 of drivers 535.43-535.86 writes: v2 plus usedGpuCcProtectedMemory. */
+struct proc_v3_535 { unsigned pid; unsigned long long used; unsigned gi, ci; unsigned long long cc_protected; };
 
 /* The usual NVML contract: too small a buffer gives INSUFFICIENT_SIZE and the
  * count needed. */
@@ -453,8 +456,11 @@ static int list_procs(struct device *d, int list, enum fn f, int version, unsign
                     continue;
                 if (version == 1)
                     ((struct proc_v1 *)out)[k++] = (struct proc_v1){p->pid, p->vram};
-                else
+                else if (version == 2)
                     ((struct proc_v2 *)out)[k++] = (struct proc_v2){p->pid, p->vram, 0xFFFFFFFF, 0xFFFFFFFF};
+                else
+                    ((struct proc_v3_535 *)out)[k++] =
+                        (struct proc_v3_535){p->pid, p->vram, 0xFFFFFFFF, 0xFFFFFFFF, 0};
             }
             *count = n;
         }
