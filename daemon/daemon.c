@@ -452,7 +452,13 @@ int rt_daemon_run(struct rt_daemon *d)
 
     epfd = epoll_create1(EPOLL_CLOEXEC);
     tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    struct itimerspec its = {.it_interval = {1, 0}, .it_value = {1, 0}};
+    /* Every second (status, idle exit), or every WatchdogSec/2 if shorter. */
+    rt_watchdog_init(&watchdog);
+    uint64_t period = RT_NSEC_PER_SEC;
+    if (rt_watchdog_period_ns(&watchdog) && rt_watchdog_period_ns(&watchdog) < period)
+        period = rt_watchdog_period_ns(&watchdog);
+    struct timespec p = {(time_t)(period / RT_NSEC_PER_SEC), (long)(period % RT_NSEC_PER_SEC)};
+    struct itimerspec its = {.it_interval = p, .it_value = p};
     timerfd_settime(tfd, 0, &its, NULL);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &tag_signal};
     epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
@@ -466,7 +472,6 @@ int rt_daemon_run(struct rt_daemon *d)
         .version = RT_VERSION, .interval_secs = d->cfg.interval_secs, .socket_path = d->cfg.socket_path,
         .socket_activated = d->socket_activated, .state_dir = d->cfg.state_dir,
         .jobs_restored = running_jobs(d), .gpus = rt_sampler_gpu_count(d->sampler)});
-    rt_watchdog_init(&watchdog);
     /* STATUS first, so `systemctl show` has it as soon as we are ready. */
     send_status(d);
     rt_notify_ready();

@@ -82,6 +82,7 @@ struct gpu_slot {
     bool lost;
     uint64_t busy_since_ns; /* a back-end call is running since (0: none) */
     bool hang_reported;
+    bool reported_lost;     /* a GPU-lost record is out; the next publish sends "appeared" */
     uint64_t polls;
     struct gpu_dev_data data;
 };
@@ -111,6 +112,9 @@ struct gpu_shared {
 void gpu_shared_unref(struct gpu_shared *sh);
 /* Start the poller thread of a slot; called with sh->mu held (gpu_poller.c). */
 void gpu_start_worker(struct gpu_shared *sh, struct gpu_slot *s);
+/* The journal record (GPU appeared, or lost when lost_reason is set) of a
+ * slot whose data is d; called without sh->mu (gpu_poller.c). */
+void gpu_report(const struct gpu_slot *s, const struct gpu_dev_data *d, const char *lost_reason);
 
 static inline struct timespec gpu_mono_ts(uint64_t ns)
 {

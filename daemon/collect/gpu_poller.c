@@ -4,6 +4,7 @@
  * sampler can see a hang (gpu_sample.c). */
 #include "gpu_internal.h"
 
+#include "events.h"
 #include "log.h"
 #include "rt/util.h"
 
@@ -48,38 +49,53 @@ static void call_end(struct gpu_shared *sh, struct gpu_slot *s)
         rt_notice("%s answers again after %.1f s", label, (double)took / 1e9);
 }
 
-static void publish(struct gpu_shared *sh, struct gpu_slot *s, const struct gpu_dev_data *d, bool was_lost)
+void gpu_report(const struct gpu_slot *s, const struct gpu_dev_data *d, const char *lost_reason)
+{
+    struct rt_event_gpu e = {.index = s->index,
+                             .vendor = s->vendor == GPU_NVIDIA ? "nvidia" : "amd",
+                             .name = d->name,
+                             .uuid = d->uuid,
+                             .memory_total_bytes = d->vram_total};
+    if (lost_reason)
+        rt_event_gpu_lost(&e, lost_reason);
+    else
+        rt_event_gpu_appeared(&e);
+}
+
+static void publish(struct gpu_shared *sh, struct gpu_slot *s, const struct gpu_dev_data *d)
 {
     pthread_mutex_lock(&sh->mu);
     gpu_data_copy(&s->data, d);
-    bool first = !s->valid;
-    if (first && d->uuid[0])
+    bool appeared = !s->valid || s->reported_lost;
+    if (!s->valid && d->uuid[0])
         snprintf(s->label, sizeof(s->label), "%s GPU %u (%s)", s->vendor == GPU_NVIDIA ? "NVIDIA" : "AMD",
                  s->index, d->uuid);
     s->valid = true;
     s->lost = false;
+    s->reported_lost = false;
     s->polls++;
-    char label[sizeof(s->label)];
-    memcpy(label, s->label, sizeof(label));
     pthread_cond_broadcast(&sh->published);
     pthread_mutex_unlock(&sh->mu);
-    if (was_lost)
-        rt_notice("%s is back", label);
-    else if (first)
-        rt_info("%s: %s, bus %s", label, d->name, d->bus_id[0] ? d->bus_id : "unknown");
+    if (appeared)
+        gpu_report(s, d, NULL);
 }
 
 static void mark_lost(struct gpu_shared *sh, struct gpu_slot *s)
 {
     pthread_mutex_lock(&sh->mu);
     s->lost = true;
-    char label[sizeof(s->label)];
-    memcpy(label, s->label, sizeof(label));
+    bool report = !s->reported_lost; /* not twice for a hang that ended in an error */
+    s->reported_lost = true;
+    struct gpu_dev_data last = s->data; /* names only: procs is not read */
     pthread_cond_broadcast(&sh->published);
     pthread_mutex_unlock(&sh->mu);
-    const char *why = s->ops->last_error ? s->ops->last_error(s->dev) : NULL;
-    rt_warn("%s lost (%s): left out of samples, retried every %g s", label, why && *why ? why : "no answer",
-            (double)sh->retry_ns / 1e9);
+    if (report) {
+        const char *why = s->ops->last_error ? s->ops->last_error(s->dev) : NULL;
+        char reason[160];
+        snprintf(reason, sizeof(reason), "%s; left out of samples, retried every %g s",
+                 why && *why ? why : "no answer", (double)sh->retry_ns / 1e9);
+        gpu_report(s, &last, reason);
+    }
 }
 
 /* Worker state kept across polls. */
@@ -145,7 +161,7 @@ static void *worker_main(void *arg)
             enum gpu_status st = ops->recover(slot->dev);
             call_end(sh, slot);
             if (st == GPU_OK && full_poll(w, 0) == GPU_OK)
-                publish(sh, slot, &w->work, true);
+                publish(sh, slot, &w->work);
             next = rt_mono_ns();
             continue;
         }
@@ -164,7 +180,7 @@ static void *worker_main(void *arg)
         if (first || ++taken >= k) {
             st = full_poll(w, un ? usum / un : 0);
             if (st == GPU_OK)
-                publish(sh, slot, &w->work, false);
+                publish(sh, slot, &w->work);
             else
                 mark_lost(sh, slot);
             first = false;

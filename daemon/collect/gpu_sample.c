@@ -14,7 +14,11 @@
 static void take_snapshot(struct rt_gpu_collector *c)
 {
     struct gpu_shared *sh = c->sh;
-    char hung_msgs[4][224];
+    struct hung {
+        const struct gpu_slot *slot;
+        struct gpu_dev_data last; /* names only */
+        double secs;
+    } hung_list[4];
     size_t n_hung = 0;
 
     pthread_mutex_lock(&sh->mu);
@@ -30,11 +34,12 @@ static void take_snapshot(struct rt_gpu_collector *c)
         struct gpu_slot *s = &sh->slots[i];
         struct gpu_view *v = &c->view[i];
         bool hung = s->busy_since_ns && now > s->busy_since_ns && now - s->busy_since_ns > sh->hang_ns;
-        if (hung && !s->hang_reported) {
+        if (hung && !s->hang_reported && n_hung < RT_ARRAY_SIZE(hung_list)) {
             s->hang_reported = true; /* cleared, with a message, when the call returns */
-            if (n_hung < RT_ARRAY_SIZE(hung_msgs))
-                snprintf(hung_msgs[n_hung++], sizeof(hung_msgs[0]), "%s not responding for %.1f s: left out of samples",
-                         s->label, (double)(now - s->busy_since_ns) / 1e9);
+            if (!s->reported_lost) {
+                s->reported_lost = true; /* the next publish says it is back */
+                hung_list[n_hung++] = (struct hung){s, s->data, (double)(now - s->busy_since_ns) / 1e9};
+            }
         }
         v->vendor = s->vendor;
         v->index = s->index;
@@ -43,8 +48,12 @@ static void take_snapshot(struct rt_gpu_collector *c)
             gpu_data_copy(&v->data, &s->data);
     }
     pthread_mutex_unlock(&sh->mu);
-    for (size_t i = 0; i < n_hung; i++)
-        rt_warn("%s", hung_msgs[i]);
+    for (size_t i = 0; i < n_hung; i++) {
+        char reason[96];
+        snprintf(reason, sizeof(reason), "not responding for %.1f s; left out of samples until it answers",
+                 hung_list[i].secs);
+        gpu_report(hung_list[i].slot, &hung_list[i].last, reason);
+    }
 }
 
 static void fill_gpu(struct rt_arena *a, const struct gpu_view *v, struct rt_gpu *g)

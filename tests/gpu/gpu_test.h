@@ -1,11 +1,14 @@
-/* Helpers shared by the GPU unit tests: stderr capture (the log), sleeping
+/* Helpers shared by the GPU unit tests: stderr capture (the log), journal
+ * records, sleeping
  * child processes with real PIDs, and polling with generous deadlines. */
 #ifndef RT_GPU_TEST_H
 #define RT_GPU_TEST_H
 
+#include "events.h"
 #include "rt/util.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,6 +65,58 @@ static inline void capture_cleanup(void)
 {
     if (log_cap.active)
         free(capture_end());
+}
+
+/* Journal records (GPU appeared/lost come from poller threads) collected
+ * as "MESSAGE_ID=… MESSAGE=…" lines instead of going to the log. */
+struct event_capture {
+    pthread_mutex_t mu;
+    bool active;
+    char buf[1 << 14];
+    size_t len;
+};
+static struct event_capture ev_cap = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void event_sink(const struct iovec *iov, int n, void *userdata)
+{
+    (void)userdata;
+    const char *id = "", *msg = "";
+    for (int i = 0; i < n; i++) {
+        const char *f = iov[i].iov_base;
+        if (strncmp(f, "MESSAGE_ID=", 11) == 0)
+            id = f + 11;
+        else if (strncmp(f, "MESSAGE=", 8) == 0)
+            msg = f + 8;
+    }
+    pthread_mutex_lock(&ev_cap.mu);
+    int w = snprintf(ev_cap.buf + ev_cap.len, sizeof(ev_cap.buf) - ev_cap.len, "MESSAGE_ID=%s MESSAGE=%s\n", id, msg);
+    if (w > 0)
+        ev_cap.len += (size_t)w < sizeof(ev_cap.buf) - ev_cap.len ? (size_t)w : sizeof(ev_cap.buf) - ev_cap.len - 1;
+    pthread_mutex_unlock(&ev_cap.mu);
+}
+
+static inline void events_start(void)
+{
+    ev_cap.len = 0;
+    ev_cap.buf[0] = '\0';
+    ev_cap.active = true;
+    rt_events_set_sink(event_sink, NULL);
+}
+
+/* The records so far (heap); the sink stays until events_cleanup(). */
+static inline char *events_text(void)
+{
+    pthread_mutex_lock(&ev_cap.mu);
+    char *t = rt_xstrdup(ev_cap.buf);
+    pthread_mutex_unlock(&ev_cap.mu);
+    return t;
+}
+
+static inline void events_cleanup(void)
+{
+    if (ev_cap.active)
+        rt_events_set_sink(NULL, NULL);
+    ev_cap.active = false;
 }
 
 static inline int count_str(const char *hay, const char *needle)

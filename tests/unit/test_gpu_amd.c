@@ -121,6 +121,7 @@ static int test_teardown(void **state)
 {
     (void)state;
     capture_cleanup();
+    events_cleanup();
     if (current)
         free_collector(current);
     return 0;
@@ -337,6 +338,7 @@ static void test_removed_device(void **state)
 {
     (void)state;
     char *sys = copy_tree(fixture_sys);
+    events_start();
     struct rt_gpu_collector *c = new_collector(fixture_proc, sys);
     struct rt_sample s;
     rt_sample_init(&s);
@@ -358,10 +360,13 @@ static void test_removed_device(void **state)
     fputs("0x1002\n", f);
     fclose(f);
     assert_true(collect_until(c, &s, three_gpus));
-    char *log = capture_end();
-    assert_int_equal(count_str(log, "AMD GPU 2 (" CARD2_UUID ") lost (device removed)"), 1);
-    assert_int_equal(count_str(log, "AMD GPU 2 (" CARD2_UUID ") is back"), 1);
-    free(log);
+    free(capture_end());
+    char *ev = events_text();
+    assert_int_equal(count_str(ev, "MESSAGE_ID=" RT_MSGID_GPU_LOST " MESSAGE=GPU 2 lost: amd "), 1);
+    assert_int_equal(count_str(ev, "(" CARD2_UUID "): device removed; left out of samples"), 1);
+    assert_int_equal(count_str(ev, "MESSAGE_ID=" RT_MSGID_GPU_APPEARED " MESSAGE=GPU 2 appeared: amd "), 2);
+    free(ev);
+    events_cleanup();
     free(vendor);
     rt_gpu_job_free(j);
     rt_sample_free(&s);

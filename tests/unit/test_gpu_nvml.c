@@ -109,6 +109,7 @@ static int test_teardown(void **state)
 {
     (void)state;
     capture_cleanup();
+    events_cleanup();
     if (current)
         free_collector(current);
     return 0;
@@ -370,11 +371,11 @@ static void test_lost_device_left_out_and_back(void **state)
 {
     (void)state;
     write_two_gpus(NULL);
+    events_start();
     struct rt_gpu_options o = fast_options();
     struct rt_gpu_collector *c = new_collector(&o);
     struct rt_sample s;
     rt_sample_init(&s);
-    capture_start();
 
     fake_control("fake_nvml_set_lost", 1, 1);
     assert_true(collect_until(c, &s, only_gpu0));
@@ -395,11 +396,16 @@ static void test_lost_device_left_out_and_back(void **state)
     }
     fake_control("fake_nvml_set_lost", 1, 0);
     assert_true(collect_until(c, &s, both_gpus));
-    char *log = capture_end();
-    assert_int_equal(count_str(log, "NVIDIA GPU 1 (" UUID1 ") lost (GPU is lost)"), 1);
-    assert_int_equal(count_str(log, "NVIDIA GPU 1 (" UUID1 ") is back"), 1);
-    assert_int_equal(count_str(log, " lost ("), 1);
-    free(log);
+    /* One GPU-lost record, and "appeared" at the start and when it is back. */
+    char *ev = events_text();
+    assert_int_equal(count_str(ev, "MESSAGE_ID=" RT_MSGID_GPU_LOST " MESSAGE=GPU 1 lost: nvidia NVIDIA A100-SXM4-40GB (" UUID1
+                                   "): GPU is lost; left out of samples"),
+                     1);
+    assert_int_equal(count_str(ev, "MESSAGE_ID=" RT_MSGID_GPU_LOST), 1);
+    assert_int_equal(count_str(ev, "MESSAGE_ID=" RT_MSGID_GPU_APPEARED " MESSAGE=GPU 1 appeared: nvidia NVIDIA A100-SXM4-40GB (" UUID1 ")"), 2);
+    assert_int_equal(count_str(ev, "MESSAGE_ID=" RT_MSGID_GPU_APPEARED " MESSAGE=GPU 0 appeared: nvidia NVIDIA H100 80GB HBM3 (" UUID0 ")"), 1);
+    free(ev);
+    events_cleanup();
     rt_gpu_job_free(j);
     rt_sample_free(&s);
     free_collector(c);
@@ -411,7 +417,7 @@ static void test_fails_mid_run(void **state)
     (void)state;
     write_config("device\n name=NVIDIA L4\n uuid=GPU-l4\n pci=00000000:01:00.0\n util=5\n"
                  " mem_total=24159191040\n mem_used=0\n lost_after=20\n");
-    capture_start();
+    events_start();
     struct rt_gpu_options o = fast_options();
     struct rt_gpu_collector *c = new_collector(&o);
     struct rt_sample s;
@@ -426,9 +432,11 @@ static void test_fails_mid_run(void **state)
     rt_sample_reset(&s);
     rt_gpu_collect(c, &s);
     assert_int_equal(s.n_gpus, 0);
-    char *log = capture_end();
-    assert_int_equal(count_str(log, "NVIDIA GPU 0 (GPU-l4) lost"), 1);
-    free(log);
+    char *ev = events_text();
+    assert_int_equal(count_str(ev, "MESSAGE_ID=" RT_MSGID_GPU_LOST " MESSAGE=GPU 0 lost: nvidia NVIDIA L4 (GPU-l4): "), 1);
+    assert_int_equal(count_str(ev, "MESSAGE_ID=" RT_MSGID_GPU_LOST), 1); /* not once per retry */
+    free(ev);
+    events_cleanup();
     rt_sample_free(&s);
     free_collector(c);
 }
@@ -437,6 +445,7 @@ static void test_hung_call_never_blocks_sampler(void **state)
 {
     (void)state;
     write_two_gpus(NULL);
+    events_start();
     struct rt_gpu_options o = fast_options();
     struct rt_gpu_collector *c = new_collector(&o);
     struct rt_sample s;
@@ -458,9 +467,15 @@ static void test_hung_call_never_blocks_sampler(void **state)
     assert_true(worst < 0.5); /* copies a snapshot, never waits for the device */
     assert_true(collect_until(c, &s, both_gpus));
     char *log = capture_end();
-    assert_int_equal(count_str(log, "NVIDIA GPU 1 (" UUID1 ") not responding"), 1);
     assert_int_equal(count_str(log, "NVIDIA GPU 1 (" UUID1 ") answers again"), 1);
     free(log);
+    char *ev = events_text();
+    assert_int_equal(count_str(ev, "MESSAGE_ID=" RT_MSGID_GPU_LOST " MESSAGE=GPU 1 lost: nvidia NVIDIA A100-SXM4-40GB (" UUID1
+                                   "): not responding for "),
+                     1);
+    assert_int_equal(count_str(ev, "MESSAGE_ID=" RT_MSGID_GPU_APPEARED " MESSAGE=GPU 1 appeared"), 2);
+    free(ev);
+    events_cleanup();
     rt_sample_free(&s);
     free_collector(c);
 }
