@@ -22,6 +22,7 @@ enum dev_kind {
     DEV_OTHER,   /* partition, or not in <sys>/block */
     DEV_SKIPPED, /* loop*, ram*, zram* */
     DEV_EMPTY,   /* whole disk of size 0 (or unreadable): rechecked when its counters move */
+    DEV_PATH,    /* hidden NVMe multipath path (nvmeXcYnZ): its I/O is its head's (nvmeXnZ) */
 };
 
 struct part {
@@ -37,8 +38,10 @@ struct dev {
     enum dev_kind kind;
     bool seen;       /* in this tick's read */
     bool have_prev;
-    uint64_t rd, wr; /* sectors at the last read */
+    uint64_t line_rd, line_wr; /* sectors in this read's line */
+    uint64_t rd, wr; /* sectors at the last read (a multipath head: with its paths') */
     double rd_rate, wr_rate;
+    bool own_iostats; /* a multipath head that counts its own I/O (queue/iostats) */
     /* identity, DEV_DISK only */
     char *model, *vendor, *serial, *dm_name;
     const char *type;
@@ -153,11 +156,17 @@ static void classify(struct rt_disk_collector *c, struct dev *d)
         return;
     }
     uint64_t size = 0;
-    if (rt_read_u64_at(dfd, "size", &size) < 0 || size == 0) {
+    char flag[8];
+    if (rt_read_str_at(dfd, "hidden", flag, sizeof(flag)) > 0 && strcmp(flag, "1") == 0) {
+        d->kind = DEV_PATH; /* no /dev node; the head device is the disk */
+    } else if (rt_read_u64_at(dfd, "size", &size) < 0 || size == 0) {
         d->kind = DEV_EMPTY;
     } else {
         d->kind = DEV_DISK;
         load_identity(d, dfd, size);
+        /* A multipath head counts its own I/O only when queue/iostats is on
+         * (off by default, Linux >= 6.3; never before). */
+        d->own_iostats = rt_read_str_at(dfd, "queue/iostats", flag, sizeof(flag)) <= 0 || strcmp(flag, "0") != 0;
     }
     close(dfd);
 }
@@ -280,6 +289,39 @@ static double rate(uint64_t now, uint64_t prev, double secs)
     return now >= prev && secs > 0 ? (double)(now - prev) * SECTOR_BYTES / secs : 0;
 }
 
+/* "nvme0c1n2" -> "nvme0n2". */
+static bool path_head_name(const char *path, char *out, size_t size)
+{
+    unsigned sub, ctrl, ns;
+    int end = 0;
+    if (sscanf(path, "nvme%uc%un%u%n", &sub, &ctrl, &ns, &end) != 3 || path[end])
+        return false;
+    snprintf(out, size, "nvme%un%u", sub, ns);
+    return true;
+}
+
+/* Native NVMe multipath: the I/O of a namespace is counted on its hidden
+ * path devices, and on the head only when its iostats is on. A head that does
+ * not count gets its paths' sums. When the set of paths changed, the heads'
+ * sums jump: they start over (rate 0 for a tick). */
+static void add_path_io(struct rt_disk_collector *c, bool paths_changed)
+{
+    for (size_t i = 0; i < c->n_devs; i++) {
+        struct dev *p = &c->devs[i];
+        char head[DEVNAME_LEN];
+        if (p->kind != DEV_PATH || !path_head_name(p->name, head, sizeof(head)))
+            continue;
+        size_t hint = 0;
+        struct dev *h = find_dev(c, head, &hint);
+        if (!h || h->kind != DEV_DISK || h->own_iostats)
+            continue;
+        h->line_rd += p->line_rd;
+        h->line_wr += p->line_wr;
+        if (paths_changed)
+            h->have_prev = false;
+    }
+}
+
 /* Returns false when the file could not be read (state is left untouched,
  * so the next good read measures over both intervals). */
 static bool read_diskstats(struct rt_disk_collector *c)
@@ -296,7 +338,7 @@ static bool read_diskstats(struct rt_disk_collector *c)
     for (size_t i = 0; i < c->n_devs; i++)
         c->devs[i].seen = false;
 
-    bool changed = false;
+    bool changed = false, paths_changed = false;
     size_t hint = 0;
     char *cur = c->stats.data, *line;
     while ((line = rt_next_line(&cur))) {
@@ -327,12 +369,13 @@ static bool read_diskstats(struct rt_disk_collector *c)
         if (!d) {
             d = add_dev(c, devname, devnum);
             changed = true;
+            paths_changed |= d->kind == DEV_PATH;
         } else if (d->devnum != devnum) {
             /* Same name, another device: start over. */
             d->devnum = devnum;
             d->have_prev = false;
             classify(c, d);
-            changed = true;
+            changed = paths_changed = true;
         } else if (d->kind == DEV_EMPTY && d->have_prev && (rd != d->rd || wr != d->wr)) {
             /* I/O on an empty device: media inserted, or a dm table loaded. */
             classify(c, d);
@@ -342,11 +385,8 @@ static bool read_diskstats(struct rt_disk_collector *c)
             }
         }
         d->seen = true;
-        d->rd_rate = d->have_prev ? rate(rd, d->rd, secs) : 0;
-        d->wr_rate = d->have_prev ? rate(wr, d->wr, secs) : 0;
-        d->rd = rd;
-        d->wr = wr;
-        d->have_prev = true;
+        d->line_rd = rd;
+        d->line_wr = wr;
     }
 
     size_t keep = 0;
@@ -354,11 +394,21 @@ static bool read_diskstats(struct rt_disk_collector *c)
         if (c->devs[i].seen) {
             c->devs[keep++] = c->devs[i];
         } else {
+            paths_changed |= c->devs[i].kind == DEV_PATH;
             drop_identity(&c->devs[i]);
             changed = true;
         }
     }
     c->n_devs = keep;
+    add_path_io(c, paths_changed);
+    for (size_t i = 0; i < c->n_devs; i++) {
+        struct dev *d = &c->devs[i];
+        d->rd_rate = d->have_prev ? rate(d->line_rd, d->rd, secs) : 0;
+        d->wr_rate = d->have_prev ? rate(d->line_wr, d->wr, secs) : 0;
+        d->rd = d->line_rd;
+        d->wr = d->line_wr;
+        d->have_prev = true;
+    }
     if (changed)
         rebuild(c);
     return true;

@@ -287,6 +287,70 @@ static void test_media_inserted(void **state)
     env_free(e);
 }
 
+/* Native NVMe multipath: the hidden path devices (nvmeXcYnZ) are not disks;
+ * their I/O is the head's, unless the head counts its own (queue/iostats). */
+static void multipath_stats(const char *dir, unsigned p1, unsigned p2, bool second_path, unsigned own)
+{
+    char *path2 = rt_xasprintf(" 259       7 nvme1c2n1 1 0 %u 0 1 0 0 0 0 0 0 0 0 0 0 0 0\n", p2);
+    char *stats = rt_xasprintf(" 259       5 nvme1n1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                               " 259       6 nvme1c1n1 1 0 %u 0 1 0 %u 0 0 0 0 0 0 0 0 0 0\n"
+                               "%s"
+                               " 259       8 nvme2n1 1 0 %u 0 1 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                               " 259       9 nvme2c2n1 1 0 %u 0 1 0 0 0 0 0 0 0 0 0 0 0 0\n",
+                               p1, 2 * p1, second_path ? path2 : "", own, own);
+    fx_write(dir, "proc/diskstats", stats);
+    free(stats);
+    free(path2);
+}
+
+static void test_nvme_multipath(void **state)
+{
+    (void)state;
+    struct env *e = env_new();
+    static const char *const heads[] = {"nvme1n1", "nvme2n1"};
+    for (int i = 0; i < 2; i++) {
+        char *p = rt_xasprintf("sys/block/%s/size", heads[i]);
+        fx_write(e->dir, p, "2000\n");
+        free(p);
+    }
+    fx_write(e->dir, "sys/block/nvme1n1/queue/iostats", "0\n");
+    fx_write(e->dir, "sys/block/nvme2n1/queue/iostats", "1\n");
+    static const char *const paths[] = {"nvme1c1n1", "nvme1c2n1", "nvme2c2n1"};
+    for (int i = 0; i < 3; i++) {
+        char *p = rt_xasprintf("sys/block/%s/hidden", paths[i]);
+        fx_write(e->dir, p, "1\n");
+        free(p);
+        p = rt_xasprintf("sys/block/%s/size", paths[i]);
+        fx_write(e->dir, p, "2000\n");
+        free(p);
+    }
+    fx_write(e->dir, "proc/self/mountinfo", "");
+    multipath_stats(e->dir, 100, 50, true, 40);
+    collect(e, 1000000000ULL);
+    multipath_stats(e->dir, 300, 150, true, 90);
+    collect(e, 1000000000ULL);
+    assert_int_equal(e->s.n_disks, 2); /* the heads only */
+    const struct rt_disk *d = disk(&e->s, "nvme1n1");
+    assert_int_equal(d->read_bytes_total, (300 + 150) * 512);
+    assert_int_equal(d->write_bytes_total, 600 * 512);
+    assert_float_equal(d->read_bytes_per_sec, (200 + 100) * 512, EPS);
+    assert_float_equal(d->write_bytes_per_sec, 400 * 512, EPS);
+    d = disk(&e->s, "nvme2n1"); /* iostats on: its own counters, paths not added */
+    assert_int_equal(d->read_bytes_total, 90 * 512);
+    assert_float_equal(d->read_bytes_per_sec, 50 * 512, EPS);
+
+    /* A path goes away: the head's sum drops, so it starts over. */
+    multipath_stats(e->dir, 400, 0, false, 90);
+    collect(e, 1000000000ULL);
+    d = disk(&e->s, "nvme1n1");
+    assert_int_equal(d->read_bytes_total, 400 * 512);
+    assert_float_equal(d->read_bytes_per_sec, 0, 0);
+    multipath_stats(e->dir, 500, 0, false, 90);
+    collect(e, 1000000000ULL);
+    assert_float_equal(disk(&e->s, "nvme1n1")->read_bytes_per_sec, 100 * 512, EPS);
+    env_free(e);
+}
+
 /* Failing or empty statvfs results leave the mount out. */
 static void test_statvfs_failures(void **state)
 {
@@ -359,7 +423,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture),         cmocka_unit_test(test_appear_and_vanish),
         cmocka_unit_test(test_slash_names),     cmocka_unit_test(test_media_inserted),  cmocka_unit_test(test_statvfs_failures),
-        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_garbage),         cmocka_unit_test(test_nvme_multipath),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
