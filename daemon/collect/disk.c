@@ -16,6 +16,8 @@
  * (kernel Documentation/block/stat.rst). */
 #define SECTOR_BYTES 512u
 #define DEVNAME_LEN 64
+/* How often reported disks' sizes are re-read (online resize, media removed). */
+#define SIZE_CHECK_NS (30 * RT_NSEC_PER_SEC)
 
 enum dev_kind {
     DEV_DISK,    /* whole disk we report */
@@ -68,7 +70,7 @@ struct rt_disk_collector {
     int proc_fd, sys_fd;
     struct rt_collect_hooks hooks;
     struct rt_readbuf stats, mountinfo;
-    uint64_t prev_ns;
+    uint64_t prev_ns, size_check_ns;
 
     struct dev *devs;
     size_t n_devs, cap_devs;
@@ -169,6 +171,27 @@ static void classify(struct rt_disk_collector *c, struct dev *d)
         d->own_iostats = rt_read_str_at(dfd, "queue/iostats", flag, sizeof(flag)) <= 0 || strcmp(flag, "0") != 0;
     }
     close(dfd);
+}
+
+/* A disk whose size changed (grown online, media removed) is classified
+ * again; true when one did. */
+static bool recheck_sizes(struct rt_disk_collector *c)
+{
+    bool changed = false;
+    for (size_t i = 0; i < c->n_devs; i++) {
+        struct dev *d = &c->devs[i];
+        if (d->kind != DEV_DISK)
+            continue;
+        char path[DEVNAME_LEN + 16];
+        sysfs_block_path(path, sizeof(path), d->name);
+        strcat(path, "/size");
+        uint64_t size = 0;
+        if (rt_read_u64_at(c->sys_fd, path, &size) >= 0 && size * 512 == d->capacity)
+            continue;
+        classify(c, d);
+        changed = true;
+    }
+    return changed;
 }
 
 /* Partitions are the subdirectories <sys>/block/X/Y whose name extends X's
@@ -400,6 +423,10 @@ static bool read_diskstats(struct rt_disk_collector *c)
         }
     }
     c->n_devs = keep;
+    if (now - c->size_check_ns >= SIZE_CHECK_NS) {
+        c->size_check_ns = now;
+        changed |= recheck_sizes(c);
+    }
     add_path_io(c, paths_changed);
     for (size_t i = 0; i < c->n_devs; i++) {
         struct dev *d = &c->devs[i];
@@ -625,7 +652,7 @@ struct rt_disk_collector *rt_disk_collector_new_hooks(const struct rt_roots *r,
     rt_collect_hooks_resolve(&c->hooks, hooks);
     rt_readbuf_init(&c->stats, 4096);
     rt_readbuf_init(&c->mountinfo, 8192);
-    c->prev_ns = c->hooks.mono_ns(c->hooks.ctx);
+    c->prev_ns = c->size_check_ns = c->hooks.mono_ns(c->hooks.ctx);
     read_diskstats(c); /* baseline and identities */
     return c;
 }

@@ -351,6 +351,28 @@ static void test_nvme_multipath(void **state)
     env_free(e);
 }
 
+/* Sizes are re-read every 30 s: a disk grown online gets its new capacity,
+ * one whose media is gone (size 0) leaves the list. */
+static void test_resized(void **state)
+{
+    (void)state;
+    struct env *e = env_new();
+    collect(e, 1000000000ULL);
+    uint64_t sda = disk(&e->s, "sda")->capacity_bytes;
+    size_t n = e->s.n_disks;
+    fx_write(e->dir, "sys/block/sda/size", "4000000\n");
+    fx_write(e->dir, "sys/block/sdb/size", "0\n");
+    collect(e, 1000000000ULL);
+    assert_int_equal(disk(&e->s, "sda")->capacity_bytes, sda); /* not yet */
+    collect(e, 30 * 1000000000ULL);
+    assert_int_equal(disk(&e->s, "sda")->capacity_bytes, 4000000ULL * 512);
+    assert_string_equal(disk(&e->s, "sda")->model, "ST1000DM010-2EP102"); /* identity read again */
+    assert_int_equal(e->s.n_disks, n - 1);
+    for (size_t i = 0; i < e->s.n_disks; i++)
+        assert_string_not_equal(e->s.disks[i].device, "sdb");
+    env_free(e);
+}
+
 /* Failing or empty statvfs results leave the mount out. */
 static void test_statvfs_failures(void **state)
 {
@@ -424,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_fixture),         cmocka_unit_test(test_appear_and_vanish),
         cmocka_unit_test(test_slash_names),     cmocka_unit_test(test_media_inserted),  cmocka_unit_test(test_statvfs_failures),
         cmocka_unit_test(test_garbage),         cmocka_unit_test(test_nvme_multipath),
+        cmocka_unit_test(test_resized),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
