@@ -47,6 +47,21 @@ for page in "$root$prefix"/share/man/man*/*.gz; do
   fi
 done
 
+# resource-trackerd(8) lists exactly the daemon's long options (aliases too),
+# resource-trackerd.conf(5) exactly the keys the file accepts, each in its section.
+opts=$(sed -n 's/^ *{"\([a-z0-9-]*\)", *[a-z_]*_argument,.*/--\1/p' "$RT_SOURCE_DIR/daemon/options.c" | sort -u)
+[ "$(wc -l <<<"$opts")" -ge 15 ] || fail "cannot read the long options from daemon/options.c"
+documented=$(sed -n '/^\.SH OPTIONS/,/^\.SH /p' "$RT_SOURCE_DIR/docs/man/resource-trackerd.8" |
+  grep -oE '^\.(B|BI|BR) .*' | grep -oE '(\\-){2}[a-z0-9]([a-z0-9]|\\-)*' | sed 's/\\//g' | sort -u)
+diff -u <(echo "$opts") <(echo "$documented") || fail "resource-trackerd.8 OPTIONS differ from daemon/options.c"
+keys=$("$RT_DAEMON" --check-config --config /dev/null |
+  awk '/^[a-z_]+: \{$/ { g = $1; sub(":", "", g); next } /^\};$/ { g = ""; next }
+       /^ *[a-z_0-9]+ = / { print (g == "" ? "" : g ".") $1 }' | sort)
+[ "$(wc -l <<<"$keys")" -ge 15 ] || fail "cannot read the keys from --check-config"
+documented=$(awk '/^\.SH / { s = $2; next } /^\.BR [a-z_0-9]+ " \(/ && s != "" && s != "EXAMPLE" && s != "SEE" {
+                print (s == "TOP-LEVEL" ? "" : s ".") $2 }' "$RT_SOURCE_DIR/docs/man/resource-trackerd.conf.5" | sort)
+diff -u <(echo "$keys") <(echo "$documented") || fail "resource-trackerd.conf.5 keys differ from the daemon's"
+
 # Bash completion: parses and registers itself.
 bash -n "$complete" || fail "completion has a syntax error"
 [ "$(bash -c "source '$complete'; complete -p resource-trackerctl")" = \
