@@ -26,7 +26,8 @@ for f in "$root$prefix/sbin/resource-trackerd" "$root$prefix/bin/resource-tracke
          "$catalogdir/resource-tracker.catalog" "$complete" \
          "$root$prefix/share/man/man8/resource-trackerd.8.gz" \
          "$root$prefix/share/man/man1/resource-trackerctl.1.gz" \
-         "$root$prefix/share/man/man5/resource-trackerd.conf.5.gz"; do
+         "$root$prefix/share/man/man5/resource-trackerd.conf.5.gz" \
+         "$root$prefix/share/doc/resource-tracker/copyright"; do
   [ -f "$f" ] || fail "not installed: ${f#"$root"}"
 done
 if [ -f "$RT_SOURCE_DIR/docs/com.sparecores.ResourceTracker.varlink" ]; then
@@ -129,5 +130,7 @@ if command -v dpkg-deb >/dev/null && command -v dpkg-shlibdeps >/dev/null; then
     fail "postinst enables or starts something"
   dpkg-deb -c "$deb" >"$tmp/contents"  # not piped into grep -q: SIGPIPE under pipefail
   grep -q "\./${conf#/}\$" "$tmp/contents" || fail "package lacks $conf"
+  copyright=$prefix/share/doc/resource-tracker/copyright
+  grep -q "^-rw-r--r-- .* \./${copyright#/}\$" "$tmp/contents" || fail "package lacks $copyright (0644)"
 fi
 echo ok
