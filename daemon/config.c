@@ -600,6 +600,40 @@ int rt_config_validate(const struct rt_config *c, char *err, size_t errlen)
     return validate(c, NULL, NULL, err, errlen);
 }
 
+/* The text of line (1-based) of file, trimmed, control characters replaced and
+ * cut at a character boundary: a syntax error then shows the setting it is in. */
+static bool source_line(const char *file, int line, char *buf, size_t size)
+{
+    FILE *f = line > 0 ? fopen(file, "re") : NULL;
+    if (!f)
+        return false;
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t n = -1;
+    for (int i = 0; i < line && (n = getline(&text, &cap, f)) >= 0; i++)
+        ;
+    fclose(f);
+    bool ok = false;
+    if (n >= 0) {
+        char *p = text, *e = text + n;
+        while (p < e && isspace((unsigned char)*p))
+            p++;
+        while (e > p && isspace((unsigned char)e[-1]))
+            e--;
+        size_t len = (size_t)(e - p), max = size - 4; /* room for "..." */
+        bool cut = len > max;
+        if (cut)
+            while (len > max || (len && ((unsigned char)p[len] & 0xc0) == 0x80))
+                len--;
+        for (size_t i = 0; i < len; i++)
+            buf[i] = (unsigned char)p[i] < ' ' || p[i] == 0x7f ? '?' : p[i];
+        strcpy(buf + len, cut ? "..." : "");
+        ok = len > 0;
+    }
+    free(text);
+    return ok;
+}
+
 int rt_config_load(const char *path, struct rt_config *c, char *err, size_t errlen)
 {
     const char *file = path ? path : RT_DEFAULT_CONFIG_FILE;
@@ -614,9 +648,15 @@ int rt_config_load(const char *path, struct rt_config *c, char *err, size_t errl
     config_init(&cfg);
     int rc = -1;
     if (config_read(&cfg, f) != CONFIG_TRUE) {
-        /* libconfig says "syntax error" or names what it did not accept. */
+        /* libconfig says "syntax error" or names what it did not accept, but
+         * not the setting: quote the line it stopped at. */
         const char *in = config_error_file(&cfg); /* set when the error is in an @include */
-        fmt_err(err, errlen, "%s:%d: %s", in ? in : file, config_error_line(&cfg), config_error_text(&cfg));
+        char text[84];
+        if (source_line(in ? in : file, config_error_line(&cfg), text, sizeof(text)))
+            fmt_err(err, errlen, "%s:%d: %s in '%s'", in ? in : file, config_error_line(&cfg),
+                    config_error_text(&cfg), text);
+        else
+            fmt_err(err, errlen, "%s:%d: %s", in ? in : file, config_error_line(&cfg), config_error_text(&cfg));
         goto out;
     }
     /* Work on a copy: a refused file leaves the caller's configuration alone. */

@@ -1,5 +1,6 @@
 # Installed files besides the binaries: systemd units, sample configuration,
-# varlink IDL, man pages, bash completion, sysusers.d and journal catalog.
+# varlink IDL, man pages, bash completion, sysusers.d, journal catalog and the
+# copyright file.
 # Units and sysusers.d go where systemd looks for them: pkg-config's
 # directories when installing to /usr (the Debian package), else under the
 # prefix (systemd also searches /usr/local/lib/systemd/system).
@@ -46,6 +47,10 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/resource-tracker.sysusers
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/resource-tracker.catalog DESTINATION ${RT_CATALOG_DIR})
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/bash-completion/resource-trackerctl
         DESTINATION ${RT_COMPLETIONS_DIR})
+
+# Copyright and license statement, where Debian wants it
+# (/usr/share/doc/resource-tracker/copyright with the /usr prefix).
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # The varlink interface description, once it exists.
 file(GLOB RT_VARLINK_IDL CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.varlink)

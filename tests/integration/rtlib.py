@@ -130,9 +130,10 @@ class Daemon:
 
     def start(self):
         self.log = open(self.log_path, "ab")
+        # interval=None: no --interval, the configuration file's (or the default) applies.
         cmd = [DAEMON, "--socket", self.socket, "--state-dir", self.state_dir,
-               "--interval", str(self.interval), "--log-target", "stderr",
-               "--log-level", "debug"] + self.args
+               "--log-target", "stderr", "--log-level", "debug"] + \
+            (["--interval", str(self.interval)] if self.interval is not None else []) + self.args
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=self.env)
         wait_for(self._ready, timeout=20, what="the daemon's socket")
         return self

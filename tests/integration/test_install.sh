@@ -26,7 +26,8 @@ for f in "$root$prefix/sbin/resource-trackerd" "$root$prefix/bin/resource-tracke
          "$catalogdir/resource-tracker.catalog" "$complete" \
          "$root$prefix/share/man/man8/resource-trackerd.8.gz" \
          "$root$prefix/share/man/man1/resource-trackerctl.1.gz" \
-         "$root$prefix/share/man/man5/resource-trackerd.conf.5.gz"; do
+         "$root$prefix/share/man/man5/resource-trackerd.conf.5.gz" \
+         "$root$prefix/share/doc/resource-tracker/copyright"; do
   [ -f "$f" ] || fail "not installed: ${f#"$root"}"
 done
 if [ -f "$RT_SOURCE_DIR/docs/com.sparecores.ResourceTracker.varlink" ]; then
@@ -46,6 +47,21 @@ for page in "$root$prefix"/share/man/man*/*.gz; do
     [ -z "$warnings" ] || fail "man warns about $page: $warnings"
   fi
 done
+
+# resource-trackerd(8) lists exactly the daemon's long options (aliases too),
+# resource-trackerd.conf(5) exactly the keys the file accepts, each in its section.
+opts=$(sed -n 's/^ *{"\([a-z0-9-]*\)", *[a-z_]*_argument,.*/--\1/p' "$RT_SOURCE_DIR/daemon/options.c" | sort -u)
+[ "$(wc -l <<<"$opts")" -ge 15 ] || fail "cannot read the long options from daemon/options.c"
+documented=$(sed -n '/^\.SH OPTIONS/,/^\.SH /p' "$RT_SOURCE_DIR/docs/man/resource-trackerd.8" |
+  grep -oE '^\.(B|BI|BR) .*' | grep -oE '(\\-){2}[a-z0-9]([a-z0-9]|\\-)*' | sed 's/\\//g' | sort -u)
+diff -u <(echo "$opts") <(echo "$documented") || fail "resource-trackerd.8 OPTIONS differ from daemon/options.c"
+keys=$("$RT_DAEMON" --check-config --config /dev/null |
+  awk '/^[a-z_]+: \{$/ { g = $1; sub(":", "", g); next } /^\};$/ { g = ""; next }
+       /^ *[a-z_0-9]+ = / { print (g == "" ? "" : g ".") $1 }' | sort)
+[ "$(wc -l <<<"$keys")" -ge 15 ] || fail "cannot read the keys from --check-config"
+documented=$(awk '/^\.SH / { s = $2; next } /^\.BR [a-z_0-9]+ " \(/ && s != "" && s != "EXAMPLE" && s != "SEE" {
+                print (s == "TOP-LEVEL" ? "" : s ".") $2 }' "$RT_SOURCE_DIR/docs/man/resource-trackerd.conf.5" | sort)
+diff -u <(echo "$keys") <(echo "$documented") || fail "resource-trackerd.conf.5 keys differ from the daemon's"
 
 # Bash completion: parses and registers itself.
 bash -n "$complete" || fail "completion has a syntax error"
@@ -114,5 +130,7 @@ if command -v dpkg-deb >/dev/null && command -v dpkg-shlibdeps >/dev/null; then
     fail "postinst enables or starts something"
   dpkg-deb -c "$deb" >"$tmp/contents"  # not piped into grep -q: SIGPIPE under pipefail
   grep -q "\./${conf#/}\$" "$tmp/contents" || fail "package lacks $conf"
+  copyright=$prefix/share/doc/resource-tracker/copyright
+  grep -q "^-rw-r--r-- .* \./${copyright#/}\$" "$tmp/contents" || fail "package lacks $copyright (0644)"
 fi
 echo ok

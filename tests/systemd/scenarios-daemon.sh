@@ -1,24 +1,15 @@
 # Part C of test_container.sh (sourced there): the real resource-trackerd
 # under the shipped unit, driven by resource-trackerctl as root and as an
 # unprivileged user, against the documented CLI (resource-trackerctl(1)).
-# HAS_NOTIFY, HAS_JOURNAL, HAS_LISTEN say which daemon features exist yet.
+# Every check runs: the unit stays Type=notify on the socket unit's socket,
+# so a daemon without READY=1, STATUS=, journal records, socket activation
+# or the watchdog fails here.
 
 ct rm -f /etc/systemd/system/resource-trackerd.service.d/10-standin.conf
 {
   printf '[Service]\nEnvironment=ASAN_OPTIONS=detect_leaks=0\n'
   printf 'Environment=RESOURCE_TRACKERD_TEST_STALL_FILE=/run/resource-tracker/stall\n'
-  # Without READY=1 a Type=notify start would time out.
-  [ "$HAS_NOTIFY" = 1 ] || printf 'Type=simple\nWatchdogSec=0\n'
 } | ct sh -c 'cat > /etc/systemd/system/resource-trackerd.service.d/10-test.conf'
-if [ "$HAS_LISTEN" = 0 ]; then
-  # A daemon that does not take the passed socket finds its path taken and
-  # exits: move the socket unit out of its way.
-  ct mkdir -p /etc/systemd/system/resource-trackerd.socket.d
-  printf '[Socket]\nListenStream=\nListenStream=/run/rt-test-unused.sock\n' |
-    ct sh -c 'cat > /etc/systemd/system/resource-trackerd.socket.d/10-test.conf'
-  ct systemctl daemon-reload
-  ct systemctl restart resource-trackerd.socket
-fi
 ct systemctl daemon-reload
 starts=$(records MESSAGE_ID="$MSG_STARTED")
 ct systemctl restart resource-trackerd || fail "the real daemon does not start"
@@ -27,14 +18,11 @@ ctl() { ct timeout 120 resource-trackerctl "$@"; }
 alice() { ct timeout 120 runuser -u alice -- resource-trackerctl "$@"; }
 ct_wait 60 ct timeout 5 resource-trackerctl info || fail "the daemon does not answer"
 [ "$(show ActiveState)/$(show SubState)" = active/running ] || fail "not active/running"
-if [ "$HAS_NOTIFY" = 1 ]; then
-  ct_wait 30 ct sh -c 'systemctl show -p StatusText --value resource-trackerd | grep -q "^Tracking "' ||
-    fail "StatusText: '$(show StatusText)'"
-fi
-if [ "$HAS_JOURNAL" = 1 ]; then
-  ct_wait 30 ct sh -c "[ \$(journalctl -o export MESSAGE_ID=$MSG_STARTED | grep -ac '^MESSAGE=') -gt $starts ]" ||
-    fail "no daemon-started record from the real daemon"
-fi
+[ "$(show Type)" = notify ] || fail "the real daemon runs as Type=$(show Type), not notify"
+ct_wait 30 ct sh -c 'systemctl show -p StatusText --value resource-trackerd | grep -q "^Tracking "' ||
+  fail "StatusText: '$(show StatusText)'"
+ct_wait 30 ct sh -c "[ \$(journalctl -o export MESSAGE_ID=$MSG_STARTED | grep -ac '^MESSAGE=') -gt $starts ]" ||
+  fail "no daemon-started record from the real daemon"
 
 step "C: run, jobs, status as root and as a user"
 ctl run --quiet --job-name rootjob -- sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done' ||
@@ -58,53 +46,47 @@ rc=0; alice status rootjob >/dev/null 2>&1 || rc=$?
 alice status >/dev/null || fail "host status as alice"
 ctl status rootjob >/dev/null || fail "status as root"
 
-if [ "$HAS_JOURNAL" = 1 ]; then
-  step "C: job-finished records"
-  ct_wait 30 has_record MESSAGE_ID="$MSG_FINISHED" JOB_NAME=alicejob || fail "no job-finished record for alicejob"
-  journal MESSAGE_ID="$MSG_FINISHED" JOB_NAME=alicejob >"$work/alice-finished"
-  for f in JOB_OWNER_UID=1500 EXIT_STATUS=0 _SYSTEMD_UNIT=resource-trackerd.service; do
-    grep -qax "$f" "$work/alice-finished" || fail "alicejob record lacks $f"
-  done
-  for f in JOB_ID CPU_USAGE_NSEC MEMORY_PEAK_BYTES IO_METRIC_READ_BYTES IO_METRIC_WRITE_BYTES JOB_DURATION_USEC; do
-    grep -qa "^$f=[0-9a-zA-Z-]" "$work/alice-finished" || fail "alicejob record lacks $f"
-  done
-  [ "$(field EXIT_STATUS MESSAGE_ID="$MSG_FINISHED" JOB_NAME=failjob)" = 3 ] || fail "failjob EXIT_STATUS"
-  cpu=$(field CPU_USAGE_NSEC MESSAGE_ID="$MSG_FINISHED" JOB_NAME=rootjob)
-  [ "${cpu:-0}" -gt 0 ] || fail "rootjob used no CPU: '$cpu'"
-fi
+step "C: job-finished records"
+ct_wait 30 has_record MESSAGE_ID="$MSG_FINISHED" JOB_NAME=alicejob || fail "no job-finished record for alicejob"
+journal MESSAGE_ID="$MSG_FINISHED" JOB_NAME=alicejob >"$work/alice-finished"
+for f in JOB_OWNER_UID=1500 EXIT_STATUS=0 _SYSTEMD_UNIT=resource-trackerd.service; do
+  grep -qax "$f" "$work/alice-finished" || fail "alicejob record lacks $f"
+done
+for f in JOB_ID CPU_USAGE_NSEC MEMORY_PEAK_BYTES IO_METRIC_READ_BYTES IO_METRIC_WRITE_BYTES JOB_DURATION_USEC; do
+  grep -qa "^$f=[0-9a-zA-Z-]" "$work/alice-finished" || fail "alicejob record lacks $f"
+done
+[ "$(field EXIT_STATUS MESSAGE_ID="$MSG_FINISHED" JOB_NAME=failjob)" = 3 ] || fail "failjob EXIT_STATUS"
+cpu=$(field CPU_USAGE_NSEC MESSAGE_ID="$MSG_FINISHED" JOB_NAME=rootjob)
+[ "${cpu:-0}" -gt 0 ] || fail "rootjob used no CPU: '$cpu'"
 
-if [ "$HAS_LISTEN" = 1 ]; then
-  step "C: socket activation starts the real daemon"
-  ct systemctl stop resource-trackerd.service 2>/dev/null
-  [ "$(show ActiveState)" = inactive ] || fail "still $(show ActiveState)"
-  out=$(ctl jobs) || fail "jobs through socket activation"
-  grep -qw rootjob <<<"$out" || fail "finished jobs did not survive the restart: $out"
-  wait_active resource-trackerd.service || fail "not active after a connection"
-fi
+step "C: socket activation starts the real daemon"
+ct systemctl stop resource-trackerd.service 2>/dev/null
+[ "$(show ActiveState)" = inactive ] || fail "still $(show ActiveState)"
+out=$(ctl jobs) || fail "jobs through socket activation"
+grep -qw rootjob <<<"$out" || fail "finished jobs did not survive the restart: $out"
+wait_active resource-trackerd.service || fail "not active after a connection"
 
-if [ "$HAS_NOTIFY" = 1 ]; then
-  step "C: the watchdog restarts a stalled sampler"
-  ct sh -c 'printf "[Service]\nWatchdogSec=3\n" > /etc/systemd/system/resource-trackerd.service.d/20-watchdog.conf'
-  ct systemctl daemon-reload
-  ct systemctl restart resource-trackerd
-  restarts=$(show NRestarts)
-  ct touch /run/resource-tracker/stall
-  ct_wait 90 ct sh -c "[ \$(systemctl show -p NRestarts --value resource-trackerd) -gt $restarts ]" ||
-    fail "no restart after the sampler stalled"
-  ct rm -f /run/resource-tracker/stall
-  log_has "Watchdog timeout" || fail "restart was not the watchdog's"
-  wait_active resource-trackerd.service || fail "not active after the watchdog restart"
-  ct rm -f /etc/systemd/system/resource-trackerd.service.d/20-watchdog.conf
-  ct systemctl daemon-reload
+step "C: the watchdog restarts a stalled sampler"
+ct sh -c 'printf "[Service]\nWatchdogSec=3\n" > /etc/systemd/system/resource-trackerd.service.d/20-watchdog.conf'
+ct systemctl daemon-reload
+ct systemctl restart resource-trackerd
+restarts=$(show NRestarts)
+ct touch /run/resource-tracker/stall
+ct_wait 90 ct sh -c "[ \$(systemctl show -p NRestarts --value resource-trackerd) -gt $restarts ]" ||
+  fail "no restart after the sampler stalled"
+ct rm -f /run/resource-tracker/stall
+log_has "Watchdog timeout" || fail "restart was not the watchdog's"
+wait_active resource-trackerd.service || fail "not active after the watchdog restart"
+ct rm -f /etc/systemd/system/resource-trackerd.service.d/20-watchdog.conf
+ct systemctl daemon-reload
 
-  step "C: reload keeps the running configuration on a bad file"
-  ct cp "$conf" "$conf.orig"
-  ct sh -c "echo 'limits: { max_connections = 0; };' > $conf"
-  ct systemctl reload resource-trackerd || fail "reload with a bad file"
-  [ "$(show ActiveState)" = active ] || fail "not active after a refused reload"
-  ct_wait 30 log_has "limits.max_connections: 0 is out of range 1..65536" || fail "the refused file was not reported"
-  ctl jobs >/dev/null || fail "no answer after a refused reload"
-  ct mv "$conf.orig" "$conf"
-  ct systemctl reload resource-trackerd || fail "reload"
-fi
+step "C: reload keeps the running configuration on a bad file"
+ct cp "$conf" "$conf.orig"
+ct sh -c "echo 'limits: { max_connections = 0; };' > $conf"
+ct systemctl reload resource-trackerd || fail "reload with a bad file"
+[ "$(show ActiveState)" = active ] || fail "not active after a refused reload"
+ct_wait 30 log_has "limits.max_connections: 0 is out of range 1..65536" || fail "the refused file was not reported"
+ctl jobs >/dev/null || fail "no answer after a refused reload"
+ct mv "$conf.orig" "$conf"
+ct systemctl reload resource-trackerd || fail "reload"
 ct systemctl stop resource-trackerd.service resource-trackerd.socket

@@ -133,12 +133,22 @@ static void test_missing_files(void **state)
         assert_int_equal(rt_config_load(NULL, &c, err, sizeof(err)), 0);
 }
 
+#define X45 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+
 static void test_syntax_errors(void **state)
 {
     (void)state;
-    expect_refused("interval = 1;\n\nlimits: { max_connections = ; };\n", "3: syntax error");
-    expect_refused("interval = 1;\nsocket = = \"/x\";\n", "2: syntax error");
-    expect_refused("interval = 1;\ninterval = 2;\n", "2: duplicate setting name");
+    /* libconfig names no setting: the message quotes the line it stopped at. */
+    expect_refused("interval = 1;\n\nlimits: { max_connections = ; };\n",
+                   "3: syntax error in 'limits: { max_connections = ; };'");
+    expect_refused("interval = 1;\n  socket = = \"/x\";  \n", "2: syntax error in 'socket = = \"/x\";'");
+    expect_refused("interval = 1;\ninterval = 2;\n", "2: duplicate setting name in 'interval = 2;'");
+    /* A long line is cut at 80 bytes, not inside a character (the é at byte 79);
+     * control characters are masked. */
+    expect_refused("upload: { api_url = = \"https://\x01\xc3\xa9" X45 "\xc3\xa9\xc3\xa9yyyyyyyy\"; };\n",
+                   "1: syntax error in 'upload: { api_url = = \"https://?\xc3\xa9" X45 "...'");
+    /* An error at the end of the file, where no line is left to quote. */
+    expect_refused("limits: {\n  max_connections = 1;\n", "3: syntax error");
 }
 
 static void test_wrong_types(void **state)
