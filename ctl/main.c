@@ -21,6 +21,7 @@ static void usage(FILE *f)
             "  --socket PATH   daemon socket ($RESOURCE_TRACKER_SOCKET; default: the system\n"
             "                  daemon, else your user daemon)\n"
             "  --json          machine-readable output for jobs, status, start, stop, info\n"
+            "                  (also accepted after COMMAND)\n"
             "  -h, --help      this help; COMMAND --help for a command's options\n"
             "  --version       show the version\n\n"
             "Exit status: 0 success, 1 failure, 2 invalid arguments, 3 daemon unreachable,\n"
