@@ -314,7 +314,12 @@ static bool job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
         .disk_read_bytes = r->d_read_bytes,
         .disk_write_bytes = r->d_write_bytes,
     };
-    p->cores_used = (p->utime_secs + p->stime_secs) / elapsed;
+    /* CPU times move in clock ticks: over less than one, a tick would read
+     * as several cores. No tree uses more cores than the host has. */
+    p->cores_used = (p->utime_secs + p->stime_secs) / fmax(elapsed, 1.0 / tck);
+    double ncpu = sm->cpu.n_cores ? (double)sm->cpu.n_cores : (double)sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu >= 1 && p->cores_used > ncpu)
+        p->cores_used = ncpu;
     sm->job_id = j->id;
     sm->job_name = j->name;
     sm->timestamp_secs = fresh ? rt_real_ns() / RT_NSEC_PER_SEC : s->host_timestamp;
@@ -356,8 +361,7 @@ static bool job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
         j->samples_bytes += len + 1;
     }
     sum->cpu_secs += p->utime_secs + p->stime_secs;
-    if (p->cores_used > sum->peak_cores)
-        sum->peak_cores = p->cores_used;
+    rt_job_summary_note_cores(sum, p->cores_used, elapsed, j->interval_secs);
     if (p->child_count > sum->peak_children)
         sum->peak_children = p->child_count;
     if (r->rss_bytes > sum->peak_rss_bytes)
