@@ -28,6 +28,9 @@ struct ctl {
  * user socket. With autostart, start a private user daemon when none answers.
  * Returns 0 or an RT_EXIT_* code after printing why. */
 int ctl_connect(struct ctl *ctl, struct rt_vl_client *c, bool autostart);
+/* Start a private user daemon at socket_path and connect to it (autostart.c).
+ * Returns 0 or an RT_EXIT_* code after printing why. */
+int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_path);
 /* Call a method and wait for its reply. On a varlink error, print it and
  * return the matching exit code; on success *params (may be NULL) holds the
  * reply's parameters, owned by *reply which the caller puts. */
