@@ -55,7 +55,7 @@ void ctl_meta_free(struct ctl_meta *m);
 int ctl_meta_option(struct ctl_meta *m, int argc, char **argv, int *i);
 /* Fill unset fields from TRACKER_* environment variables. */
 int ctl_meta_from_env(struct ctl_meta *m);
-/* Parse a boolean the way TRACKER_* variables accept them: 1/0/true/false/yes/no. */
+/* Parse a boolean the way TRACKER_* variables accept them: 1/0/true/false/yes/no/on/off, any case. */
 int ctl_parse_bool(const char *s, bool *out);
 
 /* verbs */
