@@ -2,6 +2,7 @@
 #include "ctl.h"
 
 #include "rt/json.h"
+#include "rt/sample_csv.h"
 #include "rt/util.h"
 
 #include <errno.h>
@@ -363,7 +364,11 @@ static void print_job(struct json_object *j, struct json_object *last)
     double v;
     if (rt_json_get_double(s, "gpu_avg_usage", &v)) {
         ctl_fmt_bytes(b1, sizeof(b1), dbl(s, "gpu_peak_vram_bytes"));
-        printf("GPU      %.2f GPUs on average, peak VRAM %s, energy %.1f J\n", v, b1, dbl(s, "gpu_energy_joules"));
+        printf("GPU      %.2f GPUs on average, peak VRAM %s, energy ", v, b1);
+        if (rt_json_get_double(s, "gpu_energy_joules", &v)) /* null: no energy counter */
+            printf("%.1f J\n", v);
+        else
+            printf("unknown\n");
     }
     struct json_object *up = rt_json_get_object(j, "upload");
     if (up) {
@@ -490,6 +495,9 @@ int ctl_samples(struct ctl *ctl, int argc, char **argv)
     json_object_object_add(p, "format", json_object_new_string(format));
     if (follow)
         json_object_object_add(p, "follow", json_object_new_boolean(1));
+    /* The daemon heads only offset 0 with the header; our output always has one. */
+    if (strcmp(format, "csv") == 0 && offset > 0)
+        printf("%s\n", RT_CSV_HEADER);
     if (rt_vl_client_send(&c, M("GetJobSamples"), p, RT_VL_MORE) < 0) {
         CTL_ERR("lost the connection to the daemon");
         rt_vl_client_close(&c);

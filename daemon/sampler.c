@@ -501,8 +501,7 @@ static void end_job(struct rt_sampler *s, struct rt_job *j, enum end_reason why,
     active_remove(s, j);
     if (j->wants_upload && s->o.upload)
         rt_upload_job_end(s->o.upload, j->id, j->has_exit ? j->exit_code : 0);
-    rt_info("job %" PRIu64 "%s%s%s ended: %s", j->id, j->name ? " (" : "", j->name ? j->name : "",
-            j->name ? ")" : "", rt_job_state_name(j->state));
+    /* Its journal record ("Job N … finished after …") comes from the main thread. */
     struct rt_sevt *e = sevt(RT_SEVT_JOB_ENDED);
     e->job_id = j->id;
     publish(s, e);
@@ -605,11 +604,6 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
         q->result = begin_job(s, q->job, false, q->error, sizeof(q->error));
         if (q->result == 0 && q->job->wants_upload && s->o.upload)
             begin_upload(s, q);
-        if (q->result == 0) {
-            rt_info("job %" PRIu64 " started: pid %d, uid %u%s%s", q->job->id, (int)q->job->pid,
-                    (unsigned)q->job->owner_uid, q->job->name ? ", name " : "",
-                    q->job->name ? q->job->name : "");
-        }
         break;
     case RT_SREQ_RESUME: {
         struct rt_job *j = q->job;
