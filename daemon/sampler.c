@@ -361,7 +361,8 @@ static bool job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
         j->samples_bytes += len + 1;
     }
     sum->cpu_secs += p->utime_secs + p->stime_secs;
-    rt_job_summary_note_cores(sum, p->cores_used, elapsed, j->interval_secs);
+    /* The span as the line has it, so a restart rebuilds the same peak. */
+    rt_job_summary_note_cores(sum, p->cores_used, (double)sm->actual_interval_ms / 1000, j->interval_secs);
     if (p->child_count > sum->peak_children)
         sum->peak_children = p->child_count;
     if (r->rss_bytes > sum->peak_rss_bytes)
