@@ -6,16 +6,9 @@
 #include "rt/util.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #define CALL_TIMEOUT_MS 30000
 
@@ -28,99 +21,6 @@ static bool try_connect(struct ctl *ctl, struct rt_vl_client *c, const char *pat
     }
     rt_vl_client_close(c);
     return false;
-}
-
-static bool executable(const char *p)
-{
-    return access(p, X_OK) == 0;
-}
-
-/* The daemon binary: $RESOURCE_TRACKERD, next to us (installed or in the
- * build tree), the configured sbin dir, then PATH. */
-static bool find_daemon(char *out, size_t size)
-{
-    const char *env = getenv("RESOURCE_TRACKERD");
-    if (env && executable(env)) {
-        rt_strlcpy(out, env, size);
-        return true;
-    }
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        const char *dir = dirname(self);
-        const char *rel[] = {"resource-trackerd", "../sbin/resource-trackerd", "../daemon/resource-trackerd"};
-        for (size_t i = 0; i < RT_ARRAY_SIZE(rel); i++) {
-            snprintf(out, size, "%s/%s", dir, rel[i]);
-            if (executable(out))
-                return true;
-        }
-    }
-    snprintf(out, size, "%s/resource-trackerd", RT_SBINDIR);
-    if (executable(out))
-        return true;
-    const char *path = getenv("PATH");
-    if (!path)
-        return false;
-    char *copy = rt_xstrdup(path), *save = NULL;
-    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(out, size, "%s/resource-trackerd", d);
-        if (executable(out)) {
-            free(copy);
-            return true;
-        }
-    }
-    free(copy);
-    return false;
-}
-
-/* Start `resource-trackerd --user` detached from us; it exits when idle. */
-static int start_private_daemon(const char *socket_path)
-{
-    char bin[PATH_MAX], state[PATH_MAX];
-    if (!find_daemon(bin, sizeof(bin))) {
-        CTL_ERR("no daemon is running and resource-trackerd was not found to start one");
-        return -1;
-    }
-    if (rt_user_state_dir(state, sizeof(state)) < 0)
-        state[0] = '\0';
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        /* Double fork: the daemon is re-parented and never our zombie. */
-        setsid();
-        if (fork() != 0)
-            _exit(0);
-        int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-        int log = -1;
-        if (state[0]) {
-            char logp[PATH_MAX + 16];
-            char mk[PATH_MAX + 16];
-            snprintf(mk, sizeof(mk), "%s", state);
-            for (char *p = mk + 1; *p; p++)
-                if (*p == '/') {
-                    *p = '\0';
-                    mkdir(mk, 0700);
-                    *p = '/';
-                }
-            mkdir(mk, 0700);
-            snprintf(logp, sizeof(logp), "%s/daemon.log", state);
-            log = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        }
-        dup2(nul, 0);
-        dup2(nul, 1);
-        dup2(log >= 0 ? log : nul, 2);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        execl(bin, "resource-trackerd", "--user", "--socket", socket_path, "--exit-on-idle", "30",
-              "--log-target", "stderr", (char *)NULL);
-        _exit(127);
-    }
-    int st;
-    waitpid(pid, &st, 0);
-    return 0;
 }
 
 int ctl_connect(struct ctl *ctl, struct rt_vl_client *c, bool autostart)
@@ -145,22 +45,11 @@ int ctl_connect(struct ctl *ctl, struct rt_vl_client *c, bool autostart)
                 have_user ? user : "", strerror(-err));
         return RT_EXIT_UNREACHABLE;
     }
-    const char *path = user;
     if (!have_user) {
         CTL_ERR("no daemon is running and there is no place for a private one");
         return RT_EXIT_UNREACHABLE;
     }
-    if (start_private_daemon(path) < 0)
-        return RT_EXIT_UNREACHABLE;
-    /* Wait for it to listen (it takes its first sample first). */
-    for (int i = 0; i < 500; i++) {
-        if (try_connect(ctl, c, path, &err))
-            return 0;
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    CTL_ERR("started a private daemon, but it does not answer at %s", path);
-    return RT_EXIT_UNREACHABLE;
+    return ctl_autostart(ctl, c, user);
 }
 
 int ctl_report_error(struct json_object *reply)

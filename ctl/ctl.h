@@ -28,6 +28,9 @@ struct ctl {
  * user socket. With autostart, start a private user daemon when none answers.
  * Returns 0 or an RT_EXIT_* code after printing why. */
 int ctl_connect(struct ctl *ctl, struct rt_vl_client *c, bool autostart);
+/* Start a private user daemon at socket_path and connect to it (autostart.c).
+ * Returns 0 or an RT_EXIT_* code after printing why. */
+int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_path);
 /* Call a method and wait for its reply. On a varlink error, print it and
  * return the matching exit code; on success *params (may be NULL) holds the
  * reply's parameters, owned by *reply which the caller puts. */
@@ -52,7 +55,7 @@ void ctl_meta_free(struct ctl_meta *m);
 int ctl_meta_option(struct ctl_meta *m, int argc, char **argv, int *i);
 /* Fill unset fields from TRACKER_* environment variables. */
 int ctl_meta_from_env(struct ctl_meta *m);
-/* Parse a boolean the way TRACKER_* variables accept them: 1/0/true/false/yes/no. */
+/* Parse a boolean the way TRACKER_* variables accept them: 1/0/true/false/yes/no/on/off, any case. */
 int ctl_parse_bool(const char *s, bool *out);
 
 /* verbs */

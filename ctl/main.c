@@ -14,17 +14,19 @@ static void usage(FILE *f)
             "  stop JOB                         stop tracking JOB (id or name)\n"
             "  jobs [--running]                 list jobs\n"
             "  status [JOB]                     live host figures, or those of JOB\n"
-            "  samples JOB [--format json|csv] [--follow]\n"
+            "  samples JOB [--format json|csv] [--follow] [--offset N]\n"
             "                                   print JOB's samples\n"
             "  info                             show the daemon\n\n"
             "Options:\n"
             "  --socket PATH   daemon socket ($RESOURCE_TRACKER_SOCKET; default: the system\n"
             "                  daemon, else your user daemon)\n"
             "  --json          machine-readable output for jobs, status, start, stop, info\n"
+            "                  (also accepted after COMMAND)\n"
             "  -h, --help      this help; COMMAND --help for a command's options\n"
             "  --version       show the version\n\n"
-            "Exit status: 0 success, 1 failure, 2 invalid arguments, 3 daemon unreachable,\n"
-            "4 permission denied, 5 no such job or process; run exits with CMD's status.\n");
+            "Exit status: 0 success, 1 failure, 2 invalid arguments (also a job name in use),\n"
+            "3 daemon unreachable, 4 permission denied, 5 no such job or process; run exits\n"
+            "with CMD's status.\n");
 }
 
 int main(int argc, char **argv)

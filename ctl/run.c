@@ -112,7 +112,7 @@ static int parse(struct run *r, int argc, char **argv)
     ctl_meta_from_env(&r->meta);
     const char *v;
     if (!quiet_set && (v = getenv("TRACKER_QUIET")) && *v && ctl_parse_bool(v, &r->quiet) < 0) {
-        CTL_ERR("invalid TRACKER_QUIET: %s (1/0/true/false/yes/no)", v);
+        CTL_ERR("invalid TRACKER_QUIET: %s (1/0/true/false/yes/no/on/off)", v);
         return RT_EXIT_USAGE;
     }
     if (!r->output_path && (v = getenv("TRACKER_OUTPUT")) && *v)

@@ -2,6 +2,7 @@
 #include "ctl.h"
 
 #include "rt/json.h"
+#include "rt/sample_csv.h"
 #include "rt/util.h"
 
 #include <errno.h>
@@ -12,15 +13,49 @@
 
 #define M(name) RT_VL_INTERFACE "." name
 
-static bool wants_help(int argc, char **argv)
+/* Arguments of the verbs that take no options of their own but --json:
+ * "[--json] [--] [ARG...]" with min..max positional arguments. An unknown
+ * option is an error, never a job name ("--" ends the options, for a name
+ * that starts with '-'). extra: a flag of the verb (NULL for none).
+ * Returns 0, -1 after printing help, or RT_EXIT_USAGE after an error. */
+static int verb_args(struct ctl *ctl, int argc, char **argv, const char *usage, const char *extra,
+                     bool *extra_set, const char **pos, int min, int max)
 {
+    int n = 0;
+    bool options = true;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            return false;
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-            return true;
+        const char *a = argv[i];
+        if (options && a[0] == '-' && a[1]) {
+            if (strcmp(a, "--") == 0) {
+                options = false;
+            } else if (strcmp(a, "--json") == 0) {
+                ctl->json = true;
+            } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+                fputs(usage, stdout);
+                return -1;
+            } else if (extra && strcmp(a, extra) == 0) {
+                *extra_set = true;
+            } else {
+                CTL_ERR("unknown option for %s: %s", argv[0], a);
+                fputs(usage, stderr);
+                return RT_EXIT_USAGE;
+            }
+        } else if (n < max) {
+            pos[n++] = a;
+        } else {
+            CTL_ERR("unexpected argument for %s: %s", argv[0], a);
+            fputs(usage, stderr);
+            return RT_EXIT_USAGE;
+        }
     }
-    return false;
+    if (n < min) {
+        CTL_ERR("%s needs a JOB (an id or a name)", argv[0]);
+        fputs(usage, stderr);
+        return RT_EXIT_USAGE;
+    }
+    for (int k = n; k < max; k++)
+        pos[k] = NULL;
+    return 0;
 }
 
 static const char *user_name(int64_t uid, char *buf, size_t size)
@@ -63,12 +98,6 @@ static int simple_call(struct ctl *ctl, const char *method, struct json_object *
 
 int ctl_start(struct ctl *ctl, int argc, char **argv)
 {
-    if (wants_help(argc, argv)) {
-        printf("Usage: resource-trackerctl start --pid PID [--name NAME] [--interval SECS]\n"
-               "                                 [metadata options as for run]\n"
-               "Track the process tree of an existing process you own as a job.\n");
-        return 0;
-    }
     struct ctl_meta meta;
     ctl_meta_init(&meta);
     long long pid = 0;
@@ -79,7 +108,15 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
             goto out;
         if (m > 0)
             continue;
-        if ((strcmp(argv[i], "--pid") == 0 || strcmp(argv[i], "-p") == 0) && i + 1 < argc) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            printf("Usage: resource-trackerctl start [--json] --pid PID [--name NAME] [--interval SECS]\n"
+                   "                                 [metadata options as for run]\n"
+                   "Track the process tree of an existing process you own as a job.\n");
+            rc = 0;
+            goto out;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            ctl->json = true;
+        } else if ((strcmp(argv[i], "--pid") == 0 || strcmp(argv[i], "-p") == 0) && i + 1 < argc) {
             char *end;
             pid = strtoll(argv[++i], &end, 10);
             if (*end || pid <= 0) {
@@ -89,7 +126,7 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
         } else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
             meta.job_name = argv[++i];
         } else {
-            CTL_ERR("unknown argument for start: %s", argv[i]);
+            CTL_ERR("%s for start: %s", argv[i][0] == '-' ? "unknown option" : "unexpected argument", argv[i]);
             goto out;
         }
     }
@@ -142,17 +179,18 @@ static void print_summary_line(struct json_object *job)
 
 int ctl_stop(struct ctl *ctl, int argc, char **argv)
 {
-    bool help = wants_help(argc, argv);
-    if (help || argc != 2) {
-        fprintf(help ? stdout : stderr,
-                "Usage: resource-trackerctl stop JOB\nStop tracking JOB (an id or a name); its processes keep running.\n");
-        return help ? 0 : RT_EXIT_USAGE;
-    }
+    const char *job;
+    int rc = verb_args(ctl, argc, argv,
+                       "Usage: resource-trackerctl stop [--json] JOB\n"
+                       "Stop tracking JOB (an id or a name); its processes keep running.\n",
+                       NULL, NULL, &job, 1, 1);
+    if (rc)
+        return rc < 0 ? 0 : rc;
     struct json_object *p = json_object_new_object();
-    ctl_job_ref(p, argv[1]);
+    ctl_job_ref(p, job);
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
-    int rc = simple_call(ctl, M("StopJob"), p, &c, &reply, &rp);
+    rc = simple_call(ctl, M("StopJob"), p, &c, &reply, &rp);
     if (!rc) {
         if (ctl->json)
             ctl_print_json(stdout, rt_json_get_object(rp, "job"));
@@ -169,23 +207,18 @@ int ctl_stop(struct ctl *ctl, int argc, char **argv)
 int ctl_jobs(struct ctl *ctl, int argc, char **argv)
 {
     bool running = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--running") == 0) {
-            running = true;
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("Usage: resource-trackerctl [--json] jobs [--running]\nList the jobs you may see, newest first.\n");
-            return 0;
-        } else {
-            CTL_ERR("unknown argument for jobs: %s", argv[i]);
-            return RT_EXIT_USAGE;
-        }
-    }
+    int rc = verb_args(ctl, argc, argv,
+                       "Usage: resource-trackerctl jobs [--json] [--running]\n"
+                       "List the jobs you may see, newest first.\n",
+                       "--running", &running, NULL, 0, 0);
+    if (rc)
+        return rc < 0 ? 0 : rc;
     struct json_object *p = json_object_new_object();
     if (running)
         json_object_object_add(p, "running_only", json_object_new_boolean(1));
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
-    int rc = simple_call(ctl, M("ListJobs"), p, &c, &reply, &rp);
+    rc = simple_call(ctl, M("ListJobs"), p, &c, &reply, &rp);
     if (!rc) {
         struct json_object *jobs = rt_json_get_array(rp, "jobs");
         if (ctl->json) {
@@ -331,7 +364,11 @@ static void print_job(struct json_object *j, struct json_object *last)
     double v;
     if (rt_json_get_double(s, "gpu_avg_usage", &v)) {
         ctl_fmt_bytes(b1, sizeof(b1), dbl(s, "gpu_peak_vram_bytes"));
-        printf("GPU      %.2f GPUs on average, peak VRAM %s, energy %.1f J\n", v, b1, dbl(s, "gpu_energy_joules"));
+        printf("GPU      %.2f GPUs on average, peak VRAM %s, energy ", v, b1);
+        if (rt_json_get_double(s, "gpu_energy_joules", &v)) /* null: no energy counter */
+            printf("%.1f J\n", v);
+        else
+            printf("unknown\n");
     }
     struct json_object *up = rt_json_get_object(j, "upload");
     if (up) {
@@ -345,16 +382,16 @@ static void print_job(struct json_object *j, struct json_object *last)
 
 int ctl_status(struct ctl *ctl, int argc, char **argv)
 {
-    bool help = wants_help(argc, argv);
-    if (help || argc > 2) {
-        fprintf(help ? stdout : stderr,
-                "Usage: resource-trackerctl [--json] status [JOB]\nLive host figures, or those of JOB.\n");
-        return help ? 0 : RT_EXIT_USAGE;
-    }
+    const char *ref;
+    int rc = verb_args(ctl, argc, argv,
+                       "Usage: resource-trackerctl status [--json] [JOB]\n"
+                       "Live host figures, or those of JOB.\n",
+                       NULL, NULL, &ref, 0, 1);
+    if (rc)
+        return rc < 0 ? 0 : rc;
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
-    int rc;
-    if (argc == 1) {
+    if (!ref) {
         rc = simple_call(ctl, M("GetHostSample"), NULL, &c, &reply, &rp);
         if (!rc) {
             if (ctl->json)
@@ -367,7 +404,7 @@ int ctl_status(struct ctl *ctl, int argc, char **argv)
         return rc;
     }
     struct json_object *p = json_object_new_object();
-    ctl_job_ref(p, argv[1]);
+    ctl_job_ref(p, ref);
     rc = simple_call(ctl, M("GetJob"), p, &c, &reply, &rp);
     if (rc) {
         rt_vl_client_close(&c);
@@ -407,9 +444,18 @@ int ctl_samples(struct ctl *ctl, int argc, char **argv)
     const char *job = NULL, *format = "json";
     bool follow = false;
     long long offset = 0;
+    bool options = true;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && i + 1 < argc) {
+        if (!options || a[0] != '-' || !a[1]) {
+            if (job) {
+                CTL_ERR("unexpected argument for samples: %s", a);
+                return RT_EXIT_USAGE;
+            }
+            job = a;
+        } else if (strcmp(a, "--") == 0) {
+            options = false;
+        } else if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && i + 1 < argc) {
             format = argv[++i];
         } else if (strncmp(a, "--format=", 9) == 0) {
             format = a + 9;
@@ -426,11 +472,9 @@ int ctl_samples(struct ctl *ctl, int argc, char **argv)
             printf("Usage: resource-trackerctl samples JOB [--format json|csv] [--follow] [--offset N]\n"
                    "Print JOB's samples as JSON Lines or CSV; --follow waits for new ones until it ends.\n");
             return 0;
-        } else if (a[0] == '-' || job) {
-            CTL_ERR("unexpected argument for samples: %s", a);
-            return RT_EXIT_USAGE;
         } else {
-            job = a;
+            CTL_ERR("unknown option for samples: %s", a);
+            return RT_EXIT_USAGE;
         }
     }
     if (!job) {
@@ -451,6 +495,9 @@ int ctl_samples(struct ctl *ctl, int argc, char **argv)
     json_object_object_add(p, "format", json_object_new_string(format));
     if (follow)
         json_object_object_add(p, "follow", json_object_new_boolean(1));
+    /* The daemon heads only offset 0 with the header; our output always has one. */
+    if (strcmp(format, "csv") == 0 && offset > 0)
+        printf("%s\n", RT_CSV_HEADER);
     if (rt_vl_client_send(&c, M("GetJobSamples"), p, RT_VL_MORE) < 0) {
         CTL_ERR("lost the connection to the daemon");
         rt_vl_client_close(&c);
@@ -492,14 +539,15 @@ int ctl_samples(struct ctl *ctl, int argc, char **argv)
 
 int ctl_info(struct ctl *ctl, int argc, char **argv)
 {
-    bool help = wants_help(argc, argv);
-    if (help || argc != 1) {
-        fprintf(help ? stdout : stderr, "Usage: resource-trackerctl [--json] info\nShow the daemon this client talks to.\n");
-        return help ? 0 : RT_EXIT_USAGE;
-    }
+    int rc = verb_args(ctl, argc, argv,
+                       "Usage: resource-trackerctl info [--json]\n"
+                       "Show the daemon this client talks to.\n",
+                       NULL, NULL, NULL, 0, 0);
+    if (rc)
+        return rc < 0 ? 0 : rc;
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
-    int rc = simple_call(ctl, M("Info"), NULL, &c, &reply, &rp);
+    rc = simple_call(ctl, M("Info"), NULL, &c, &reply, &rp);
     if (!rc) {
         if (ctl->json) {
             json_object_object_add(rp, "socket", json_object_new_string(ctl->used_socket));

@@ -77,6 +77,28 @@ static int open_socket(struct rt_daemon *d)
     return 0;
 }
 
+/* The state directory; a user daemon whose home cannot hold it (HOME=/nonexistent)
+ * uses the fallback next to its socket: jobs do not outlive a reboot there,
+ * but the daemon runs. */
+static int open_store(struct rt_daemon *d)
+{
+    char err[512], err2[512];
+    if (rt_store_open(&d->store, d->cfg.state_dir, d->cfg.user_mode, err, sizeof(err)) == 0)
+        return 0;
+    if (!d->state_fallback[0] || strcmp(d->state_fallback, d->cfg.state_dir) == 0) {
+        rt_err("%s", err);
+        return -1;
+    }
+    if (rt_store_open(&d->store, d->state_fallback, true, err2, sizeof(err2)) < 0) {
+        rt_err("%s", err);
+        rt_err("%s", err2);
+        return -1;
+    }
+    rt_warn("%s; keeping jobs in %s instead", err, d->state_fallback);
+    rt_strlcpy(d->cfg.state_dir, d->state_fallback, sizeof(d->cfg.state_dir));
+    return 0;
+}
+
 /* GPU model, count and memory of the host, from the latest sample. */
 static void gpus_from_latest_sample(struct rt_daemon *d, struct rt_host_info *info)
 {
@@ -391,8 +413,10 @@ int rt_daemon_run(struct rt_daemon *d)
     int rc = 1;
     int epfd = -1, sfd = -1, tfd = -1;
     bool own_socket = false;
-    char err[512];
     d->start_mono_ns = rt_mono_ns();
+    signal(SIGPIPE, SIG_IGN); /* also for a stderr whose reader went away */
+    if (d->log_file[0])
+        rt_log_file_expect();
     if (gethostname(d->hostname, sizeof(d->hostname)) < 0)
         rt_strlcpy(d->hostname, "unknown", sizeof(d->hostname));
     resolve_admin_group(d);
@@ -405,10 +429,17 @@ int rt_daemon_run(struct rt_daemon *d)
         rt_err("cannot open %s or %s: %s", d->cfg.proc_root, d->cfg.sys_root, strerror(-r));
         goto out;
     }
-    if (rt_store_open(&d->store, d->cfg.state_dir, d->cfg.user_mode, err, sizeof(err)) < 0) {
-        rt_err("%s", err);
+    /* The socket before the state: a second daemon started at the same time
+     * stops here, before it reads job files the first one is writing. */
+    d->listen_fd = rt_listen_fd_from_systemd(d->cfg.socket_path);
+    d->socket_activated = d->listen_fd >= 0;
+    if (open_socket(d) < 0)
         goto out;
-    }
+    own_socket = !d->socket_activated;
+    if (open_store(d) < 0)
+        goto out;
+    if (d->log_file[0] && (r = rt_log_file_open(d->store.dir_fd, d->log_file)) < 0)
+        rt_warn("cannot open the log file %s: %s", d->log_file, strerror(-r));
     int loaded = rt_store_load(&d->store, &d->jobs);
     if (loaded > 0)
         rt_info("loaded %d jobs from %s", loaded, d->cfg.state_dir);
@@ -421,14 +452,7 @@ int rt_daemon_run(struct rt_daemon *d)
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGHUP);
     sigprocmask(SIG_BLOCK, &mask, NULL);
-    signal(SIGPIPE, SIG_IGN);
     sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-
-    d->listen_fd = rt_listen_fd_from_systemd(d->cfg.socket_path);
-    d->socket_activated = d->listen_fd >= 0;
-    if (open_socket(d) < 0)
-        goto out;
-    own_socket = !d->socket_activated;
 
     struct rt_sampler_opts so = {
         .interval_secs = d->cfg.interval_secs,
@@ -475,6 +499,7 @@ int rt_daemon_run(struct rt_daemon *d)
     /* STATUS first, so `systemctl show` has it as soon as we are ready. */
     send_status(d);
     rt_notify_ready();
+    rt_log_file_takeover();
     rc = event_loop(d, epfd, sfd, tfd);
     rt_notify_stopping("Stopping: flushing samples and uploads");
     rt_event_daemon_stopped(d->stop_reason[0] ? d->stop_reason : "signal",

@@ -33,6 +33,8 @@ struct rt_daemon {
     char hostname[256];
     bool has_admin_gid;
     gid_t admin_gid;
+    char log_file[PATH_MAX];        /* --log-file, "" when none */
+    char state_fallback[PATH_MAX];  /* user mode: where state goes when the home's cannot */
     int listen_fd;
     bool socket_activated;
     volatile bool quit;

@@ -28,6 +28,7 @@ struct rt_job_summary {
     uint64_t samples;
     double cpu_secs;
     double peak_cores;
+    bool peak_full;                /* peak_cores is from a full-length interval */
     uint32_t peak_children;
     uint64_t peak_rss_bytes, peak_pss_bytes;
     uint64_t disk_read_bytes, disk_write_bytes;

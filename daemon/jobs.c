@@ -150,6 +150,18 @@ void rt_job_note_sample(struct rt_job *j, uint64_t index, uint64_t offset)
     j->ckpt[j->nckpt++] = offset;
 }
 
+void rt_job_summary_note_cores(struct rt_job_summary *s, double cores, double span_secs,
+                               double interval_secs)
+{
+    bool full = span_secs >= interval_secs / 2;
+    if (full && !s->peak_full) {
+        s->peak_full = true;
+        s->peak_cores = cores;
+    } else if (full == s->peak_full && cores > s->peak_cores) {
+        s->peak_cores = cores;
+    }
+}
+
 static void add(struct json_object *o, const char *k, struct json_object *v)
 {
     json_object_object_add(o, k, v);
@@ -210,6 +222,7 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
     add(t, "samples", rt_json_u64(s->samples));
     add(t, "cpu_secs", json_object_new_double(s->cpu_secs));
     add(t, "peak_cores", json_object_new_double(s->peak_cores));
+    add(t, "peak_full", json_object_new_boolean(s->peak_full));
     add(t, "peak_children", json_object_new_int64(s->peak_children));
     add(t, "peak_rss_bytes", rt_json_u64(s->peak_rss_bytes));
     add(t, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
@@ -264,6 +277,9 @@ struct rt_job *rt_job_from_record(struct json_object *o)
         rt_json_get_u64(t, "samples", &s->samples);
         rt_json_get_double(t, "cpu_secs", &s->cpu_secs);
         rt_json_get_double(t, "peak_cores", &s->peak_cores);
+        /* Records from before the flag: their peak is a plain maximum. */
+        s->peak_full = true;
+        rt_json_get_bool(t, "peak_full", &s->peak_full);
         if (rt_json_get_u64(t, "peak_children", &u))
             s->peak_children = (uint32_t)u;
         rt_json_get_u64(t, "peak_rss_bytes", &s->peak_rss_bytes);

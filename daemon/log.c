@@ -1,6 +1,10 @@
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +14,72 @@
 
 static bool use_journal;
 static int level_max = LOG_INFO;
+
+/* --log-file before the takeover (see log.h); other threads log meanwhile. */
+static pthread_mutex_t tee_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool tee_on;
+static int tee_fd = -1;
+static char early[16384];
+static size_t early_len;
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+void rt_log_file_expect(void)
+{
+    tee_on = true;
+}
+
+int rt_log_file_open(int dirfd, const char *path)
+{
+    int fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    pthread_mutex_lock(&tee_mu);
+    write_all(fd, early, early_len);
+    early_len = 0;
+    tee_fd = fd;
+    pthread_mutex_unlock(&tee_mu);
+    return 0;
+}
+
+void rt_log_file_takeover(void)
+{
+    if (!tee_on)
+        return;
+    pthread_mutex_lock(&tee_mu);
+    fflush(stderr);
+    int fd = tee_fd >= 0 ? tee_fd : open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+    }
+    tee_fd = -1;
+    tee_on = false;
+    pthread_mutex_unlock(&tee_mu);
+}
+
+static void tee_line(const char *line, size_t len)
+{
+    pthread_mutex_lock(&tee_mu);
+    if (tee_fd >= 0) {
+        write_all(tee_fd, line, len);
+    } else if (tee_on && early_len + len <= sizeof(early)) {
+        memcpy(early + early_len, line, len);
+        early_len += len;
+    }
+    pthread_mutex_unlock(&tee_mu);
+}
 
 /* systemd sets JOURNAL_STREAM=dev:ino for a stderr connected to journald. */
 static bool stderr_is_journal(void)
@@ -54,9 +124,13 @@ static void vlog(int level, const char *fmt, va_list ap)
         return;
     }
     static const char *const prefix[] = {"emerg", "alert", "crit", "error", "warning", "notice", "info", "debug"};
-    char line[2048];
+    char line[2048], out[2100];
     vsnprintf(line, sizeof(line), fmt, ap);
-    fprintf(stderr, "resource-trackerd: %s: %s\n", prefix[level & 7], line);
+    int n = snprintf(out, sizeof(out), "resource-trackerd: %s: %s\n", prefix[level & 7], line);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof(out) ? (size_t)n : sizeof(out) - 1;
+    fputs(out, stderr);
+    if (tee_on)
+        tee_line(out, len);
 }
 
 void rt_log(int level, const char *fmt, ...)

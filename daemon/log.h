@@ -16,6 +16,15 @@ bool rt_log_to_journal(void);
 /* Parse "err|warning|notice|info|debug" (syslog names); -1 when unknown. */
 int rt_log_level_from_string(const char *s);
 
+/* --log-file: until the daemon serves, lines go to stderr (a starting client
+ * reads them) and, once rt_log_file_open() could open it, to the file too
+ * (earlier lines are kept for it); rt_log_file_takeover() then puts the file
+ * (or /dev/null) in place of stderr, which tells the client it is up. */
+void rt_log_file_expect(void);
+/* path is relative to dirfd; 0 or -errno. */
+int rt_log_file_open(int dirfd, const char *path);
+void rt_log_file_takeover(void);
+
 void rt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Log only the first time *once is false, then set it: for per-tick
  * conditions (a garbage /proc file) that must not flood the log. */

@@ -204,8 +204,8 @@ static void m_info(struct rt_call *c)
     struct rt_daemon *d = rt_server_daemon(c->srv);
     rt_jobs_lock(&d->jobs);
     size_t running = 0;
-    for (size_t i = 0; i < d->jobs.n; i++)
-        running += d->jobs.v[i]->state == RT_JOB_RUNNING;
+    for (size_t i = 0; i < d->jobs.n; i++) /* others' jobs are not even counted */
+        running += d->jobs.v[i]->state == RT_JOB_RUNNING && can_see(c->conn, d->jobs.v[i]);
     rt_jobs_unlock(&d->jobs);
     struct json_object *p = json_object_new_object();
     json_object_object_add(p, "version", json_object_new_string(RT_VERSION));

@@ -12,7 +12,7 @@
 enum {
     OPT_CONFIG = 1000, OPT_CHECK, OPT_USER, OPT_SOCKET, OPT_STATE, OPT_PROC, OPT_SYS,
     OPT_INTERVAL, OPT_LOG_LEVEL, OPT_LOG_TARGET, OPT_IDLE, OPT_ADMIN_GROUP, OPT_VERSION,
-    OPT_S3_ENDPOINT, OPT_S3_REGION, OPT_RET_AGE, OPT_RET_SIZE,
+    OPT_S3_ENDPOINT, OPT_S3_REGION, OPT_RET_AGE, OPT_RET_SIZE, OPT_LOG_FILE,
 };
 
 void rt_options_usage(FILE *f)
@@ -38,6 +38,8 @@ void rt_options_usage(FILE *f)
             "                          instead of AWS; --s3-region REGION to sign for\n"
             "  --log-level LEVEL       err, warning, notice, info or debug (default info)\n"
             "  --log-target TARGET     auto, stderr or journal (default auto)\n"
+            "  --log-file FILE         once serving, log to FILE (relative: in the state\n"
+            "                          directory) in place of stderr, which is then closed\n"
             "  -h, --help              show this help\n"
             "  --version               show the version\n"
             "Durations: 1, 0.5, \"500ms\", \"30s\", \"5min\", \"2h\", \"30d\"; sizes: \"64K\", \"1G\".\n");
@@ -67,6 +69,7 @@ int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_optio
         {"retention-max-bytes", required_argument, NULL, OPT_RET_SIZE},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"log-target", required_argument, NULL, OPT_LOG_TARGET},
+        {"log-file", required_argument, NULL, OPT_LOG_FILE},
         {"exit-on-idle", required_argument, NULL, OPT_IDLE},
         {"admin-group", required_argument, NULL, OPT_ADMIN_GROUP},
         {"s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT},
@@ -122,6 +125,10 @@ int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_optio
             else
                 return usage_error("invalid --log-target: %s (auto, stderr or journal)", optarg);
             break;
+        case OPT_LOG_FILE:
+            if (!*optarg || rt_strlcpy(d->log_file, optarg, sizeof(d->log_file)) >= sizeof(d->log_file))
+                return usage_error("invalid --log-file: %s", optarg);
+            break;
         case 'h': o->help = true; break;
         case OPT_VERSION: o->version = true; break;
         default: return usage_error("unknown option %s", argv[optind - 1]);
@@ -150,9 +157,23 @@ int rt_options_config(struct rt_daemon *d, char *err, size_t errlen)
             snprintf(err, errlen, "no usable directory for the user socket");
             return -1;
         }
+        /* Without a usable home (a service account, HOME=/nonexistent),
+         * the state can live next to the default socket, in our 0700 dir. */
+        char dflt[PATH_MAX];
+        d->state_fallback[0] = '\0';
+        const char *xdg = getenv("XDG_STATE_HOME");
+        if (!(d->overrides.set & RT_CFG_STATE_DIR) && !(xdg && xdg[0] == '/') &&
+            rt_user_socket_path(dflt, sizeof(dflt)) == 0 && strcmp(dflt, c->socket_path) == 0) {
+            rt_strlcpy(d->state_fallback, c->socket_path, sizeof(d->state_fallback));
+            char *slash = strrchr(d->state_fallback, '/');
+            rt_strlcpy(slash + 1, "state", sizeof(d->state_fallback) - (size_t)(slash + 1 - d->state_fallback));
+        }
         if (!(d->overrides.set & RT_CFG_STATE_DIR) && rt_user_state_dir(c->state_dir, sizeof(c->state_dir)) < 0) {
-            snprintf(err, errlen, "no HOME or XDG_STATE_HOME for the user state directory");
-            return -1;
+            if (!d->state_fallback[0]) {
+                snprintf(err, errlen, "no HOME or XDG_STATE_HOME for the user state directory");
+                return -1;
+            }
+            rt_strlcpy(c->state_dir, d->state_fallback, sizeof(c->state_dir));
         }
         c->admin_group[0] = '\0';
     }

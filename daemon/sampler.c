@@ -314,7 +314,12 @@ static bool job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
         .disk_read_bytes = r->d_read_bytes,
         .disk_write_bytes = r->d_write_bytes,
     };
-    p->cores_used = (p->utime_secs + p->stime_secs) / elapsed;
+    /* CPU times move in clock ticks: over less than one, a tick would read
+     * as several cores. No tree uses more cores than the host has. */
+    p->cores_used = (p->utime_secs + p->stime_secs) / fmax(elapsed, 1.0 / tck);
+    double ncpu = sm->cpu.n_cores ? (double)sm->cpu.n_cores : (double)sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu >= 1 && p->cores_used > ncpu)
+        p->cores_used = ncpu;
     sm->job_id = j->id;
     sm->job_name = j->name;
     sm->timestamp_secs = fresh ? rt_real_ns() / RT_NSEC_PER_SEC : s->host_timestamp;
@@ -356,8 +361,8 @@ static bool job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struc
         j->samples_bytes += len + 1;
     }
     sum->cpu_secs += p->utime_secs + p->stime_secs;
-    if (p->cores_used > sum->peak_cores)
-        sum->peak_cores = p->cores_used;
+    /* The span as the line has it, so a restart rebuilds the same peak. */
+    rt_job_summary_note_cores(sum, p->cores_used, (double)sm->actual_interval_ms / 1000, j->interval_secs);
     if (p->child_count > sum->peak_children)
         sum->peak_children = p->child_count;
     if (r->rss_bytes > sum->peak_rss_bytes)
@@ -497,8 +502,7 @@ static void end_job(struct rt_sampler *s, struct rt_job *j, enum end_reason why,
     active_remove(s, j);
     if (j->wants_upload && s->o.upload)
         rt_upload_job_end(s->o.upload, j->id, j->has_exit ? j->exit_code : 0);
-    rt_info("job %" PRIu64 "%s%s%s ended: %s", j->id, j->name ? " (" : "", j->name ? j->name : "",
-            j->name ? ")" : "", rt_job_state_name(j->state));
+    /* Its journal record ("Job N … finished after …") comes from the main thread. */
     struct rt_sevt *e = sevt(RT_SEVT_JOB_ENDED);
     e->job_id = j->id;
     publish(s, e);
@@ -601,11 +605,6 @@ static void handle_request(struct rt_sampler *s, struct rt_sreq *q)
         q->result = begin_job(s, q->job, false, q->error, sizeof(q->error));
         if (q->result == 0 && q->job->wants_upload && s->o.upload)
             begin_upload(s, q);
-        if (q->result == 0) {
-            rt_info("job %" PRIu64 " started: pid %d, uid %u%s%s", q->job->id, (int)q->job->pid,
-                    (unsigned)q->job->owner_uid, q->job->name ? ", name " : "",
-                    q->job->name ? q->job->name : "");
-        }
         break;
     case RT_SREQ_RESUME: {
         struct rt_job *j = q->job;

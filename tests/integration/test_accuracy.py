@@ -94,6 +94,24 @@ class Accuracy(DaemonTest):
         first_ticks = [s for s in samples if s["timestamp_secs"] <= int(truth["start_burn_done"]) + 1]
         self.assertGreater(sum(s["cpu"]["process_utime_secs"] for s in first_ticks), 0.3)
 
+    def test_cores_stay_within_the_host(self):
+        # Jobs that burn every core until they exit: their first and last
+        # samples span a few ms, where one 10 ms clock tick reads as several
+        # cores. The CPU total stays exact; no sample and no peak exceeds the host.
+        ncpu = len(self.d.call("GetHostSample")["sample"]["cpu"]["per_core_pct"])
+        for i in range(6):
+            truth, job, samples = self.run_workload("short-%d" % i, "--burners", str(ncpu),
+                                                    "--burn-secs", "0.3")
+            self.assertCpuMatches(truth, job, samples)
+            cores = [s["cpu"]["process_cores_used"] for s in samples]
+            self.assertLessEqual(max(cores), ncpu, cores)
+            self.assertLessEqual(job["summary"]["peak_cores"], ncpu, cores)
+            # The peak is that of a sample over at least half the interval.
+            full = [s["cpu"]["process_cores_used"] for s in samples
+                    if s["actual_interval_ms"] >= self.interval * 500]
+            if full:
+                self.assertAlmostEqual(job["summary"]["peak_cores"], max(full), places=3)
+
 
 class PidReuse(DaemonTest):
     interval = 0.2

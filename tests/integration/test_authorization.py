@@ -107,6 +107,14 @@ class Authorization(unittest.TestCase):
         self.assertNotIn(jb, seen_a)
         self.assertIn(jb, seen_b)
         self.assertNotIn(ja, seen_b)
+        # Info counts the running jobs the caller may see: A's one, not B's.
+        for user, own in ((self.a, ja), (self.b, jb)):
+            info, listed = call_as(user, self.d.socket, None,
+                                   calls=[("Info", {}), ("ListJobs", {"running_only": True})])
+            self.assertEqual([j["id"] for j in listed[1]["jobs"]], [own], user)
+            self.assertEqual(info[1]["jobs_running"], 1, user)
+        [info] = call_as(self.c, self.d.socket, "Info", {})
+        self.assertGreaterEqual(info[1]["jobs_running"], 2)
         for ref in (str(jb), "iso-b"):
             for verb in (["status", ref], ["--json", "status", ref], ["samples", ref],
                          ["samples", "--format", "csv", ref], ["stop", ref]):

@@ -22,6 +22,7 @@ class GpuDaemon(unittest.TestCase):
         kids = wait_for(lambda: self.children(self.root.pid), what="the job's children")
         self.user = kids[0]
         self.other = subprocess.Popen(["sleep", "60"])  # a stranger on GPU 0
+        self.solo = subprocess.Popen(["sleep", "60"])   # alone on GPU 1, which counts no energy
         self.tmp_cfg = os.path.join("/tmp", "rt-fake-nvml-%d.conf" % os.getpid())
         with open(self.tmp_cfg, "w") as f:
             f.write("driver=535.104.05\n"
@@ -31,16 +32,18 @@ class GpuDaemon(unittest.TestCase):
                     "process\npid=%d\nvram=%d\nsm=30\nlist=both\n"
                     "process\npid=%d\nvram=%d\nsm=10\nlist=compute\n"
                     "device\nname=NVIDIA H100 80GB HBM3\nuuid=GPU-bbbb\npci=00000000:2a:00.0\n"
-                    "util=0\nmem_total=%d\nmem_used=%d\ntemp=33\nret.power=3\nclock=345\n"
+                    "util=0\nmem_total=%d\nmem_used=%d\ntemp=33\nret.power=3\nret.energy=3\nclock=345\n"
                     "process\npid=%d\nvram=%d\nsm=0\nlist=graphics\n"
+                    "process\npid=%d\nvram=0\nsm=5\nlist=compute\n"
                     % (80 * 1024 * MIB, 3 * 1024 * MIB, self.user, 2048 * MIB, self.other.pid, 1024 * MIB,
-                       80 * 1024 * MIB, 512 * MIB, self.user, 512 * MIB))
+                       80 * 1024 * MIB, 512 * MIB, self.user, 512 * MIB, self.solo.pid))
         self.d = Daemon(interval=0.25, env={"LD_LIBRARY_PATH": fake, "FAKE_NVML_CONFIG": self.tmp_cfg}).start()
 
     def tearDown(self):
         os.killpg(self.root.pid, 9)  # the shell and its sleeps
         self.other.kill()
-        for p in (self.root, self.other):
+        self.solo.kill()
+        for p in (self.root, self.other, self.solo):
             p.wait()
         try:
             self.d.stop()
@@ -96,7 +99,18 @@ class GpuDaemon(unittest.TestCase):
         _, out, _ = run_ctl(self.d, "status", check=0)
         self.assertIn("GPU      0          NVIDIA H100 80GB HBM3: 40% busy", out)
         _, out, _ = run_ctl(self.d, "status", "gpu-job", check=0)
-        self.assertRegex(out, r"GPU +0\.30 GPUs on average, peak VRAM 2\.50 GiB")
+        self.assertRegex(out, r"GPU +0\.30 GPUs on average, peak VRAM 2\.50 GiB, energy \d+\.\d J\n")
+
+    def test_job_on_a_gpu_without_energy(self):
+        wait_for(lambda: len(self.d.call("GetHostSample")["sample"]["gpu"]) == 2, what="both GPUs")
+        job = self.d.call("StartJob", {"pid": self.solo.pid, "name": "no-energy"})["job"]
+        wait_for(lambda: self.d.call("GetJob", {"id": job["id"]})["job"]["summary"]["samples"] >= 3)
+        self.d.call("StopJob", {"id": job["id"]})
+        summ = self.d.call("GetJob", {"id": job["id"]})["job"]["summary"]
+        self.assertAlmostEqual(summ["gpu_avg_usage"], 0.05, places=3)
+        self.assertIsNone(summ["gpu_energy_joules"])
+        _, out, _ = run_ctl(self.d, "status", "no-energy", check=0)
+        self.assertRegex(out, r"GPU +0\.05 GPUs on average, peak VRAM [^,]+, energy unknown\n")
 
 
 if __name__ == "__main__":

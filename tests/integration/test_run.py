@@ -3,6 +3,7 @@ metadata flags and TRACKER_* variables, sample output (stderr, --output,
 --format csv, --quiet), the private user daemon, and the client's exit codes."""
 
 import os
+import pwd
 import signal
 import socket
 import stat
@@ -14,8 +15,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CTL, DAEMON, SANITIZER_MARKS, Connection, Daemon, DaemonTest,  # noqa: E402
-                   read_json_lines, run_ctl, wait_for)
+from rtlib import (CTL, DAEMON, SANITIZER_MARKS, Connection, Daemon, DaemonTest, TestUsers,  # noqa: E402
+                   read_json_lines, run_ctl, setpriv, wait_for, world_path)
 
 CSV_FIELDS = 32
 PY = "/usr/bin/python3"
@@ -255,64 +256,143 @@ def system_daemon_answers():
 
 
 class PrivateDaemon(unittest.TestCase):
-    @unittest.skipIf(system_daemon_answers(), "a system daemon is running on this machine")
+    def setUp(self):
+        if system_daemon_answers():
+            self.skipTest("a system daemon is running on this machine")
+        self.tmp = tempfile.mkdtemp(prefix="rt-priv-")
+        os.chmod(self.tmp, 0o755)
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", self.tmp]))
+        self.home, self.run_dir = os.path.join(self.tmp, "home"), os.path.join(self.tmp, "run")
+        os.mkdir(self.home)
+        os.mkdir(self.run_dir, 0o700)
+        self.env = {k: v for k, v in os.environ.items() if k not in ("RESOURCE_TRACKER_SOCKET", "XDG_STATE_HOME")}
+        self.env.update(HOME=self.home, XDG_RUNTIME_DIR=self.run_dir, RESOURCE_TRACKERD=DAEMON)
+        self.sock = os.path.join(self.run_dir, "resource-tracker", "com.sparecores.ResourceTracker")
+        self.state = os.path.join(self.home, ".local", "state", "resource-tracker")
+        self.daemon_pid = None
+        self.addCleanup(self.stop_daemon)
+
+    def stop_daemon(self):
+        if self.daemon_pid:
+            try:
+                os.kill(self.daemon_pid, signal.SIGTERM)
+                wait_for(lambda: not os.path.exists("/proc/%d" % self.daemon_pid), timeout=30,
+                         what="the private daemon to exit")
+            except ProcessLookupError:
+                pass
+            self.daemon_pid = None
+
+    def daemons(self):
+        """PIDs of daemons serving our socket."""
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if os.path.basename(argv[0]) == b"resource-trackerd" and self.sock.encode() in argv:
+                found.append(int(pid))
+        return found
+
+    def log(self, state=None):
+        with open(os.path.join(state or self.state, "daemon.log"), errors="replace") as f:
+            return f.read()
+
     def test_started_when_none_is_reachable(self):
-        tmp = tempfile.mkdtemp(prefix="rt-priv-")
-        self.addCleanup(lambda: subprocess.run(["rm", "-rf", tmp]))
-        home, run = os.path.join(tmp, "home"), os.path.join(tmp, "run")
-        os.mkdir(home)
-        os.mkdir(run, 0o700)
-        env = {"HOME": home, "XDG_RUNTIME_DIR": run, "RESOURCE_TRACKERD": DAEMON}
-        env.pop("XDG_STATE_HOME", None)
-        e = {k: v for k, v in os.environ.items() if k not in ("RESOURCE_TRACKER_SOCKET", "XDG_STATE_HOME")}
-        e.update(env)
-        sock = os.path.join(run, "resource-tracker", "com.sparecores.ResourceTracker")
-        state = os.path.join(home, ".local", "state", "resource-tracker")
-        daemon_pid = None
-
-        def stop_daemon():
-            if daemon_pid:
-                try:
-                    os.kill(daemon_pid, signal.SIGTERM)
-                    wait_for(lambda: not os.path.exists("/proc/%d" % daemon_pid), timeout=30,
-                             what="the private daemon to exit")
-                except ProcessLookupError:
-                    pass
-        self.addCleanup(stop_daemon)
-
-        p = subprocess.run([CTL, "run", "-n", "private", "--", "sh", "-c", "sleep 0.5; exit 4"], env=e,
-                           capture_output=True, timeout=60)
+        # Upload settings and metadata of the first client go with its job,
+        # never into the daemon's environment, where they would stay.
+        secrets = {"SENTINEL_API_URL": "http://127.0.0.1:9/", "SENTINEL_EXTRA": "x",
+                   "TRACKER_UPLOAD_INTERVAL": "5", "TRACKER_PROJECT_NAME": "p1"}
+        p = subprocess.run([CTL, "run", "-n", "private", "--", "sh", "-c", "sleep 0.5; exit 4"],
+                           env=dict(self.env, **secrets), capture_output=True, timeout=60)
         self.assertEqual(p.returncode, 4, p.stderr)
         self.assertTrue(read_json_lines(p.stderr.decode()), "samples on stderr")
-        daemon_pid = peer_pid(sock)
-        with Connection(sock) as c:
+        self.daemon_pid = peer_pid(self.sock)
+        with Connection(self.sock) as c:
             info = c.call("Info")
             [job] = c.call("ListJobs")["jobs"]
         self.assertTrue(info["user_mode"])
         self.assertEqual((job["name"], job["state"], job["exit_code"]), ("private", "failed", 4))
-        with open("/proc/%d/cmdline" % daemon_pid) as f:
+        self.assertEqual(job["metadata"]["project_name"], "p1")
+        with open("/proc/%d/cmdline" % self.daemon_pid) as f:
             argv = f.read().split("\0")
         self.assertIn("--exit-on-idle", argv)
+        with open("/proc/%d/environ" % self.daemon_pid, "rb") as f:
+            names = [v.split(b"=", 1)[0].decode() for v in f.read().split(b"\0") if v]
+        self.assertIn("HOME", names)
+        self.assertEqual([n for n in names if n.startswith(("SENTINEL_", "TRACKER_"))], [])
         # A private daemon's files are its owner's alone.
-        self.assertEqual(stat.S_IMODE(os.stat(sock).st_mode), 0o600)
-        self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode), 0o700)
-        for root, dirs, files in os.walk(state):
+        self.assertEqual(stat.S_IMODE(os.stat(self.sock).st_mode), 0o600)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(self.sock)).st_mode), 0o700)
+        for root, dirs, files in os.walk(self.state):
             for n in dirs:
                 self.assertEqual(stat.S_IMODE(os.stat(os.path.join(root, n)).st_mode) & 0o077, 0, n)
             for n in files:
                 self.assertEqual(stat.S_IMODE(os.stat(os.path.join(root, n)).st_mode) & 0o077, 0, n)
         # The next run reuses it.
-        p = subprocess.run([CTL, "run", "-q", "--", "true"], env=e, capture_output=True, timeout=60)
+        p = subprocess.run([CTL, "run", "-q", "--", "true"], env=self.env, capture_output=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(peer_pid(sock), daemon_pid)
-        stop_daemon()
-        daemon_pid = None
-        with open(os.path.join(state, "daemon.log"), errors="replace") as f:
-            log = f.read()
+        self.assertEqual(peer_pid(self.sock), self.daemon_pid)
+        self.stop_daemon()
+        log = self.log()
         for mark in SANITIZER_MARKS:
             self.assertNotIn(mark, log)
-        self.assertIn("shutting down", log)
+        self.assertIn("resource-trackerd %s started" % info["version"], log)  # before it served
+        self.assertIn("shutting down", log)  # after
 
+    def test_a_daemon_that_cannot_start_says_why(self):
+        # The state directory cannot be created: the daemon's own message, at once.
+        env = dict(self.env, XDG_STATE_HOME="/etc/hostname")
+        t0 = time.monotonic()
+        p = subprocess.run([CTL, "run", "-q", "--", "true"], env=env, capture_output=True, timeout=60)
+        err = p.stderr.decode()
+        self.assertEqual(p.returncode, 3, err)
+        self.assertLess(time.monotonic() - t0, 5, "it must not wait for a socket that never comes")
+        self.assertIn("the private daemon did not start", err)
+        self.assertIn("cannot create state directory /etc/hostname/resource-tracker: Not a directory", err)
+        self.assertEqual(self.daemons(), [])
+        self.assertFalse(os.path.exists(self.sock))
+
+    def test_home_without_state_falls_back_to_the_runtime_dir(self):
+        # A service account whose home does not exist, as in the audit:
+        # env -i, setpriv to the user, HOME=/nonexistent.
+        users = TestUsers()
+        self.addCleanup(users.cleanup)
+        user = users.user("nohome")
+        os.chown(self.run_dir, pwd.getpwnam(user).pw_uid, pwd.getpwnam(user).pw_gid)
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "XDG_RUNTIME_DIR": self.run_dir,
+               "RESOURCE_TRACKERD": world_path(DAEMON)}
+        env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+        p = subprocess.run(setpriv(user) + [world_path(CTL), "run", "-q", "--", "true"], env=env,
+                           capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        [self.daemon_pid] = self.daemons()
+        state = os.path.join(self.run_dir, "resource-tracker", "state")
+        with Connection(self.sock) as c:
+            [job] = c.call("ListJobs")["jobs"]
+        self.assertEqual((job["state"], job["exit_code"]), ("finished", 0))
+        self.assertTrue(os.path.exists(os.path.join(state, "jobs", str(job["id"]), "job.json")))
+        self.stop_daemon()
+        log = self.log(state)
+        self.assertIn("cannot create state directory /nonexistent/.local/state/resource-tracker", log)
+        self.assertIn("keeping jobs in %s instead" % state, log)
+
+    def test_concurrent_first_runs_start_one_daemon(self):
+        procs = [subprocess.Popen([CTL, "run", "-q", "-n", "c%d" % i, "--", "sleep", "0.3"], env=self.env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(4)]
+        for p in procs:
+            _, err = p.communicate(timeout=60)
+            self.assertEqual((p.returncode, err), (0, b""))
+        [self.daemon_pid] = self.daemons()
+        with Connection(self.sock) as c:
+            jobs = c.call("ListJobs")["jobs"]
+        self.assertEqual(sorted(j["name"] for j in jobs), ["c0", "c1", "c2", "c3"])
+        self.stop_daemon()
+        log = self.log()
+        self.assertEqual(log.count("resource-trackerd: info: resource-trackerd "), 2, log)  # started, stopped
+        for bad in ("already listening", "skipping job", "warning", "error"):
+            self.assertNotIn(bad, log)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

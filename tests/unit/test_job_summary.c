@@ -1,0 +1,66 @@
+/* A job's peak cores: short first and last intervals do not set it once a
+ * full-length one has, the same live and when rebuilt from sample lines. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "jobs.h"
+#include "store.h"
+
+static void test_short_intervals_yield_to_full_ones(void **state)
+{
+    (void)state;
+    struct rt_job_summary s = {0};
+    rt_job_summary_note_cores(&s, 1.9, 0.004, 1.0); /* first sample, 4 ms */
+    assert_true(s.peak_cores == 1.9);
+    assert_false(s.peak_full);
+    rt_job_summary_note_cores(&s, 0.8, 1.0, 1.0);
+    assert_true(s.peak_cores == 0.8);
+    assert_true(s.peak_full);
+    rt_job_summary_note_cores(&s, 1.2, 0.5, 1.0); /* half the interval counts */
+    assert_true(s.peak_cores == 1.2);
+    rt_job_summary_note_cores(&s, 2.0, 0.003, 1.0); /* the last, 3 ms */
+    assert_true(s.peak_cores == 1.2);
+    rt_job_summary_note_cores(&s, 1.0, 1.1, 1.0);
+    assert_true(s.peak_cores == 1.2);
+}
+
+static void test_only_short_intervals(void **state)
+{
+    (void)state;
+    /* A job shorter than half its interval still has a peak. */
+    struct rt_job_summary s = {0};
+    rt_job_summary_note_cores(&s, 0.5, 0.01, 1.0);
+    rt_job_summary_note_cores(&s, 1.0, 0.02, 1.0);
+    assert_true(s.peak_cores == 1.0);
+    assert_false(s.peak_full);
+}
+
+static void test_rebuilt_from_lines(void **state)
+{
+    (void)state;
+    static const char *const lines[] = {
+        "{\"actual_interval_ms\":3,\"cpu\":{\"process_cores_used\":2.0,\"process_utime_secs\":0.01}}",
+        "{\"actual_interval_ms\":200,\"cpu\":{\"process_cores_used\":1.5,\"process_utime_secs\":0.3}}",
+        "{\"actual_interval_ms\":7,\"cpu\":{\"process_cores_used\":2.0,\"process_stime_secs\":0.01}}",
+    };
+    struct rt_job_summary s = {0};
+    for (size_t i = 0; i < 3; i++)
+        rt_job_summary_add_line(&s, lines[i], strlen(lines[i]), 0.2);
+    assert_int_equal(s.samples, 3);
+    assert_true(s.peak_cores == 1.5);
+    assert_true(s.cpu_secs > 0.3199 && s.cpu_secs < 0.3201); /* every sample's CPU counts */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_short_intervals_yield_to_full_ones),
+        cmocka_unit_test(test_only_short_intervals),
+        cmocka_unit_test(test_rebuilt_from_lines),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
