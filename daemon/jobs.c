@@ -175,7 +175,10 @@ static struct json_object *summary_json(const struct rt_job *j, double now)
     add(o, "duration_secs", rt_json_double(dur, 3));
     add(o, "samples", rt_json_u64(s->samples));
     add(o, "cpu_secs", rt_json_double(s->cpu_secs, 3));
-    add(o, "avg_cores", rt_json_double(dur > 0 ? s->cpu_secs / dur : 0, 4));
+    /* CPU time comes in clock ticks: a job of a few ms could show more
+     * cores than the host has. */
+    double avg = dur > 0 ? s->cpu_secs / dur : 0, ncpu = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    add(o, "avg_cores", rt_json_double(ncpu >= 1 && avg > ncpu ? ncpu : avg, 4));
     add(o, "peak_cores", rt_json_double(s->peak_cores, 4));
     add(o, "peak_children", json_object_new_int64(s->peak_children));
     add(o, "peak_rss_bytes", rt_json_u64(s->peak_rss_bytes));

@@ -1,5 +1,6 @@
 /* A job's peak cores: short first and last intervals do not set it once a
- * full-length one has, the same live and when rebuilt from sample lines. */
+ * full-length one has, the same live and when rebuilt from sample lines; its
+ * average cores stay within the host. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,9 @@
 
 #include "jobs.h"
 #include "store.h"
+
+#include <json-c/json.h>
+#include <unistd.h>
 
 static void test_short_intervals_yield_to_full_ones(void **state)
 {
@@ -55,12 +59,36 @@ static void test_rebuilt_from_lines(void **state)
     assert_true(s.cpu_secs > 0.3199 && s.cpu_secs < 0.3201); /* every sample's CPU counts */
 }
 
+/* CPU time in clock ticks over a job of a few ms: never more cores than the host has. */
+static void test_avg_cores_within_host(void **state)
+{
+    (void)state;
+    struct rt_job j;
+    memset(&j, 0, sizeof(j));
+    j.state = RT_JOB_FINISHED;
+    j.started_at = 1000.0;
+    j.ended_at = 1000.004;
+    j.summary.cpu_secs = 0.02;
+    struct json_object *o = rt_job_to_json(&j, 1001.0), *summary, *avg;
+    assert_true(json_object_object_get_ex(o, "summary", &summary));
+    assert_true(json_object_object_get_ex(summary, "avg_cores", &avg));
+    assert_true(json_object_get_double(avg) == (double)sysconf(_SC_NPROCESSORS_ONLN));
+    json_object_put(o);
+    j.ended_at = 1010.0; /* 0.02 s over 10 s */
+    o = rt_job_to_json(&j, 1011.0);
+    assert_true(json_object_object_get_ex(o, "summary", &summary));
+    assert_true(json_object_object_get_ex(summary, "avg_cores", &avg));
+    assert_true(json_object_get_double(avg) == 0.002);
+    json_object_put(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_short_intervals_yield_to_full_ones),
         cmocka_unit_test(test_only_short_intervals),
         cmocka_unit_test(test_rebuilt_from_lines),
+        cmocka_unit_test(test_avg_cores_within_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
