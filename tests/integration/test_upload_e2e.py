@@ -4,6 +4,7 @@ through a real daemon to a Sentinel API stand-in and a SigV4-checking S3
 row for row; without a token nothing touches the network."""
 import os
 import sys
+import time
 import unittest
 
 HERE = os.path.dirname(__file__)
@@ -39,8 +40,11 @@ class EndToEnd(unittest.TestCase):
     def setUp(self):
         self.prefix = "e2e/%s" % self._testMethodName
         self.api = SentinelStandin(TOKEN, BUCKET, [KEY], prefix=self.prefix)
-        self.d = Daemon(interval=0.25, args=["--s3-endpoint", RGW.endpoint, "--s3-region", RGW.region],
-                        env={"TRACKER_UPLOAD_INTERVAL": "1"}).start()
+        self.d = self.daemon()
+
+    def daemon(self, env=None, state_dir=None):
+        return Daemon(interval=0.25, args=["--s3-endpoint", RGW.endpoint, "--s3-region", RGW.region],
+                      env=env, state_dir=state_dir).start()
 
     def tearDown(self):
         try:
@@ -54,7 +58,7 @@ class EndToEnd(unittest.TestCase):
 
     def test_run_uploads_every_sample(self):
         env = {"SENTINEL_API_TOKEN": TOKEN, "SENTINEL_API_URL": self.api.url,
-               "TRACKER_PROJECT_NAME": "demo"}
+               "TRACKER_UPLOAD_INTERVAL": "1", "TRACKER_PROJECT_NAME": "demo"}
         rc, _, err = run_ctl(self.d, "run", "-q", "-n", "e2e", "--tag", "k=v", "--", "sh", "-c",
                              "sleep 2.5; exit 4", env=env)
         self.assertEqual(rc, 4, err)
@@ -104,6 +108,23 @@ class EndToEnd(unittest.TestCase):
         self.assertIsNone(job["upload"])
         self.assertEqual(self.api.requests, [], "the API saw requests for a job without a token")
         self.assertEqual(os.listdir(os.path.join(self.d.state_dir, "spool")), [])
+
+    def test_daemon_env_token_ignored(self):
+        # A private daemon inherits the environment of the ctl call that
+        # started it: that token must not upload a later job without one.
+        self.d.stop()
+        self.d.cleanup()
+        self.d = self.daemon(env={"SENTINEL_API_TOKEN": TOKEN, "SENTINEL_API_URL": self.api.url,
+                                  "TRACKER_UPLOAD_INTERVAL": "1"})
+        env = {"SENTINEL_API_TOKEN": "", "SENTINEL_API_URL": "", "TRACKER_UPLOAD_INTERVAL": ""}
+        rc, _, err = run_ctl(self.d, "run", "-q", "-n", "tokenless", "--", "sleep", "2.5", env=env)
+        self.assertEqual(rc, 0, err)
+        job = self.d.call("GetJob", {"name": "tokenless"})["job"]
+        self.assertIsNone(job["upload"])
+        time.sleep(1.5)  # > one upload interval after the end
+        self.assertEqual(self.api.requests, [], "the daemon uploaded with the token of its environment")
+        self.assertEqual(os.listdir(os.path.join(self.d.state_dir, "spool")), [])
+        self.assertIn("SENTINEL_API_TOKEN in the daemon's environment is ignored", self.d.read_log())
 
 
 if __name__ == "__main__":
