@@ -130,7 +130,8 @@ bool rt_upload_send_batches(struct rt_upload_worker *w, struct rt_upload_job *j)
     while (j->n_pending && !j->done) {
         if (!fresh_credentials(w, j))
             return false;
-        uint64_t seq = j->pending[0].seq;
+        struct rt_batch batch = j->pending[0];
+        uint64_t seq = batch.seq;
         char name[32];
         rt_spool_batch_name(seq, name);
         char *data;
@@ -173,7 +174,21 @@ bool rt_upload_send_batches(struct rt_upload_worker *w, struct rt_upload_job *j)
         rt_u64_list_add(&j->sent, seq);
         j->s3_failures = 0;
         pthread_mutex_unlock(&w->mu);
-        rt_upload_save_meta(w, j);
+        rc = rt_upload_save_meta(w, j);
+        if (rc < 0) {
+            /* Unrecorded (disk full?): keep it pending with its file, so no
+             * restart forgets the object or reuses its key; the retry PUTs the
+             * same bytes to the same key. */
+            pthread_mutex_lock(&w->mu);
+            rt_u64_list_remove(&j->sent, seq);
+            rt_upload_job_add_pending(j, seq, batch.bytes, batch.sealed_at);
+            pthread_mutex_unlock(&w->mu);
+            char err[96];
+            snprintf(err, sizeof(err), "cannot record batch %llu as sent: %s", (unsigned long long)seq,
+                     strerror(-rc));
+            rt_upload_failed(w, j, "spool", err);
+            return false;
+        }
         rt_spool_unlink(j->dirfd, name);
         rt_upload_succeeded(w, j);
     }

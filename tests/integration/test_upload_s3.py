@@ -247,6 +247,39 @@ class UploadTest(unittest.TestCase):
         self.check_run(run_id, rows)
         self.quit(d2)
 
+    def test_unrecorded_send_survives_restart(self):
+        # meta.json cannot be written (as on a full disk): a batch PUT but not
+        # recorded as sent keeps its file, so a restart neither forgets the
+        # object in /finish nor reuses its key for other rows.
+        d = self.driver()
+        d.begin(1, TOKEN, FIELDS)
+        run_id = wait_until(lambda: d.status(1)["run_id"], 30, "the run")
+        meta = os.path.join(self.spool, "1", "meta.json")
+        def saved():
+            with open(meta) as f:
+                return run_id in f.read()
+        wait_until(saved, 30, "the run id in meta.json")
+        blocker = meta + ".tmp"
+        os.mkdir(blocker)  # the atomic write's open fails (EISDIR), also for root
+        rows = make_rows(13, 30)
+        d.rows(1, rows[:10], pace=0.03)
+        st = wait_until(lambda: (lambda s: s["failures"] >= 2 and s)(d.status(1)), 30, "unrecorded sends")
+        self.assertIn("cannot record batch 0 as sent", st["last_error"])
+        self.assertEqual(st["sent"], 0)
+        self.assertGreaterEqual(len(self.my_puts(run_id)), 2, "the batch was PUT (and retried)")
+        d.kill()
+        self.assertIn(os.path.join(self.spool, "1", "000000.csv.gz"), self.spool_files())
+        os.rmdir(blocker)
+        d2 = self.driver()
+        self.assertEqual(d2.cmd("resumed"), [1])
+        self.assertEqual(d2.begin(1, TOKEN, FIELDS), {"rc": 0})
+        d2.rows(1, rows[10:], pace=0.02)
+        d2.end(1)
+        self.wait_finished()
+        self.assertEqual(len(self.api.runs), 1, "the resumed job keeps its run")
+        self.check_run(run_id, rows)
+        self.quit(d2)
+
     def test_credentials_refreshed_before_expiry(self):
         self.api.expires_in = 4          # with a 2 s margin: refresh due after ~2 s
         self.api.refresh_keys = [KEY2]
