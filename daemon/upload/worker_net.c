@@ -264,12 +264,11 @@ void rt_upload_finish_run(struct rt_upload_worker *w, struct rt_upload_job *j)
     int rc = rt_sentinel_post(&w->http, rt_upload_api_url(w, j), path, j->token, rt_json_plain(body), &resp);
     free(path);
     json_object_put(body);
-    /* Only 200 is success (rust-port §4.5); 409 = already finished by an
-     * earlier attempt whose reply was lost. */
-    bool ok = resp.status == 200 || resp.status == 409;
+    /* Any 2xx is success (the Rust port's 200-only would resend an accepted
+     * finish forever); 409 = already finished by an earlier attempt whose
+     * reply was lost. */
+    bool ok = rc == 0 || resp.status == 409;
     if (!ok) {
-        if (rc == 0)
-            snprintf(resp.error, sizeof(resp.error), "HTTP %ld", resp.status);
         if (rt_upload_is_rejection(resp.status))
             rt_upload_rejected(w, j, "finish run", &resp);
         else

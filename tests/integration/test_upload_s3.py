@@ -391,6 +391,21 @@ class UploadTest(unittest.TestCase):
         self.assertEqual(os.listdir(self.spool), [], "finished jobs leave nothing in the spool")
         self.quit(d)
 
+    def test_finish_any_2xx_accepted(self):
+        self.api.finish_status = 202
+        d = self.driver()
+        d.begin(1, TOKEN, FIELDS)
+        rows = make_rows(14, 6)
+        d.rows(1, rows, pace=0.05)
+        d.end(1)
+        fin = self.wait_finished()
+        wait_until(lambda: d.status(1)["finished"], 30, "job done")
+        time.sleep(0.5)  # > the backoff: a retry would show
+        self.assertEqual(self.api.count(r"/finish$"), 1, "a 202 to /finish was not taken as success")
+        (run_id,) = fin.keys()
+        self.check_run(run_id, rows)
+        self.quit(d)
+
     def test_inline_fallback_when_s3_keeps_failing(self):
         PROXY.fail = 503
         d = self.driver(inline_after=2)

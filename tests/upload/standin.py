@@ -49,6 +49,7 @@ class SentinelStandin:
         self.refresh_keys = keys          # handed out by refresh-credentials
         self.expires_in = 3600            # seconds of validity of each credential set
         self.fail = None
+        self.finish_status = 200          # status of an accepted /finish
         self.requests = []                # (method, path, headers, body)
         self.violations = []
         self.runs = {}                    # run_id -> {"start": body, "finish": [bodies], "refreshes": n, "creds": [...]}
@@ -233,7 +234,7 @@ class SentinelStandin:
             return self._reply(h, 422, {"detail": bad})
         with self.lock:
             run["finish"].append(obj)
-        return self._reply(h, 200, {"run": {"run_id": run_id}, "processing": {"status": "queued"}})
+        return self._reply(h, self.finish_status, {"run": {"run_id": run_id}, "processing": {"status": "queued"}})
 
 
 class S3Proxy:
