@@ -312,11 +312,8 @@ struct rt_upload_job *rt_upload_job_load(int spool_fd, const char *name)
         char bname[32], rname[32];
         rt_spool_batch_name(seq, bname);
         rt_spool_rows_name(seq, rname);
-        if (!any || seq > max_seq)
-            max_seq = seq;
-        any = true;
         if (faccessat(dirfd, bname, F_OK, 0) == 0 || rt_u64_list_has(&j->sent, seq)) {
-            rt_spool_unlink(dirfd, rname); /* sealed before the crash */
+            rt_spool_unlink(dirfd, rname); /* sealed before the crash: counted with its batch */
             continue;
         }
         rc = rt_spool_seal(dirfd, seq, &nrows, &bytes);
@@ -326,6 +323,10 @@ struct rt_upload_job *rt_upload_job_load(int spool_fd, const char *name)
             rt_warn("upload: job %llu: cannot seal %s: %s", (unsigned long long)id, rname, strerror(-rc));
             rt_u64_list_add(&j->unsealed, seq); /* retried by the worker */
         }
+        /* An empty segment (a clean stop opens one) became no object: its
+         * number is free, so keys stay contiguous. */
+        if (rc != 0 && (!any || seq > max_seq))
+            max_seq = seq, any = true;
     }
     free(rows.v);
     for (size_t i = 0; i < j->sent.n; i++)

@@ -280,6 +280,26 @@ class UploadTest(unittest.TestCase):
         self.check_run(run_id, rows)
         self.quit(d2)
 
+    def test_clean_restart_keeps_keys_contiguous(self):
+        d = self.driver()
+        d.begin(3, TOKEN, FIELDS)
+        rows = make_rows(15, 30)
+        d.rows(3, rows[:10], pace=0.03)
+        wait_until(lambda: d.status(3)["sent"] >= 1, 30, "a first upload")
+        d.rows(3, rows[10:15])
+        d.cmd("stop 3000")  # seals the open rows and opens an empty segment
+        self.assertTrue([f for f in self.spool_files() if "/rows." in f], "an open segment after the stop")
+        self.quit(d)
+        d2 = self.driver()
+        self.assertEqual(d2.cmd("resumed"), [3])
+        self.assertEqual(d2.begin(3, TOKEN, FIELDS), {"rc": 0})
+        d2.rows(3, rows[15:], pace=0.02)
+        d2.end(3)
+        fin = self.wait_finished()
+        (run_id,) = fin.keys()
+        self.check_run(run_id, rows)  # keys 000000, 000001, … without a gap
+        self.quit(d2)
+
     def test_credentials_refreshed_before_expiry(self):
         self.api.expires_in = 4          # with a 2 s margin: refresh due after ~2 s
         self.api.refresh_keys = [KEY2]
