@@ -76,7 +76,7 @@ void rt_upload_job_destroy(struct rt_upload_job *j)
     if (j->dirfd >= 0)
         close(j->dirfd);
     if (j->token) {
-        memset(j->token, 0, strlen(j->token));
+        explicit_bzero(j->token, strlen(j->token));
         free(j->token);
     }
     free(j->api_url);
@@ -269,14 +269,14 @@ struct rt_upload_job *rt_upload_job_load(int spool_fd, const char *name)
         else if (rc != -ENOENT)
             rt_warn("upload: spool %s: %s: %s", name, RT_SPOOL_META, strerror(-rc));
         if (text) {
-            memset(text, 0, len);
+            explicit_bzero(text, len);
             free(text);
         }
         remove_dir(spool_fd, name, dirfd);
         rt_upload_job_destroy(j);
         return NULL;
     }
-    memset(text, 0, len); /* holds the token */
+    explicit_bzero(text, len); /* holds the token */
     free(text);
 
     DIR *d = rt_opendir_at(dirfd);

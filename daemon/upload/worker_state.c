@@ -39,7 +39,7 @@ static int write_meta_locked(struct rt_upload_worker *w, struct rt_upload_job *j
     int rc = rt_spool_write_atomic(dirfd, RT_SPOOL_META, meta, strlen(meta));
     if (rc < 0)
         rt_warn("upload: job %llu: cannot write %s: %s", (unsigned long long)id, RT_SPOOL_META, strerror(-rc));
-    memset(meta, 0, strlen(meta)); /* holds the token */
+    explicit_bzero(meta, strlen(meta)); /* holds the token */
     free(meta);
     return rc;
 }
