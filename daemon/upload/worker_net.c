@@ -33,12 +33,15 @@ bool rt_upload_start_run(struct rt_upload_worker *w, struct rt_upload_job *j)
     int rc = rt_sentinel_post(&w->http, rt_upload_api_url(w, j), "/runs", j->token, rt_json_plain(body), &resp);
     json_object_put(body);
     struct rt_sentinel_run run;
-    if (rc == 0 && rt_sentinel_parse_run(resp.body, &run) != 0) {
+    bool unusable = rc == 0 && rt_sentinel_parse_run(resp.body, &run) != 0;
+    if (unusable) {
         snprintf(resp.error, sizeof(resp.error), "unusable reply (%zu bytes)", resp.len);
         rc = -1;
     }
     if (rc != 0) {
-        if (rt_upload_is_rejection(resp.status))
+        /* A 2xx without a run id may each time have created a run: give up
+         * after as many as for a 4xx rather than make orphans forever. */
+        if (unusable || rt_upload_is_rejection(resp.status))
             rt_upload_rejected(w, j, "start run", &resp);
         else
             rt_upload_failed(w, j, "start run", resp.error);

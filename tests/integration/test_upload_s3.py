@@ -426,6 +426,24 @@ class UploadTest(unittest.TestCase):
         self.check_run(run_id, rows)
         self.quit(d)
 
+    def test_unusable_runs_reply_given_up(self):
+        # Each 2xx without a run id may have created an orphan run: the job is
+        # given up after as many as a rejecting 4xx, not retried forever.
+        self.api.runs_reply = {"status": "created"}
+        d = self.driver()
+        d.begin(1, TOKEN, FIELDS)
+        d.rows(1, make_rows(16, 5), pace=0.05)
+        wait_until(lambda: self.api.count(r"^/runs$") >= 5, 30, "5 POST /runs")
+        wait_until(lambda: "giving up" in d.log_text(), 30, "the job given up")
+        st = d.status(1)
+        self.assertFalse(st["finished"])
+        self.assertEqual(st["bytes_pending"], 0)
+        self.assertIn("unusable reply", st["last_error"])
+        self.assertFalse(os.path.exists(os.path.join(self.spool, "1")), "its spool is removed")
+        time.sleep(1.0)  # > the longest backoff: no more attempts
+        self.assertEqual(self.api.count(r"^/runs$"), 5)
+        self.quit(d)
+
     def test_inline_fallback_when_s3_keeps_failing(self):
         PROXY.fail = 503
         d = self.driver(inline_after=2)

@@ -50,6 +50,7 @@ class SentinelStandin:
         self.expires_in = 3600            # seconds of validity of each credential set
         self.fail = None
         self.finish_status = 200          # status of an accepted /finish
+        self.runs_reply = None            # a 201 body for /runs instead of a new run
         self.requests = []                # (method, path, headers, body)
         self.violations = []
         self.runs = {}                    # run_id -> {"start": body, "finish": [bodies], "refreshes": n, "creds": [...]}
@@ -196,6 +197,8 @@ class SentinelStandin:
             for b in bad:
                 self.violate(b)
             return self._reply(h, 422, {"detail": bad})
+        if self.runs_reply is not None:
+            return self._reply(h, 201, self.runs_reply)
         with self.lock:
             run_id = f"run:{len(self.runs) + 1:04d}"
             c = self.creds(self.keys[0])
