@@ -140,8 +140,9 @@ static void complete_run_fields(struct json_object *fields, void *ctx)
     json_object_put(cloud);
 }
 
-/* The default Sentinel token: a systemd credential, else the environment
- * (a private daemon inherits its starter's). NULL when there is none. */
+/* The default Sentinel token comes from the credential file only: a private
+ * daemon inherits the environment of whichever ctl call started it, so an
+ * env token would upload later jobs that were started without one. */
 static char *default_token(const struct rt_config *c)
 {
     char buf[4096];
@@ -150,25 +151,31 @@ static char *default_token(const struct rt_config *c)
         explicit_bzero(buf, sizeof(buf));
         return t;
     }
-    const char *env = getenv("SENTINEL_API_TOKEN");
-    return env && *env ? rt_xstrdup(env) : NULL;
+    return NULL;
+}
+
+/* Per-job settings the ctl sends with each job; in the daemon's own
+ * environment they are a stale leftover of its starter: ignored. */
+static void note_ignored_env(void)
+{
+    static const char *const names[] = {"SENTINEL_API_TOKEN", "SENTINEL_API_URL", "TRACKER_UPLOAD_INTERVAL"};
+    for (size_t i = 0; i < RT_ARRAY_SIZE(names); i++)
+        if (getenv(names[i]))
+            rt_info("%s in the daemon's environment is ignored: jobs bring their own (resource-trackerctl), "
+                    "the defaults come from the configuration file", names[i]);
 }
 
 static void start_upload(struct rt_daemon *d)
 {
     char spool[PATH_MAX + 8];
     snprintf(spool, sizeof(spool), "%s/spool", d->cfg.state_dir);
-    const char *url = getenv("SENTINEL_API_URL");
-    const char *iv = getenv("TRACKER_UPLOAD_INTERVAL");
-    unsigned interval = d->cfg.upload_interval_secs;
-    if (iv && strtoul(iv, NULL, 10) > 0)
-        interval = (unsigned)strtoul(iv, NULL, 10);
+    note_ignored_env();
     char *token = default_token(&d->cfg);
     struct rt_upload_config uc = {
         .spool_dir = spool,
-        .api_url = url && *url ? url : d->cfg.api_url,
+        .api_url = d->cfg.api_url,
         .default_token = token,
-        .upload_interval_ms = interval * 1000,
+        .upload_interval_ms = d->cfg.upload_interval_secs * 1000,
         .spool_max_bytes = d->cfg.spool_max_bytes,
         .s3_endpoint = d->cfg.s3_endpoint[0] ? d->cfg.s3_endpoint : NULL,
         .s3_region = d->cfg.s3_region[0] ? d->cfg.s3_region : NULL,

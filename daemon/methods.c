@@ -307,6 +307,17 @@ static void submit(struct rt_call *c, struct rt_sreq *q)
     rt_sampler_submit(rt_server_daemon(c->srv)->sampler, q);
 }
 
+/* Equal as the upload worker uses them: it strips a trailing '/'. */
+static bool same_api_url(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    while (na && a[na - 1] == '/')
+        na--;
+    while (nb && b[nb - 1] == '/')
+        nb--;
+    return na == nb && strncmp(a, b, na) == 0;
+}
+
 static void m_start_job(struct rt_call *c)
 {
     static const char *const keys[] = {"pid", "name", "start_time", "interval_secs", "metadata",
@@ -347,7 +358,9 @@ static void m_start_job(struct rt_call *c)
     /* The daemon posts to this URL with the caller's token: on a shared
      * machine only an administrator may point the system daemon elsewhere. */
     const char *api_url = url_o ? json_object_get_string(url_o) : NULL;
-    if (api_url && strcmp(api_url, d->cfg.api_url) == 0)
+    /* cfg.api_url is the worker's default URL: the daemon's environment no
+     * longer overrides it, and a reload does not change it. */
+    if (api_url && same_api_url(api_url, d->cfg.api_url))
         api_url = NULL;
     if (api_url && !c->conn->admin && !d->cfg.user_mode) {
         error_reason(c, E_PREFIX "PermissionDenied", "only administrators may choose the Sentinel API URL");

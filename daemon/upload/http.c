@@ -31,7 +31,20 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
     size_t len = size * n;
     if (r->len + len > 16u * 1024 * 1024) /* a Sentinel or S3 reply is small */
         return 0;
-    r->body = rt_xrealloc(r->body, r->len + len + 1);
+    if (r->len + len + 1 > r->cap) {
+        /* Not realloc: the old buffer may hold credentials, zero it first. */
+        size_t cap = r->cap ? r->cap : 1024;
+        while (cap < r->len + len + 1)
+            cap *= 2;
+        char *b = rt_xmalloc(cap);
+        if (r->body) {
+            memcpy(b, r->body, r->len);
+            explicit_bzero(r->body, r->cap);
+            free(r->body);
+        }
+        r->body = b;
+        r->cap = cap;
+    }
     memcpy(r->body + r->len, data, len);
     r->len += len;
     r->body[r->len] = '\0';
@@ -124,7 +137,18 @@ int rt_http_perform(struct rt_http *h, struct rt_http_resp *resp)
 
 void rt_http_resp_free(struct rt_http_resp *resp)
 {
-    free(resp->body);
+    if (resp->body) {
+        explicit_bzero(resp->body, resp->cap);
+        free(resp->body);
+    }
     resp->body = NULL;
-    resp->len = 0;
+    resp->len = resp->cap = 0;
+}
+
+void rt_http_free_headers(struct curl_slist *hdr)
+{
+    for (struct curl_slist *l = hdr; l; l = l->next)
+        if (l->data)
+            explicit_bzero(l->data, strlen(l->data));
+    curl_slist_free_all(hdr);
 }

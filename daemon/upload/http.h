@@ -16,8 +16,8 @@ struct rt_http {
 
 struct rt_http_resp {
     long status;                 /* 0 = transport error */
-    char *body;                  /* NUL-terminated, may be NULL */
-    size_t len;
+    char *body;                  /* NUL-terminated, may be NULL; may hold credentials */
+    size_t len, cap;
     char error[256];             /* transport error or "HTTP 503" */
     char region[64];             /* x-amz-bucket-region header, if any */
 };
@@ -30,7 +30,10 @@ void rt_http_cleanup(struct rt_http *h);
 void rt_http_prepare(struct rt_http *h, const char *url, struct rt_http_resp *resp);
 /* Performs the prepared request; fills resp->status/error. 0 on a 2xx. */
 int rt_http_perform(struct rt_http *h, struct rt_http_resp *resp);
+/* Zeroes the body (replies carry credentials) and frees it. */
 void rt_http_resp_free(struct rt_http_resp *resp);
+/* Zeroes every string of a header list we built (tokens) and frees it. */
+void rt_http_free_headers(struct curl_slist *hdr);
 
 /* Parses "x-amz-bucket-region: eu-west-1" (any case) into out; false otherwise. */
 int rt_http_parse_region_header(const char *line, size_t len, char *out, size_t size);

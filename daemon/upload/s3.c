@@ -10,9 +10,12 @@
 void rt_s3_creds_free(struct rt_s3_creds *c)
 {
     free(c->access_key);
+    /* do not leave the secrets in freed memory */
+    if (c->secret_key)
+        explicit_bzero(c->secret_key, strlen(c->secret_key));
     free(c->secret_key);
-    if (c->session_token) /* do not leave the secret in freed memory */
-        memset(c->session_token, 0, strlen(c->session_token));
+    if (c->session_token)
+        explicit_bzero(c->session_token, strlen(c->session_token));
     free(c->session_token);
     memset(c, 0, sizeof(*c));
 }
@@ -151,7 +154,7 @@ int rt_s3_put(struct rt_http *h, const char *url, const char *region, const stru
     if (creds->session_token && *creds->session_token) {
         line = rt_xasprintf("x-amz-security-token: %s", creds->session_token);
         hdr = curl_slist_append(hdr, line);
-        memset(line, 0, strlen(line));
+        explicit_bzero(line, strlen(line));
         free(line);
     }
     snprintf(sigv4, sizeof(sigv4), "aws:amz:%s:s3", region);
@@ -168,7 +171,7 @@ int rt_s3_put(struct rt_http *h, const char *url, const char *region, const stru
     curl_easy_setopt(c, CURLOPT_PASSWORD, creds->secret_key ? creds->secret_key : "");
     int rc = rt_http_perform(h, resp);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-    curl_slist_free_all(hdr); /* holds the session token: freed at once */
+    rt_http_free_headers(hdr); /* holds the session token */
     if (rc == 0 && resp->status != 200 && resp->status != 201) {
         snprintf(resp->error, sizeof(resp->error), "HTTP %ld", resp->status);
         rc = -1;

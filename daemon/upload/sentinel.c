@@ -257,7 +257,7 @@ int rt_sentinel_post(struct rt_http *h, const char *base, const char *path, cons
     free(url);
     char *auth = rt_xasprintf("Authorization: Bearer %s", token);
     struct curl_slist *hdr = curl_slist_append(NULL, auth);
-    memset(auth, 0, strlen(auth));
+    explicit_bzero(auth, strlen(auth));
     free(auth);
     hdr = curl_slist_append(hdr, "Accept: application/json");
     /* Plain JSON: the API (FastAPI) rejects gzip request bodies. */
@@ -268,6 +268,6 @@ int rt_sentinel_post(struct rt_http *h, const char *base, const char *path, cons
     curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? strlen(body) : 0));
     int rc = rt_http_perform(h, resp);
     curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
-    curl_slist_free_all(hdr);
+    rt_http_free_headers(hdr); /* holds the token */
     return rc;
 }

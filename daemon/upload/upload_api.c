@@ -312,7 +312,7 @@ void rt_upload_worker_free(struct rt_upload_worker *w)
     free(w->spool_dir);
     free(w->api_url);
     if (w->default_token) {
-        memset(w->default_token, 0, strlen(w->default_token));
+        explicit_bzero(w->default_token, strlen(w->default_token));
         free(w->default_token);
     }
     free(w->s3_endpoint);

@@ -76,7 +76,7 @@ void rt_upload_job_destroy(struct rt_upload_job *j)
     if (j->dirfd >= 0)
         close(j->dirfd);
     if (j->token) {
-        memset(j->token, 0, strlen(j->token));
+        explicit_bzero(j->token, strlen(j->token));
         free(j->token);
     }
     free(j->api_url);
@@ -269,14 +269,14 @@ struct rt_upload_job *rt_upload_job_load(int spool_fd, const char *name)
         else if (rc != -ENOENT)
             rt_warn("upload: spool %s: %s: %s", name, RT_SPOOL_META, strerror(-rc));
         if (text) {
-            memset(text, 0, len);
+            explicit_bzero(text, len);
             free(text);
         }
         remove_dir(spool_fd, name, dirfd);
         rt_upload_job_destroy(j);
         return NULL;
     }
-    memset(text, 0, len); /* holds the token */
+    explicit_bzero(text, len); /* holds the token */
     free(text);
 
     DIR *d = rt_opendir_at(dirfd);
@@ -312,11 +312,8 @@ struct rt_upload_job *rt_upload_job_load(int spool_fd, const char *name)
         char bname[32], rname[32];
         rt_spool_batch_name(seq, bname);
         rt_spool_rows_name(seq, rname);
-        if (!any || seq > max_seq)
-            max_seq = seq;
-        any = true;
         if (faccessat(dirfd, bname, F_OK, 0) == 0 || rt_u64_list_has(&j->sent, seq)) {
-            rt_spool_unlink(dirfd, rname); /* sealed before the crash */
+            rt_spool_unlink(dirfd, rname); /* sealed before the crash: counted with its batch */
             continue;
         }
         rc = rt_spool_seal(dirfd, seq, &nrows, &bytes);
@@ -326,6 +323,10 @@ struct rt_upload_job *rt_upload_job_load(int spool_fd, const char *name)
             rt_warn("upload: job %llu: cannot seal %s: %s", (unsigned long long)id, rname, strerror(-rc));
             rt_u64_list_add(&j->unsealed, seq); /* retried by the worker */
         }
+        /* An empty segment (a clean stop opens one) became no object: its
+         * number is free, so keys stay contiguous. */
+        if (rc != 0 && (!any || seq > max_seq))
+            max_seq = seq, any = true;
     }
     free(rows.v);
     for (size_t i = 0; i < j->sent.n; i++)

@@ -70,8 +70,43 @@ static void seal_segment(struct rt_upload_worker *w, struct rt_upload_job *j, bo
 
 struct victim {
     struct rt_upload_job *job;
-    uint64_t seq, bytes;
+    struct rt_batch batch;
 };
+
+/* Records one job's drops in meta.json, then deletes their files; when the
+ * record fails they are not dropped after all (a restart would resend or
+ * reuse the sequence numbers of files deleted unrecorded). */
+static void drop_batches(struct rt_upload_worker *w, struct victim *v, size_t nv, size_t first)
+{
+    struct rt_upload_job *j = v[first].job;
+    uint64_t n = 0, bytes = 0;
+    int rc = rt_upload_save_meta(w, j);
+    if (rc < 0) {
+        pthread_mutex_lock(&w->mu);
+        for (size_t k = first; k < nv; k++) {
+            if (v[k].job != j)
+                continue;
+            rt_u64_list_remove(&j->dropped, v[k].batch.seq);
+            rt_upload_job_add_pending(j, v[k].batch.seq, v[k].batch.bytes, v[k].batch.sealed_at);
+        }
+        pthread_mutex_unlock(&w->mu);
+        rt_warn("upload: job %llu: spool over its cap, but the drops cannot be recorded (%s): nothing dropped",
+                (unsigned long long)j->id, strerror(-rc));
+    }
+    for (size_t k = first; k < nv; k++) {
+        if (v[k].job != j)
+            continue;
+        if (rc == 0) {
+            char name[32];
+            rt_spool_batch_name(v[k].batch.seq, name);
+            unlinkat(j->dirfd, name, 0);
+            n++, bytes += v[k].batch.bytes;
+        }
+        v[k].job = NULL;
+    }
+    if (n)
+        rt_upload_on_dropped(j->id, j->run_id, n, bytes);
+}
 
 /* Over the cap: drop the oldest sealed batches, finished jobs' first. */
 void rt_upload_enforce_cap(struct rt_upload_worker *w)
@@ -113,32 +148,14 @@ void rt_upload_enforce_cap(struct rt_upload_worker *w)
         rt_u64_list_add(&best->dropped, b.seq);
         total -= b.bytes;
         v = rt_xrealloc(v, (nv + 1) * sizeof(*v));
-        v[nv++] = (struct victim){best, b.seq, b.bytes};
+        v[nv++] = (struct victim){best, b};
     }
     pthread_mutex_unlock(&w->mu);
     if (warn)
         rt_upload_on_spool_full(was, w->spool_max);
-    /* Per job: one record, the drops recorded in meta.json, then the files
-     * deleted (a crash in between leaves a batch the loader knows to skip). */
-    for (size_t i = 0; i < nv; i++) {
-        struct rt_upload_job *j = v[i].job;
-        if (!j)
-            continue;
-        uint64_t n = 0, bytes = 0;
-        for (size_t k = i; k < nv; k++)
-            if (v[k].job == j)
-                n++, bytes += v[k].bytes;
-        rt_upload_on_dropped(j->id, j->run_id, n, bytes);
-        rt_upload_save_meta(w, j);
-        for (size_t k = i; k < nv; k++) {
-            if (v[k].job != j)
-                continue;
-            char name[32];
-            rt_spool_batch_name(v[k].seq, name);
-            unlinkat(j->dirfd, name, 0);
-            v[k].job = NULL;
-        }
-    }
+    for (size_t i = 0; i < nv; i++)
+        if (v[i].job)
+            drop_batches(w, v, nv, i);
     free(v);
 }
 

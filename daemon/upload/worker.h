@@ -69,8 +69,9 @@ static inline int64_t rt_upload_now_unix(void) { return (int64_t)(rt_real_ns() /
 /* worker_state.c (callers hold no lock unless said) */
 struct rt_upload_job *rt_upload_find_job(struct rt_upload_worker *w, uint64_t id); /* mu held */
 bool rt_upload_all_sealed(const struct rt_upload_job *j);                          /* mu held or worker */
-void rt_upload_save_meta(struct rt_upload_worker *w, struct rt_upload_job *j);
-void rt_upload_save_meta_id(struct rt_upload_worker *w, uint64_t id);
+/* meta.json written atomically: 0, or -errno (warned; the old file stays). */
+int rt_upload_save_meta(struct rt_upload_worker *w, struct rt_upload_job *j);
+int rt_upload_save_meta_id(struct rt_upload_worker *w, uint64_t id);
 void rt_upload_failed(struct rt_upload_worker *w, struct rt_upload_job *j, const char *what, const char *error);
 void rt_upload_succeeded(struct rt_upload_worker *w, struct rt_upload_job *j);
 bool rt_upload_is_rejection(long status);

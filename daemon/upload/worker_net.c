@@ -33,12 +33,15 @@ bool rt_upload_start_run(struct rt_upload_worker *w, struct rt_upload_job *j)
     int rc = rt_sentinel_post(&w->http, rt_upload_api_url(w, j), "/runs", j->token, rt_json_plain(body), &resp);
     json_object_put(body);
     struct rt_sentinel_run run;
-    if (rc == 0 && rt_sentinel_parse_run(resp.body, &run) != 0) {
+    bool unusable = rc == 0 && rt_sentinel_parse_run(resp.body, &run) != 0;
+    if (unusable) {
         snprintf(resp.error, sizeof(resp.error), "unusable reply (%zu bytes)", resp.len);
         rc = -1;
     }
     if (rc != 0) {
-        if (rt_upload_is_rejection(resp.status))
+        /* A 2xx without a run id may each time have created a run: give up
+         * after as many as for a 4xx rather than make orphans forever. */
+        if (unusable || rt_upload_is_rejection(resp.status))
             rt_upload_rejected(w, j, "start run", &resp);
         else
             rt_upload_failed(w, j, "start run", resp.error);
@@ -130,7 +133,8 @@ bool rt_upload_send_batches(struct rt_upload_worker *w, struct rt_upload_job *j)
     while (j->n_pending && !j->done) {
         if (!fresh_credentials(w, j))
             return false;
-        uint64_t seq = j->pending[0].seq;
+        struct rt_batch batch = j->pending[0];
+        uint64_t seq = batch.seq;
         char name[32];
         rt_spool_batch_name(seq, name);
         char *data;
@@ -173,7 +177,21 @@ bool rt_upload_send_batches(struct rt_upload_worker *w, struct rt_upload_job *j)
         rt_u64_list_add(&j->sent, seq);
         j->s3_failures = 0;
         pthread_mutex_unlock(&w->mu);
-        rt_upload_save_meta(w, j);
+        rc = rt_upload_save_meta(w, j);
+        if (rc < 0) {
+            /* Unrecorded (disk full?): keep it pending with its file, so no
+             * restart forgets the object or reuses its key; the retry PUTs the
+             * same bytes to the same key. */
+            pthread_mutex_lock(&w->mu);
+            rt_u64_list_remove(&j->sent, seq);
+            rt_upload_job_add_pending(j, seq, batch.bytes, batch.sealed_at);
+            pthread_mutex_unlock(&w->mu);
+            char err[96];
+            snprintf(err, sizeof(err), "cannot record batch %llu as sent: %s", (unsigned long long)seq,
+                     strerror(-rc));
+            rt_upload_failed(w, j, "spool", err);
+            return false;
+        }
         rt_spool_unlink(j->dirfd, name);
         rt_upload_succeeded(w, j);
     }
@@ -249,12 +267,11 @@ void rt_upload_finish_run(struct rt_upload_worker *w, struct rt_upload_job *j)
     int rc = rt_sentinel_post(&w->http, rt_upload_api_url(w, j), path, j->token, rt_json_plain(body), &resp);
     free(path);
     json_object_put(body);
-    /* Only 200 is success (rust-port §4.5); 409 = already finished by an
-     * earlier attempt whose reply was lost. */
-    bool ok = resp.status == 200 || resp.status == 409;
+    /* Any 2xx is success (the Rust port's 200-only would resend an accepted
+     * finish forever); 409 = already finished by an earlier attempt whose
+     * reply was lost. */
+    bool ok = rc == 0 || resp.status == 409;
     if (!ok) {
-        if (rc == 0)
-            snprintf(resp.error, sizeof(resp.error), "HTTP %ld", resp.status);
         if (rt_upload_is_rejection(resp.status))
             rt_upload_rejected(w, j, "finish run", &resp);
         else

@@ -25,7 +25,8 @@ bool rt_upload_all_sealed(const struct rt_upload_job *j)
     return j->ended && j->rows_fd < 0 && j->unsealed.n == 0;
 }
 
-static void write_meta_locked(struct rt_upload_worker *w, struct rt_upload_job *j)
+/* 0 when written (or nothing to write: the job is done), else -errno. */
+static int write_meta_locked(struct rt_upload_worker *w, struct rt_upload_job *j)
 {
     /* meta_mu held: the dirfd cannot be closed meanwhile (rt_upload_done takes it). */
     pthread_mutex_lock(&w->mu);
@@ -34,31 +35,34 @@ static void write_meta_locked(struct rt_upload_worker *w, struct rt_upload_job *
     uint64_t id = j ? j->id : 0;
     pthread_mutex_unlock(&w->mu);
     if (!meta)
-        return;
+        return 0;
     int rc = rt_spool_write_atomic(dirfd, RT_SPOOL_META, meta, strlen(meta));
     if (rc < 0)
         rt_warn("upload: job %llu: cannot write %s: %s", (unsigned long long)id, RT_SPOOL_META, strerror(-rc));
-    memset(meta, 0, strlen(meta)); /* holds the token */
+    explicit_bzero(meta, strlen(meta)); /* holds the token */
     free(meta);
+    return rc;
 }
 
 /* For the worker thread and for jobs not yet published (j stays valid). */
-void rt_upload_save_meta(struct rt_upload_worker *w, struct rt_upload_job *j)
+int rt_upload_save_meta(struct rt_upload_worker *w, struct rt_upload_job *j)
 {
     pthread_mutex_lock(&w->meta_mu);
-    write_meta_locked(w, j);
+    int rc = write_meta_locked(w, j);
     pthread_mutex_unlock(&w->meta_mu);
+    return rc;
 }
 
 /* For other threads: the worker may finish and free the job meanwhile. */
-void rt_upload_save_meta_id(struct rt_upload_worker *w, uint64_t id)
+int rt_upload_save_meta_id(struct rt_upload_worker *w, uint64_t id)
 {
     pthread_mutex_lock(&w->meta_mu);
     pthread_mutex_lock(&w->mu);
     struct rt_upload_job *j = rt_upload_find_job(w, id);
     pthread_mutex_unlock(&w->mu);
-    write_meta_locked(w, j); /* only the worker frees jobs, and only under meta_mu */
+    int rc = write_meta_locked(w, j); /* only the worker frees jobs, and only under meta_mu */
     pthread_mutex_unlock(&w->meta_mu);
+    return rc;
 }
 
 /* ---- retry bookkeeping ---- */

@@ -78,6 +78,23 @@ class Authorization(unittest.TestCase):
 
     # ---- tests ----
 
+    def test_api_url_choice_needs_admin(self):
+        # The daemon's own API URL, spelt with or without a trailing '/', is no
+        # choice; another URL is, and only administrators may make it.
+        conf = os.path.join(self.d.tmp, "api-url.conf")
+        with open(conf, "w") as f:
+            f.write('upload: { api_url = "http://127.0.0.1:9/sentinel"; };\n')
+        d = Daemon(interval=0.2, args=["--config", conf]).start()
+        self.addCleanup(d.cleanup)
+        p = self.sleeper(self.a)
+        calls = [("StartJob", {"pid": p.pid, "name": "url-%d" % i, "sentinel_api_url": url})
+                 for i, url in enumerate(["http://127.0.0.1:9/sentinel/", "http://127.0.0.1:9/sentinel",
+                                          "http://127.0.0.1:9/other"])]
+        res = call_as(self.a, d.socket, None, calls=calls)
+        self.assertEqual([r[0] for r in res[:2]], ["ok", "ok"], res)
+        self.assertEqual(res[2][:2], ("error", IFACE + ".PermissionDenied"), res[2])
+        d.stop()
+
     def test_register_pid_of_another_user_is_denied(self):
         pb = self.sleeper(self.b)
         rc, _, err = self.ctl(self.a, "start", "--pid", str(pb.pid), "--name", "a-steals-b")

@@ -3,7 +3,12 @@ through a real daemon to a Sentinel API stand-in and a SigV4-checking S3
 (Ceph radosgw on 127.0.0.1). What lands in S3 equals the job's samples
 row for row; without a token nothing touches the network."""
 import os
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(__file__)
@@ -11,16 +16,16 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.environ.get("RT_SOURCE_DIR", "."), "tests", "upload"))
 from harness import HEADER, object_rows, wait_until  # noqa: E402
 from rgw import Radosgw  # noqa: E402
-from rtlib import Daemon, run_ctl  # noqa: E402
-from standin import SentinelStandin  # noqa: E402
+from rtlib import Daemon, job_samples, run_ctl  # noqa: E402
+from standin import S3Proxy, SentinelStandin  # noqa: E402
 
 BUCKET = "rt-e2e"
 TOKEN = "tok-E2E-secret-42"
-RGW = S3 = KEY = None
+RGW = S3 = KEY = PROXY = None
 
 
 def setUpModule():
-    global RGW, S3, KEY
+    global RGW, S3, KEY, PROXY
     RGW = Radosgw().__enter__()
     KEY = RGW.keys[0]
     S3 = RGW.client(KEY)
@@ -28,9 +33,13 @@ def setUpModule():
         S3.put_bucket(BUCKET)
     except Exception:  # already there when a running radosgw is reused
         pass
+    host, port = RGW.endpoint.split("//")[1].split(":")
+    PROXY = S3Proxy((host, int(port)))  # plays S3 down; signatures still verify
 
 
 def tearDownModule():
+    if PROXY:
+        PROXY.close()
     if RGW:
         RGW.__exit__(None, None, None)
 
@@ -39,8 +48,12 @@ class EndToEnd(unittest.TestCase):
     def setUp(self):
         self.prefix = "e2e/%s" % self._testMethodName
         self.api = SentinelStandin(TOKEN, BUCKET, [KEY], prefix=self.prefix)
-        self.d = Daemon(interval=0.25, args=["--s3-endpoint", RGW.endpoint, "--s3-region", RGW.region],
-                        env={"TRACKER_UPLOAD_INTERVAL": "1"}).start()
+        self.d = self.daemon()
+
+    def daemon(self, env=None, state_dir=None, args=(), endpoint=None):
+        return Daemon(interval=0.25, env=env, state_dir=state_dir,
+                      args=["--s3-endpoint", endpoint or RGW.endpoint, "--s3-region", RGW.region] + list(args)
+                      ).start()
 
     def tearDown(self):
         try:
@@ -54,7 +67,7 @@ class EndToEnd(unittest.TestCase):
 
     def test_run_uploads_every_sample(self):
         env = {"SENTINEL_API_TOKEN": TOKEN, "SENTINEL_API_URL": self.api.url,
-               "TRACKER_PROJECT_NAME": "demo"}
+               "TRACKER_UPLOAD_INTERVAL": "1", "TRACKER_PROJECT_NAME": "demo"}
         rc, _, err = run_ctl(self.d, "run", "-q", "-n", "e2e", "--tag", "k=v", "--", "sh", "-c",
                              "sleep 2.5; exit 4", env=env)
         self.assertEqual(rc, 4, err)
@@ -104,6 +117,109 @@ class EndToEnd(unittest.TestCase):
         self.assertIsNone(job["upload"])
         self.assertEqual(self.api.requests, [], "the API saw requests for a job without a token")
         self.assertEqual(os.listdir(os.path.join(self.d.state_dir, "spool")), [])
+
+    def test_daemon_env_token_ignored(self):
+        # A private daemon inherits the environment of the ctl call that
+        # started it: that token must not upload a later job without one.
+        self.d.stop()
+        self.d.cleanup()
+        self.d = self.daemon(env={"SENTINEL_API_TOKEN": TOKEN, "SENTINEL_API_URL": self.api.url,
+                                  "TRACKER_UPLOAD_INTERVAL": "1"})
+        env = {"SENTINEL_API_TOKEN": "", "SENTINEL_API_URL": "", "TRACKER_UPLOAD_INTERVAL": ""}
+        rc, _, err = run_ctl(self.d, "run", "-q", "-n", "tokenless", "--", "sleep", "2.5", env=env)
+        self.assertEqual(rc, 0, err)
+        job = self.d.call("GetJob", {"name": "tokenless"})["job"]
+        self.assertIsNone(job["upload"])
+        time.sleep(1.5)  # > one upload interval after the end
+        self.assertEqual(self.api.requests, [], "the daemon uploaded with the token of its environment")
+        self.assertEqual(os.listdir(os.path.join(self.d.state_dir, "spool")), [])
+        self.assertIn("SENTINEL_API_TOKEN in the daemon's environment is ignored", self.d.read_log())
+
+
+class KillWithPendingBatches(unittest.TestCase):
+    """The real daemon SIGKILLed while S3 is down and batches wait in its
+    spool, restarted on the same state directory: every row arrives once."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="rt-e2e-kill-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.prefix = "e2e/kill-%d" % int(time.time() * 1000)
+        self.api = SentinelStandin(TOKEN, BUCKET, [KEY], prefix=self.prefix)
+        self.addCleanup(self.api.close)
+        self.addCleanup(setattr, PROXY, "fail", None)
+        # The daemon's defaults come from its configuration file: the stand-in
+        # and 1 s batches (`ctl start` sends the token only).
+        self.conf = os.path.join(self.tmp, "rt.conf")
+        with open(self.conf, "w") as f:
+            f.write('upload: { api_url = "%s"; interval = "1s"; };\n' % self.api.url)
+        self.state = os.path.join(self.tmp, "state")
+        self.daemons = []
+
+    def daemon(self, env=None):
+        d = Daemon(interval=0.25, state_dir=self.state, env=env,
+                   args=["--config", self.conf, "--s3-endpoint", PROXY.url, "--s3-region", RGW.region]).start()
+        self.addCleanup(d.cleanup)
+        return d
+
+    def upload(self, d, job_id):
+        return d.call("GetJob", {"id": job_id})["job"]["upload"]
+
+    def test_sigkill_with_pending_batches(self):
+        stall = os.path.join(self.tmp, "stall")
+        go = os.path.join(self.tmp, "go")
+        PROXY.fail = "close"
+        d1 = self.daemon(env={"RESOURCE_TRACKERD_TEST_STALL_FILE": stall})
+        proc = subprocess.Popen(["sh", "-c", "while [ ! -e %s ]; do sleep 0.05; done; exit 5" % go])
+        self.addCleanup(lambda: (proc.poll() is None and proc.send_signal(signal.SIGKILL), proc.wait()))
+        _, out, _ = run_ctl(d1, "start", "--pid", str(proc.pid), "--name", "killed",
+                            env={"SENTINEL_API_TOKEN": TOKEN}, check=0)
+        job_id = int(out.strip())
+        up = wait_until(lambda: (lambda u: u and u["batches_pending"] >= 3 and u)(self.upload(d1, job_id)),
+                        60, "batches pending while S3 is down")
+        run_id = up["run_id"]
+        self.assertTrue(run_id, up)
+        self.assertEqual(up["batches_sent"], 0)
+        self.assertIn("upload", up["last_error"])
+        # Freeze the ticks so no sample is half-way between the store and the spool.
+        open(stall, "w").close()
+        time.sleep(1.0)
+        d1.kill9()
+        d1.check_log_clean()
+        self.assertNotIn(TOKEN, d1.read_log(), "the token was logged")
+        batches = [f for f in os.listdir(os.path.join(self.state, "spool", str(job_id))) if f.endswith(".csv.gz")]
+        self.assertGreaterEqual(len(batches), 2, "sealed batches wait in the spool")
+        self.assertEqual(self.api.finishes(), {})
+
+        PROXY.fail = None
+        d2 = self.daemon()
+        self.assertEqual(d2.call("GetJob", {"id": job_id})["job"]["state"], "running")
+        wait_until(lambda: self.upload(d2, job_id)["batches_sent"] >= len(batches), 60,
+                   "the pending batches sent after the restart")
+        time.sleep(1.5)  # rows sampled by the new daemon go into the same run
+        open(go, "w").close()
+        fin = wait_until(lambda: self.api.finishes(), 60, "the run to finish")
+        self.assertEqual(list(fin), [run_id], "one run, continued after the restart")
+        self.assertEqual(len(fin[run_id]), 1, "exactly one accepted /finish")
+        job = wait_until(lambda: (lambda j: j["upload"]["state"] == "finished" and j)(
+            d2.call("GetJob", {"id": job_id})["job"]), 30, "upload state finished")
+        keys = S3.list_keys(BUCKET, "%s/%s/" % (self.prefix, run_id))
+        self.assertEqual(keys, ["%s/%s/%06d.csv.gz" % (self.prefix, run_id, i) for i in range(len(keys))],
+                         "contiguous keys across the restart")
+        self.assertEqual(fin[run_id][0]["data_uris"], ["s3://%s/%s" % (BUCKET, k) for k in keys])
+        self.assertEqual(fin[run_id][0]["exit_code"], job["exit_code"])
+        rows = []
+        for k in keys:
+            header, r = object_rows(S3.get(BUCKET, k))
+            self.assertEqual(header, HEADER)
+            rows += r
+        csv = job_samples(d2, job_id, page=50, fmt="csv").splitlines()
+        self.assertEqual(csv[0], HEADER)
+        self.assertEqual(rows, csv[1:], "every sample exactly once, in order")
+        self.assertEqual(job["upload"]["batches_sent"], len(keys))
+        d2.stop()
+        self.assertNotIn(TOKEN, d2.read_log(), "the token was logged")
+        self.assertEqual(self.api.violations, [], "requests the live API rejects")
+        self.assertEqual(os.listdir(os.path.join(self.state, "spool")), [])
 
 
 if __name__ == "__main__":

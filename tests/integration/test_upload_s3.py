@@ -247,6 +247,59 @@ class UploadTest(unittest.TestCase):
         self.check_run(run_id, rows)
         self.quit(d2)
 
+    def test_unrecorded_send_survives_restart(self):
+        # meta.json cannot be written (as on a full disk): a batch PUT but not
+        # recorded as sent keeps its file, so a restart neither forgets the
+        # object in /finish nor reuses its key for other rows.
+        d = self.driver()
+        d.begin(1, TOKEN, FIELDS)
+        run_id = wait_until(lambda: d.status(1)["run_id"], 30, "the run")
+        meta = os.path.join(self.spool, "1", "meta.json")
+        def saved():
+            with open(meta) as f:
+                return run_id in f.read()
+        wait_until(saved, 30, "the run id in meta.json")
+        blocker = meta + ".tmp"
+        os.mkdir(blocker)  # the atomic write's open fails (EISDIR), also for root
+        rows = make_rows(13, 30)
+        d.rows(1, rows[:10], pace=0.03)
+        st = wait_until(lambda: (lambda s: s["failures"] >= 2 and s)(d.status(1)), 30, "unrecorded sends")
+        self.assertIn("cannot record batch 0 as sent", st["last_error"])
+        self.assertEqual(st["sent"], 0)
+        self.assertGreaterEqual(len(self.my_puts(run_id)), 2, "the batch was PUT (and retried)")
+        d.kill()
+        self.assertIn(os.path.join(self.spool, "1", "000000.csv.gz"), self.spool_files())
+        os.rmdir(blocker)
+        d2 = self.driver()
+        self.assertEqual(d2.cmd("resumed"), [1])
+        self.assertEqual(d2.begin(1, TOKEN, FIELDS), {"rc": 0})
+        d2.rows(1, rows[10:], pace=0.02)
+        d2.end(1)
+        self.wait_finished()
+        self.assertEqual(len(self.api.runs), 1, "the resumed job keeps its run")
+        self.check_run(run_id, rows)
+        self.quit(d2)
+
+    def test_clean_restart_keeps_keys_contiguous(self):
+        d = self.driver()
+        d.begin(3, TOKEN, FIELDS)
+        rows = make_rows(15, 30)
+        d.rows(3, rows[:10], pace=0.03)
+        wait_until(lambda: d.status(3)["sent"] >= 1, 30, "a first upload")
+        d.rows(3, rows[10:15])
+        d.cmd("stop 3000")  # seals the open rows and opens an empty segment
+        self.assertTrue([f for f in self.spool_files() if "/rows." in f], "an open segment after the stop")
+        self.quit(d)
+        d2 = self.driver()
+        self.assertEqual(d2.cmd("resumed"), [3])
+        self.assertEqual(d2.begin(3, TOKEN, FIELDS), {"rc": 0})
+        d2.rows(3, rows[15:], pace=0.02)
+        d2.end(3)
+        fin = self.wait_finished()
+        (run_id,) = fin.keys()
+        self.check_run(run_id, rows)  # keys 000000, 000001, … without a gap
+        self.quit(d2)
+
     def test_credentials_refreshed_before_expiry(self):
         self.api.expires_in = 4          # with a 2 s margin: refresh due after ~2 s
         self.api.refresh_keys = [KEY2]
@@ -356,6 +409,39 @@ class UploadTest(unittest.TestCase):
         self.assertEqual(by_rows[1][0]["data_csv"], HEADER + "\n" + "\n".join(rows) + "\n")
         self.assertEqual({f[0]["data_source"] for f in fin.values()}, {"inline"})
         self.assertEqual(os.listdir(self.spool), [], "finished jobs leave nothing in the spool")
+        self.quit(d)
+
+    def test_finish_any_2xx_accepted(self):
+        self.api.finish_status = 202
+        d = self.driver()
+        d.begin(1, TOKEN, FIELDS)
+        rows = make_rows(14, 6)
+        d.rows(1, rows, pace=0.05)
+        d.end(1)
+        fin = self.wait_finished()
+        wait_until(lambda: d.status(1)["finished"], 30, "job done")
+        time.sleep(0.5)  # > the backoff: a retry would show
+        self.assertEqual(self.api.count(r"/finish$"), 1, "a 202 to /finish was not taken as success")
+        (run_id,) = fin.keys()
+        self.check_run(run_id, rows)
+        self.quit(d)
+
+    def test_unusable_runs_reply_given_up(self):
+        # Each 2xx without a run id may have created an orphan run: the job is
+        # given up after as many as a rejecting 4xx, not retried forever.
+        self.api.runs_reply = {"status": "created"}
+        d = self.driver()
+        d.begin(1, TOKEN, FIELDS)
+        d.rows(1, make_rows(16, 5), pace=0.05)
+        wait_until(lambda: self.api.count(r"^/runs$") >= 5, 30, "5 POST /runs")
+        wait_until(lambda: "giving up" in d.log_text(), 30, "the job given up")
+        st = d.status(1)
+        self.assertFalse(st["finished"])
+        self.assertEqual(st["bytes_pending"], 0)
+        self.assertIn("unusable reply", st["last_error"])
+        self.assertFalse(os.path.exists(os.path.join(self.spool, "1")), "its spool is removed")
+        time.sleep(1.0)  # > the longest backoff: no more attempts
+        self.assertEqual(self.api.count(r"^/runs$"), 5)
         self.quit(d)
 
     def test_inline_fallback_when_s3_keeps_failing(self):

@@ -245,13 +245,74 @@ static void test_region_probe(void **state)
     curl_global_cleanup();
 }
 
+/* Answers one request with a 200 and a body of n bytes, in pieces. */
+struct big_reply {
+    int ls;
+    size_t n;
+};
+
+static void *serve_big(void *arg)
+{
+    struct big_reply *b = arg;
+    int c = accept(b->ls, NULL, NULL);
+    if (c >= 0) {
+        char buf[4096];
+        ssize_t n = read(c, buf, sizeof(buf));
+        n = snprintf(buf, sizeof(buf), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", b->n);
+        n = write(c, buf, (size_t)n);
+        memset(buf, 'k', sizeof(buf));
+        for (size_t left = b->n; left > 0;) {
+            size_t k = left < 1500 ? left : 1500;
+            n = write(c, buf, k);
+            left -= k;
+            usleep(2000);
+        }
+        (void)n;
+        close(c);
+    }
+    return NULL;
+}
+
+/* A reply body (credentials) grows through fresh buffers, not realloc, and
+ * comes back whole; freeing resets it. */
+static void test_reply_body(void **state)
+{
+    (void)state;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    struct rt_http h;
+    assert_int_equal(rt_http_init(&h, 2000, 5000, NULL), 0);
+    struct big_reply b = {socket(AF_INET, SOCK_STREAM, 0), 6000};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    assert_int_equal(bind(b.ls, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(b.ls, 1), 0);
+    getsockname(b.ls, (struct sockaddr *)&a, &al);
+    pthread_t t;
+    pthread_create(&t, NULL, serve_big, &b);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+    struct rt_http_resp resp;
+    assert_int_equal(rt_sentinel_post(&h, url, "/runs", "tok", "{}", &resp), 0);
+    pthread_join(t, NULL);
+    close(b.ls);
+    assert_int_equal(resp.status, 200);
+    assert_int_equal(resp.len, 6000);
+    assert_true(resp.cap > resp.len);
+    assert_int_equal(strspn(resp.body, "k"), 6000);
+    rt_http_resp_free(&resp);
+    assert_null(resp.body);
+    assert_int_equal(resp.len + resp.cap, 0);
+    rt_http_cleanup(&h);
+    curl_global_cleanup();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runs_body),     cmocka_unit_test(test_finish_body),
         cmocka_unit_test(test_iso8601),       cmocka_unit_test(test_parse_replies),
         cmocka_unit_test(test_s3_names),      cmocka_unit_test(test_region_header),
-        cmocka_unit_test(test_region_probe),
+        cmocka_unit_test(test_region_probe),  cmocka_unit_test(test_reply_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

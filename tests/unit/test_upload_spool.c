@@ -229,9 +229,11 @@ static void test_load_garbage(void **state)
     close(d);
     assert_null(rt_upload_job_load(root_fd, "8"));
     assert_int_equal(faccessat(root_fd, "8", F_OK, 0), -1);
-    /* A running job resumes as running, sequence after what it had. */
+    /* A running job resumes as running, sequence after what it had; the
+     * empty segment a clean stop left (rows.000007) takes no number. */
     d = rt_spool_open_dir(root_fd, "9");
     write_file(d, RT_SPOOL_META, "{\"token\":\"t\",\"sent\":[0,1,\"x\",-4],\"dropped\":[6]}");
+    write_file(d, "rows.000007", "");
     close(d);
     struct rt_upload_job *j = rt_upload_job_load(root_fd, "9");
     assert_non_null(j);
@@ -239,6 +241,8 @@ static void test_load_garbage(void **state)
     assert_null(j->run_id);
     assert_int_equal(j->sent.n, 2);
     assert_int_equal(j->seg, 7);
+    assert_int_equal(j->n_pending, 0);
+    assert_int_equal(faccessat(j->dirfd, "rows.000007", F_OK, 0), -1);
     rt_upload_job_destroy(j);
 }
 

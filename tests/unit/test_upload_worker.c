@@ -45,9 +45,10 @@ static int teardown(void **state)
     return rc;
 }
 
-static struct rt_upload_worker *worker(const char *default_token)
+static struct rt_upload_worker *worker_cap(const char *default_token, uint64_t cap)
 {
     struct rt_upload_config cfg = {
+        .spool_max_bytes = cap,
         .spool_dir = spool,
         .api_url = "http://127.0.0.1:1",
         .default_token = default_token,
@@ -61,6 +62,8 @@ static struct rt_upload_worker *worker(const char *default_token)
     assert_non_null(w);
     return w;
 }
+
+static struct rt_upload_worker *worker(const char *default_token) { return worker_cap(default_token, 0); }
 
 static size_t count_entries(const char *dir)
 {
@@ -199,12 +202,86 @@ static void test_spool_retry_resume(void **state)
     close(dfd);
 }
 
+static size_t count_batches(const char *dir)
+{
+    DIR *d = opendir(dir);
+    size_t n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += strstr(e->d_name, ".csv.gz") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void wait_pending(struct rt_upload_worker *w, uint64_t id, uint64_t min, struct rt_upload_status *st)
+{
+    uint64_t deadline = rt_mono_ns() + 30 * RT_NSEC_PER_SEC;
+    do {
+        rt_upload_job_status(w, id, st);
+        if (st->batches_pending >= min)
+            return;
+        rt_upload_job_rows(w, id, "9,z\n", 4);
+        usleep(50000);
+    } while (rt_mono_ns() < deadline);
+    fail_msg("job %llu: %llu batches pending after 30 s", (unsigned long long)id,
+             (unsigned long long)st->batches_pending);
+}
+
+/* Over the cap with meta.json unwritable: a drop that cannot be recorded is
+ * not made (its file deleted unrecorded would be resent or its key reused
+ * after a restart); once meta.json can be written, the drops happen. */
+static void test_cap_drop_needs_meta(void **state)
+{
+    (void)state;
+    struct rt_upload_worker *w = worker_cap("tok", 1);
+    assert_int_equal(rt_upload_job_begin(w, 6, NULL, NULL), 0);
+    char dir[128], tmp[160];
+    snprintf(dir, sizeof(dir), "%s/6", spool);
+    snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", dir);
+    assert_int_equal(mkdir(tmp, 0700), 0); /* the atomic write's open fails: EISDIR */
+    struct rt_upload_status st;
+    wait_pending(w, 6, 4, &st);
+    /* Rows stop: once the open rows are sealed, every pending batch is a file. */
+    uint64_t deadline = rt_mono_ns() + 30 * RT_NSEC_PER_SEC;
+    while (rt_upload_job_status(w, 6, &st), st.batches_pending != count_batches(dir)) {
+        assert_true(rt_mono_ns() < deadline);
+        usleep(20000);
+    }
+    assert_true(st.batches_pending >= 4);
+    assert_int_equal(st.batches_dropped, 0);
+
+    assert_int_equal(rmdir(tmp), 0);
+    deadline = rt_mono_ns() + 30 * RT_NSEC_PER_SEC;
+    do {
+        rt_upload_job_rows(w, 6, "9,z\n", 4);
+        usleep(50000);
+        rt_upload_job_status(w, 6, &st);
+    } while (st.batches_dropped < 3 && rt_mono_ns() < deadline);
+    assert_true(st.batches_dropped >= 3);
+    /* The last rows are sealed and dropped too (cap 1 byte). */
+    while (rt_upload_job_status(w, 6, &st), st.batches_pending != 0) {
+        assert_true(rt_mono_ns() < deadline);
+        usleep(20000);
+    }
+    rt_upload_worker_free(w);
+    assert_int_equal(count_batches(dir), 0);
+    int sfd = open(spool, O_RDONLY | O_DIRECTORY);
+    struct rt_upload_job *j = rt_upload_job_load(sfd, "6");
+    assert_non_null(j);
+    assert_int_equal(j->n_pending, 0);
+    assert_true(j->dropped.n >= st.batches_dropped);
+    rt_upload_job_destroy(j);
+    close(sfd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_no_token_nothing),
         cmocka_unit_test(test_spool_retry_resume),
+        cmocka_unit_test(test_cap_drop_needs_meta),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -49,6 +49,8 @@ class SentinelStandin:
         self.refresh_keys = keys          # handed out by refresh-credentials
         self.expires_in = 3600            # seconds of validity of each credential set
         self.fail = None
+        self.finish_status = 200          # status of an accepted /finish
+        self.runs_reply = None            # a 201 body for /runs instead of a new run
         self.requests = []                # (method, path, headers, body)
         self.violations = []
         self.runs = {}                    # run_id -> {"start": body, "finish": [bodies], "refreshes": n, "creds": [...]}
@@ -195,6 +197,8 @@ class SentinelStandin:
             for b in bad:
                 self.violate(b)
             return self._reply(h, 422, {"detail": bad})
+        if self.runs_reply is not None:
+            return self._reply(h, 201, self.runs_reply)
         with self.lock:
             run_id = f"run:{len(self.runs) + 1:04d}"
             c = self.creds(self.keys[0])
@@ -233,7 +237,7 @@ class SentinelStandin:
             return self._reply(h, 422, {"detail": bad})
         with self.lock:
             run["finish"].append(obj)
-        return self._reply(h, 200, {"run": {"run_id": run_id}, "processing": {"status": "queued"}})
+        return self._reply(h, self.finish_status, {"run": {"run_id": run_id}, "processing": {"status": "queued"}})
 
 
 class S3Proxy:
