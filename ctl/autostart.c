@@ -86,7 +86,7 @@ static char **daemon_environment(void)
     for (size_t i = 0; i < n; i++)
         if (strncmp(environ[i], "SENTINEL_", 9) != 0 && strncmp(environ[i], "TRACKER_", 8) != 0 &&
             strncmp(environ[i], "NOTIFY_SOCKET=", 14) != 0 && strncmp(environ[i], "WATCHDOG_", 9) != 0 &&
-            strncmp(environ[i], "LISTEN_", 7) != 0)
+            strncmp(environ[i], "LISTEN_", 7) != 0 && strncmp(environ[i], "CREDENTIALS_DIRECTORY=", 22) != 0)
             env[k++] = environ[i];
     return env;
 }

@@ -55,6 +55,9 @@ void ctl_meta_free(struct ctl_meta *m);
 int ctl_meta_option(struct ctl_meta *m, int argc, char **argv, int *i);
 /* Fill unset fields from TRACKER_* environment variables. */
 int ctl_meta_from_env(struct ctl_meta *m);
+/* StartJob's upload parameters from SENTINEL_API_TOKEN, SENTINEL_API_URL and
+ * TRACKER_UPLOAD_INTERVAL (only with a token: without one nothing is sent). */
+void ctl_upload_params(struct json_object *params);
 /* Parse a boolean the way TRACKER_* variables accept them: 1/0/true/false/yes/no/on/off, any case. */
 int ctl_parse_bool(const char *s, bool *out);
 

@@ -137,3 +137,16 @@ int ctl_meta_from_env(struct ctl_meta *m)
     }
     return 0;
 }
+
+void ctl_upload_params(struct json_object *params)
+{
+    const char *v = getenv("SENTINEL_API_TOKEN");
+    if (!v || !*v)
+        return;
+    json_object_object_add(params, "sentinel_token", json_object_new_string(v));
+    if ((v = getenv("SENTINEL_API_URL")) && *v)
+        json_object_object_add(params, "sentinel_api_url", json_object_new_string(v));
+    long ui;
+    if ((v = getenv("TRACKER_UPLOAD_INTERVAL")) && (ui = strtol(v, NULL, 10)) > 0)
+        json_object_object_add(params, "upload_interval_secs", json_object_new_int64(ui));
+}

@@ -135,15 +135,7 @@ static struct json_object *start_params(struct run *r, int64_t starttime)
         json_object_array_add(cmd, json_object_new_string(*a));
     json_object_object_add(md, "command", cmd);
     json_object_object_add(p, "metadata", md);
-    const char *v;
-    if ((v = getenv("SENTINEL_API_TOKEN")) && *v) {
-        json_object_object_add(p, "sentinel_token", json_object_new_string(v));
-        if ((v = getenv("SENTINEL_API_URL")) && *v)
-            json_object_object_add(p, "sentinel_api_url", json_object_new_string(v));
-        long ui;
-        if ((v = getenv("TRACKER_UPLOAD_INTERVAL")) && (ui = strtol(v, NULL, 10)) > 0)
-            json_object_object_add(p, "upload_interval_secs", json_object_new_int64(ui));
-    }
+    ctl_upload_params(p);
     return p;
 }
 

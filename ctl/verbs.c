@@ -142,13 +142,7 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
     if (meta.interval > 0)
         json_object_object_add(p, "interval_secs", json_object_new_double(meta.interval));
     json_object_object_add(p, "metadata", json_object_get(meta.metadata));
-    const char *tok = getenv("SENTINEL_API_TOKEN");
-    if (tok && *tok) {
-        json_object_object_add(p, "sentinel_token", json_object_new_string(tok));
-        const char *url = getenv("SENTINEL_API_URL");
-        if (url && *url)
-            json_object_object_add(p, "sentinel_api_url", json_object_new_string(url));
-    }
+    ctl_upload_params(p);
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
     rc = simple_call(ctl, M("StartJob"), p, &c, &reply, &rp);

@@ -167,6 +167,11 @@ static void note_ignored_env(void)
 
 static void start_upload(struct rt_daemon *d)
 {
+    if (!d->cfg.api_url[0]) {
+        /* Spooled data of earlier jobs stays until uploads are enabled again. */
+        rt_info("uploads are disabled (upload.api_url is empty)");
+        return;
+    }
     char spool[PATH_MAX + 8];
     snprintf(spool, sizeof(spool), "%s/spool", d->cfg.state_dir);
     note_ignored_env();

@@ -305,7 +305,8 @@ class PrivateDaemon(unittest.TestCase):
         secrets = {"SENTINEL_API_URL": "http://127.0.0.1:9/", "SENTINEL_EXTRA": "x",
                    "TRACKER_UPLOAD_INTERVAL": "5", "TRACKER_PROJECT_NAME": "p1",
                    # nor the service manager's, of a unit the client runs in
-                   "NOTIFY_SOCKET": "/run/nowhere", "WATCHDOG_USEC": "1000000"}
+                   "NOTIFY_SOCKET": "/run/nowhere", "WATCHDOG_USEC": "1000000",
+                   "CREDENTIALS_DIRECTORY": "/run/credentials/some.service"}
         p = subprocess.run([CTL, "run", "-n", "private", "--", "sh", "-c", "sleep 0.5; exit 4"],
                            env=dict(self.env, **secrets), capture_output=True, timeout=60)
         self.assertEqual(p.returncode, 4, p.stderr)
@@ -323,7 +324,7 @@ class PrivateDaemon(unittest.TestCase):
         with open("/proc/%d/environ" % self.daemon_pid, "rb") as f:
             names = [v.split(b"=", 1)[0].decode() for v in f.read().split(b"\0") if v]
         self.assertIn("HOME", names)
-        self.assertEqual([n for n in names if n.startswith(("SENTINEL_", "TRACKER_", "NOTIFY_", "WATCHDOG_"))], [])
+        self.assertEqual([n for n in names if n.startswith(("SENTINEL_", "TRACKER_", "NOTIFY_", "WATCHDOG_", "CREDENTIALS_"))], [])
         # A private daemon's files are its owner's alone.
         self.assertEqual(stat.S_IMODE(os.stat(self.sock).st_mode), 0o600)
         self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(self.sock)).st_mode), 0o700)

@@ -118,6 +118,22 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(self.api.requests, [], "the API saw requests for a job without a token")
         self.assertEqual(os.listdir(os.path.join(self.d.state_dir, "spool")), [])
 
+    def test_empty_api_url_disables_uploads(self):
+        self.d.stop()
+        self.d.cleanup()
+        conf = os.path.join(tempfile.mkdtemp(prefix="rt-e2e-conf-"), "rt.conf")
+        self.addCleanup(shutil.rmtree, os.path.dirname(conf), ignore_errors=True)
+        with open(conf, "w") as f:
+            f.write('upload: { api_url = ""; interval = "1s"; };\n')
+        self.d = self.daemon(args=["--config", conf])
+        rc, _, err = run_ctl(self.d, "run", "-q", "-n", "off", "--", "sleep", "1.5",
+                             env={"SENTINEL_API_TOKEN": TOKEN, "SENTINEL_API_URL": ""})
+        self.assertEqual(rc, 0, err)
+        self.assertIsNone(self.d.call("GetJob", {"name": "off"})["job"]["upload"])
+        time.sleep(1.5)  # > one upload interval after the end
+        self.assertEqual(self.api.requests, [])
+        self.assertIn("uploads are disabled (upload.api_url is empty)", self.d.read_log())
+
     def test_daemon_env_token_ignored(self):
         # A private daemon inherits the environment of the ctl call that
         # started it: that token must not upload a later job without one.
