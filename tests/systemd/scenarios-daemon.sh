@@ -67,16 +67,7 @@ grep -qw rootjob <<<"$out" || fail "finished jobs did not survive the restart: $
 wait_active resource-trackerd.service || fail "not active after a connection"
 
 step "C: the watchdog restarts a stalled sampler"
-ct sh -c 'printf "[Service]\nWatchdogSec=3\n" > /etc/systemd/system/resource-trackerd.service.d/20-watchdog.conf'
-ct systemctl daemon-reload
-ct systemctl restart resource-trackerd
-restarts=$(show NRestarts)
-ct touch /run/resource-tracker/stall
-ct_wait 90 ct sh -c "[ \$(systemctl show -p NRestarts --value resource-trackerd) -gt $restarts ]" ||
-  fail "no restart after the sampler stalled"
-ct rm -f /run/resource-tracker/stall
-log_has "Watchdog timeout" || fail "restart was not the watchdog's"
-wait_active resource-trackerd.service || fail "not active after the watchdog restart"
+watchdog_restart
 ct rm -f /etc/systemd/system/resource-trackerd.service.d/20-watchdog.conf
 ct systemctl daemon-reload
 

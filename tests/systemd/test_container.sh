@@ -52,7 +52,26 @@ field() { # field NAME FILTER… : the value in the newest matching record
 }
 unit_log() { ct journalctl --no-pager -u resource-trackerd; }
 log_has() { local out; out=$(unit_log); grep -qF -- "$1" <<<"$out"; }
+log_count() { local out; out=$(unit_log); grep -cF -- "$1" <<<"$out" || true; }
 wait_active() { ct_wait "${2:-90}" ct sh -c "[ \"\$(systemctl show -p ActiveState --value $1)\" = active ]"; }
+# WatchdogSec=3 and a stalled sampler (the test hook): systemd kills the
+# daemon and starts it again.
+watchdog_restart() {
+  ct sh -c 'printf "[Service]\nWatchdogSec=3\n" > /etc/systemd/system/resource-trackerd.service.d/20-watchdog.conf'
+  ct systemctl daemon-reload
+  ct systemctl restart resource-trackerd
+  local restarts timeouts stalls
+  restarts=$(show NRestarts)
+  timeouts=$(log_count "Watchdog timeout")
+  stalls=$(log_count "sampler stalled")
+  ct touch /run/resource-tracker/stall
+  ct_wait 90 ct sh -c "[ \$(systemctl show -p NRestarts --value resource-trackerd) -gt $restarts ]" ||
+    fail "no restart after the sampler stalled"
+  ct rm -f /run/resource-tracker/stall
+  [ "$(log_count "Watchdog timeout")" -gt "$timeouts" ] || fail "restart was not the watchdog's"
+  [ "$(log_count "sampler stalled")" -gt "$stalls" ] || fail "the stall was not logged"
+  wait_active resource-trackerd.service || fail "not active after the watchdog restart"
+}
 
 MSG_STARTED=$(sed -n 's/^#define RT_MSGID_DAEMON_STARTED "\(.*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/events.h")
 MSG_STOPPED=$(sed -n 's/^#define RT_MSGID_DAEMON_STOPPED "\(.*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/events.h")
@@ -161,17 +180,7 @@ wait_active resource-trackerd.service || fail "not active after a connection"
 [ "$(records MESSAGE_ID="$MSG_STARTED")" -gt "$starts" ] || fail "not started again"
 
 step "B: watchdog kills a stalled sampler, systemd restarts it"
-ct sh -c 'printf "[Service]\nWatchdogSec=3\n" > /etc/systemd/system/resource-trackerd.service.d/20-watchdog.conf'
-ct systemctl daemon-reload
-ct systemctl restart resource-trackerd
-restarts=$(show NRestarts)
-ct touch /run/resource-tracker/stall
-ct_wait 90 ct sh -c "[ \$(systemctl show -p NRestarts --value resource-trackerd) -gt $restarts ]" ||
-  fail "no restart after the sampler stalled"
-ct rm -f /run/resource-tracker/stall
-log_has "Watchdog timeout" || fail "restart was not the watchdog's"
-log_has "sampler stalled" || fail "the stall was not logged"
-wait_active resource-trackerd.service || fail "not active after the watchdog restart"
+watchdog_restart
 
 step "B: a bad file at start exits 78 without a restart loop"
 ct sh -c "echo 'bogus = 1;' > $conf"
