@@ -162,6 +162,17 @@ void rt_job_summary_note_cores(struct rt_job_summary *s, double cores, double sp
     }
 }
 
+/* Online CPUs, read once: sysconf reads sysfs on every call, and a job's
+ * JSON is made under the jobs lock (ListJobs: once per job). */
+static double online_cpus(void)
+{
+    static _Atomic long n;
+    long v = n;
+    if (!v)
+        n = v = sysconf(_SC_NPROCESSORS_ONLN);
+    return (double)v;
+}
+
 static void add(struct json_object *o, const char *k, struct json_object *v)
 {
     json_object_object_add(o, k, v);
@@ -177,7 +188,7 @@ static struct json_object *summary_json(const struct rt_job *j, double now)
     add(o, "cpu_secs", rt_json_double(s->cpu_secs, 3));
     /* CPU time comes in clock ticks: a job of a few ms could show more
      * cores than the host has. */
-    double avg = dur > 0 ? s->cpu_secs / dur : 0, ncpu = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    double avg = dur > 0 ? s->cpu_secs / dur : 0, ncpu = online_cpus();
     add(o, "avg_cores", rt_json_double(ncpu >= 1 && avg > ncpu ? ncpu : avg, 4));
     add(o, "peak_cores", rt_json_double(s->peak_cores, 4));
     add(o, "peak_children", json_object_new_int64(s->peak_children));
