@@ -2,13 +2,13 @@
 #ifndef RT_DAEMON_H
 #define RT_DAEMON_H
 
-#include "collect/cloud.h"
-#include "collect/hostinfo.h"
+#include "facts/cloud.h"
+#include "facts/hostinfo.h"
 #include "collect/roots.h"
-#include "config.h"
-#include "jobs.h"
-#include "sampler.h"
-#include "store.h"
+#include "config/config.h"
+#include "jobs/jobs.h"
+#include "sampler/sampler.h"
+#include "jobs/store.h"
 
 #include <stdbool.h>
 #include <sys/types.h>

@@ -1,8 +1,8 @@
 /* resource-trackerd: parse the command line and run the daemon. */
 #include "daemon.h"
-#include "http_global.h"
-#include "log.h"
-#include "options.h"
+#include "system/http_global.h"
+#include "system/log.h"
+#include "config/options.h"
 
 #include <stdio.h>
 #include <stdlib.h>

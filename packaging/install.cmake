@@ -52,11 +52,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/bash-completion/resource-trackerct
 # (/usr/share/doc/resource-tracker/copyright with the /usr prefix).
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
-# The varlink interface description, once it exists.
-file(GLOB RT_VARLINK_IDL CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.varlink)
-if(RT_VARLINK_IDL)
-  install(FILES ${RT_VARLINK_IDL} DESTINATION ${CMAKE_INSTALL_DATADIR}/resource-tracker)
-endif()
+# The varlink interface description.
+install(FILES ${PROJECT_SOURCE_DIR}/daemon/api/com.sparecores.ResourceTracker.varlink
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/resource-tracker)
 
 # Man pages, compressed as Debian wants them (gzip -9n: reproducible).
 file(GLOB RT_MAN_PAGES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/*.[158])

@@ -1,4 +1,4 @@
-#include "collect_hooks.h"
+#include "collect/collect_hooks.h"
 
 #include "rt/util.h"
 

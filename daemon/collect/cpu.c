@@ -1,7 +1,7 @@
-#include "cpu.h"
+#include "collect/cpu.h"
 
-#include "log.h"
-#include "procfile.h"
+#include "system/log.h"
+#include "collect/procfile.h"
 #include "rt/util.h"
 
 #include <dirent.h>

@@ -3,8 +3,8 @@
 #ifndef RT_CPU_H
 #define RT_CPU_H
 
-#include "collect_hooks.h"
-#include "roots.h"
+#include "collect/collect_hooks.h"
+#include "collect/roots.h"
 #include "rt/sample.h"
 
 #include <stdbool.h>

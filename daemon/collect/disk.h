@@ -4,8 +4,8 @@
 #ifndef RT_DISK_H
 #define RT_DISK_H
 
-#include "collect_hooks.h"
-#include "roots.h"
+#include "collect/collect_hooks.h"
+#include "collect/roots.h"
 #include "rt/sample.h"
 
 struct rt_disk_collector;

@@ -1,8 +1,8 @@
-#include "host_sampler.h"
+#include "collect/host_sampler.h"
 
-#include "disk.h"
-#include "memory.h"
-#include "net.h"
+#include "collect/disk.h"
+#include "collect/memory.h"
+#include "collect/net.h"
 #include "rt/util.h"
 
 #include <stdlib.h>

@@ -3,9 +3,9 @@
 #ifndef RT_HOST_SAMPLER_H
 #define RT_HOST_SAMPLER_H
 
-#include "collect_hooks.h"
-#include "cpu.h"
-#include "roots.h"
+#include "collect/collect_hooks.h"
+#include "collect/cpu.h"
+#include "collect/roots.h"
 #include "rt/sample.h"
 
 struct rt_host_sampler;

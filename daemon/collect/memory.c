@@ -1,7 +1,7 @@
-#include "memory.h"
+#include "collect/memory.h"
 
-#include "log.h"
-#include "procfile.h"
+#include "system/log.h"
+#include "collect/procfile.h"
 #include "rt/util.h"
 
 #include <errno.h>

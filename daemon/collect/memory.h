@@ -2,7 +2,7 @@
 #ifndef RT_MEMORY_H
 #define RT_MEMORY_H
 
-#include "roots.h"
+#include "collect/roots.h"
 #include "rt/sample.h"
 
 /* Fill *m (zeroed first). 0, or -errno when meminfo is unreadable or has no

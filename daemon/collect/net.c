@@ -1,7 +1,7 @@
-#include "net.h"
+#include "collect/net.h"
 
-#include "log.h"
-#include "procfile.h"
+#include "system/log.h"
+#include "collect/procfile.h"
 #include "rt/util.h"
 
 #include <errno.h>

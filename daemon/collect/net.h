@@ -3,8 +3,8 @@
 #ifndef RT_NET_H
 #define RT_NET_H
 
-#include "collect_hooks.h"
-#include "roots.h"
+#include "collect/collect_hooks.h"
+#include "collect/roots.h"
 #include "rt/sample.h"
 
 struct rt_net_collector;

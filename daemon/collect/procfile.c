@@ -1,4 +1,4 @@
-#include "procfile.h"
+#include "collect/procfile.h"
 
 #include "rt/util.h"
 

@@ -1,4 +1,4 @@
-#include "roots.h"
+#include "collect/roots.h"
 
 #include "rt/util.h"
 

@@ -1,4 +1,4 @@
-#include "http.h"
+#include "upload/http.h"
 
 #include "rt/util.h"
 

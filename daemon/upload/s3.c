@@ -1,4 +1,4 @@
-#include "s3.h"
+#include "upload/s3.h"
 
 #include "rt/util.h"
 

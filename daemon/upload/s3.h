@@ -3,7 +3,7 @@
 #ifndef RT_UPLOAD_S3_H
 #define RT_UPLOAD_S3_H
 
-#include "http.h"
+#include "upload/http.h"
 
 #include <stddef.h>
 #include <stdint.h>

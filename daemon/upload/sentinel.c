@@ -1,4 +1,4 @@
-#include "sentinel.h"
+#include "upload/sentinel.h"
 
 #include "rt/json.h"
 #include "rt/util.h"

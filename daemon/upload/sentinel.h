@@ -4,8 +4,8 @@
 #ifndef RT_UPLOAD_SENTINEL_H
 #define RT_UPLOAD_SENTINEL_H
 
-#include "http.h"
-#include "s3.h"
+#include "upload/http.h"
+#include "upload/s3.h"
 
 #include <json-c/json.h>
 #include <stdbool.h>

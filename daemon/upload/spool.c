@@ -1,4 +1,4 @@
-#include "spool.h"
+#include "upload/spool.h"
 
 #include "rt/sample_csv.h"
 #include "rt/util.h"

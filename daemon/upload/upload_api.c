@@ -1,10 +1,10 @@
 /* The upload worker's public API (upload.h): called from the daemon's
  * threads, it only touches the spool and the job list; the network is the
  * worker thread's. */
-#include "worker.h"
+#include "upload/worker.h"
 
-#include "log.h"
-#include "spool.h"
+#include "system/log.h"
+#include "upload/spool.h"
 
 #include <dirent.h>
 #include <errno.h>

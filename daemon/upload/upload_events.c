@@ -1,11 +1,11 @@
-#include "upload_events.h"
+#include "upload/upload_events.h"
 
-#include "events.h"
-#include "log.h"
+#include "system/events.h"
+#include "system/log.h"
 
 #include <stdio.h>
 
-/* Journal records with the upload MESSAGE_IDs (daemon/events.h). */
+/* Journal records with the upload MESSAGE_IDs (daemon/system/events.h). */
 void rt_upload_on_failed(uint64_t job_id, const char *run_id, const char *what, const char *error)
 {
     char id[24];

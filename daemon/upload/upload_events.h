@@ -1,6 +1,6 @@
 /* Upload events worth a journal record. One function per event so the
- * journald MESSAGE_IDs (daemon/events.h) can be wired in here alone; for now
- * they log through daemon/log.h. Never pass a token or secret. */
+ * journald MESSAGE_IDs (daemon/system/events.h) can be wired in here alone; for now
+ * they log through daemon/system/log.h. Never pass a token or secret. */
 #ifndef RT_UPLOAD_EVENTS_H
 #define RT_UPLOAD_EVENTS_H
 

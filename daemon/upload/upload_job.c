@@ -1,10 +1,10 @@
-#include "upload_job.h"
+#include "upload/upload_job.h"
 
-#include "log.h"
+#include "system/log.h"
 #include "rt/json.h"
 #include "rt/util.h"
-#include "sentinel.h"
-#include "spool.h"
+#include "upload/sentinel.h"
+#include "upload/spool.h"
 
 #include <dirent.h>
 #include <errno.h>

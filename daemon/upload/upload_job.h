@@ -5,7 +5,7 @@
 #ifndef RT_UPLOAD_JOB_H
 #define RT_UPLOAD_JOB_H
 
-#include "s3.h"
+#include "upload/s3.h"
 
 #include <json-c/json.h>
 #include <stdbool.h>

@@ -1,10 +1,10 @@
 /* The upload worker thread: seals rows into batches every interval, keeps
  * the spool under its cap, and runs each job's due work (worker_net.c). */
-#include "worker.h"
+#include "upload/worker.h"
 
-#include "log.h"
-#include "spool.h"
-#include "upload_events.h"
+#include "system/log.h"
+#include "upload/spool.h"
+#include "upload/upload_events.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,10 +9,10 @@
 #ifndef RT_UPLOAD_WORKER_H
 #define RT_UPLOAD_WORKER_H
 
-#include "http.h"
+#include "upload/http.h"
 #include "rt/util.h"
-#include "upload.h"
-#include "upload_job.h"
+#include "upload/upload.h"
+#include "upload/upload_job.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

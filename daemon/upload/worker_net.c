@@ -1,14 +1,14 @@
 /* The network steps of one job, run by the worker thread without the lock:
  * POST /runs, credential refresh, PUT of each batch, POST /finish. */
-#include "worker.h"
+#include "upload/worker.h"
 
-#include "log.h"
+#include "system/log.h"
 #include "rt/json.h"
 #include "rt/sample_csv.h"
-#include "s3.h"
-#include "sentinel.h"
-#include "spool.h"
-#include "upload_events.h"
+#include "upload/s3.h"
+#include "upload/sentinel.h"
+#include "upload/spool.h"
+#include "upload/upload_events.h"
 
 #include <stdio.h>
 #include <stdlib.h>

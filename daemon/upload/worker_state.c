@@ -1,10 +1,10 @@
 /* Per-job bookkeeping of the worker: meta.json writes, failures and
  * backoff, and forgetting a job once it is done. */
-#include "worker.h"
+#include "upload/worker.h"
 
-#include "log.h"
-#include "spool.h"
-#include "upload_events.h"
+#include "system/log.h"
+#include "upload/spool.h"
+#include "upload/upload_events.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 #ifndef RT_GPU_TEST_H
 #define RT_GPU_TEST_H
 
-#include "events.h"
+#include "system/events.h"
 #include "rt/util.h"
 
 #include <math.h>

@@ -35,7 +35,7 @@ class ServiceInterface(DaemonTest):
 
     def test_interface_description(self):
         desc = self.d.call("org.varlink.service.GetInterfaceDescription", {"interface": IFACE})
-        with open(os.path.join(os.environ["RT_SOURCE_DIR"], "docs", IFACE + ".varlink")) as f:
+        with open(os.path.join(os.environ["RT_SOURCE_DIR"], "daemon", "api", IFACE + ".varlink")) as f:
             self.assertEqual(desc["description"], f.read())
         svc = self.d.call("org.varlink.service.GetInterfaceDescription", {"interface": "org.varlink.service"})
         self.assertIn("interface org.varlink.service", svc["description"])

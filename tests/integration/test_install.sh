@@ -30,9 +30,7 @@ for f in "$root$prefix/sbin/resource-trackerd" "$root$prefix/bin/resource-tracke
          "$root$prefix/share/doc/resource-tracker/copyright"; do
   [ -f "$f" ] || fail "not installed: ${f#"$root"}"
 done
-if [ -f "$RT_SOURCE_DIR/docs/com.sparecores.ResourceTracker.varlink" ]; then
-  [ -f "$root$prefix/share/resource-tracker/com.sparecores.ResourceTracker.varlink" ] || fail "IDL not installed"
-fi
+[ -f "$root$prefix/share/resource-tracker/com.sparecores.ResourceTracker.varlink" ] || fail "IDL not installed"
 cmp -s "$root$confdir/resource-trackerd.conf" "$RT_SOURCE_DIR/etc/resource-trackerd.conf" ||
   fail "installed configuration differs from etc/resource-trackerd.conf"
 # The unit starts the binary that was installed.
@@ -50,11 +48,11 @@ done
 
 # resource-trackerd(8) lists exactly the daemon's long options (aliases too),
 # resource-trackerd.conf(5) exactly the keys the file accepts, each in its section.
-opts=$(sed -n 's/^ *{"\([a-z0-9-]*\)", *[a-z_]*_argument,.*/--\1/p' "$RT_SOURCE_DIR/daemon/options.c" | sort -u)
-[ "$(wc -l <<<"$opts")" -ge 15 ] || fail "cannot read the long options from daemon/options.c"
+opts=$(sed -n 's/^ *{"\([a-z0-9-]*\)", *[a-z_]*_argument,.*/--\1/p' "$RT_SOURCE_DIR/daemon/config/options.c" | sort -u)
+[ "$(wc -l <<<"$opts")" -ge 15 ] || fail "cannot read the long options from daemon/config/options.c"
 documented=$(sed -n '/^\.SH OPTIONS/,/^\.SH /p' "$RT_SOURCE_DIR/docs/man/resource-trackerd.8" |
   grep -oE '^\.(B|BI|BR) .*' | grep -oE '(\\-){2}[a-z0-9]([a-z0-9]|\\-)*' | sed 's/\\//g' | sort -u)
-diff -u <(echo "$opts") <(echo "$documented") || fail "resource-trackerd.8 OPTIONS differ from daemon/options.c"
+diff -u <(echo "$opts") <(echo "$documented") || fail "resource-trackerd.8 OPTIONS differ from daemon/config/options.c"
 keys=$("$RT_DAEMON" --check-config --config /dev/null |
   awk '/^[a-z_]+: \{$/ { g = $1; sub(":", "", g); next } /^\};$/ { g = ""; next }
        /^ *[a-z_0-9]+ = / { print (g == "" ? "" : g ".") $1 }' | sort)
@@ -102,7 +100,7 @@ if command -v journalctl >/dev/null; then
   cp "$catalogdir/resource-tracker.catalog" "$tmp/cat/usr/lib/systemd/catalog/"
   journalctl --root="$tmp/cat" --update-catalog
   journalctl --root="$tmp/cat" --list-catalog >"$tmp/catalog.txt"
-  ids=$(sed -n 's/^#define RT_MSGID_[A-Z_]* "\([0-9a-f]*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/events.h")
+  ids=$(sed -n 's/^#define RT_MSGID_[A-Z_]* "\([0-9a-f]*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/system/events.h")
   [ "$(echo "$ids" | wc -l)" -ge 10 ] || fail "cannot read the MESSAGE_IDs from events.h"
   for id in $ids; do
     grep -q "^$id resource-tracker: " "$tmp/catalog.txt" || fail "catalog has no entry for $id"

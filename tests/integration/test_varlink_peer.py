@@ -31,7 +31,7 @@ except ImportError:
 
 METHODS = ["Ping", "Info", "GetHostSample", "StreamHostSamples", "StartJob", "FinishJob", "StopJob",
            "ListJobs", "GetJob", "GetJobSamples"]
-IDL_PATH = os.path.join(os.environ.get("RT_SOURCE_DIR", "."), "docs", IFACE + ".varlink")
+IDL_PATH = os.path.join(os.environ.get("RT_SOURCE_DIR", "."), "daemon", "api", IFACE + ".varlink")
 
 
 def cli(*args, timeout=60):

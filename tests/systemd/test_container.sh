@@ -73,11 +73,11 @@ watchdog_restart() {
   wait_active resource-trackerd.service || fail "not active after the watchdog restart"
 }
 
-MSG_STARTED=$(sed -n 's/^#define RT_MSGID_DAEMON_STARTED "\(.*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/events.h")
-MSG_STOPPED=$(sed -n 's/^#define RT_MSGID_DAEMON_STOPPED "\(.*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/events.h")
-MSG_FINISHED=$(sed -n 's/^#define RT_MSGID_JOB_FINISHED "\(.*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/events.h")
-MSG_RELOADED=$(sed -n 's/^#define RT_MSGID_CONFIG_RELOADED "\(.*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/events.h")
-MSG_REJECTED=$(sed -n 's/^#define RT_MSGID_CONFIG_REJECTED "\(.*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/events.h")
+MSG_STARTED=$(sed -n 's/^#define RT_MSGID_DAEMON_STARTED "\(.*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/system/events.h")
+MSG_STOPPED=$(sed -n 's/^#define RT_MSGID_DAEMON_STOPPED "\(.*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/system/events.h")
+MSG_FINISHED=$(sed -n 's/^#define RT_MSGID_JOB_FINISHED "\(.*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/system/events.h")
+MSG_RELOADED=$(sed -n 's/^#define RT_MSGID_CONFIG_RELOADED "\(.*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/system/events.h")
+MSG_REJECTED=$(sed -n 's/^#define RT_MSGID_CONFIG_REJECTED "\(.*\)"$/\1/p' "$RT_SOURCE_DIR/daemon/system/events.h")
 
 step "package"
 (cd "$RT_BUILD_DIR" && cpack -G DEB -B "$work/pkg" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; fail cpack; }

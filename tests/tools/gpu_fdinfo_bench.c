@@ -2,8 +2,8 @@
  * (a child) holds N ordinary fds (real /proc), against the fixture AMD sys
  * tree: the first call (full scan) and the steady state (cached DRM fds).
  * usage: gpu_fdinfo_bench SYS_ROOT [NFDS [CALLS]] */
-#include "gpu.h"
-#include "log.h"
+#include "collect/gpu/gpu.h"
+#include "system/log.h"
 #include "rt/util.h"
 
 #include <fcntl.h>

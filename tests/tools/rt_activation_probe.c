@@ -3,8 +3,8 @@
  * one connection and writes what it got:
  * "fd=3 cloexec=1 nonblock=1 listen_fds=unset".
  * Without a passed socket it prints "no-fd" on stderr and exits 1. */
-#include "log.h"
-#include "notify.h"
+#include "system/log.h"
+#include "system/notify.h"
 
 #include <fcntl.h>
 #include <poll.h>

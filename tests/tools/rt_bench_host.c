@@ -5,9 +5,9 @@
  * count on a cost-based schedule, not every sample (docs/performance.md),
  * so the strict comparison is with the raw reads without it.
  *   rt_bench_host [--count N] [--proc-root DIR] [--sys-root DIR] */
-#include "host_sampler.h"
-#include "log.h"
-#include "roots.h"
+#include "collect/host_sampler.h"
+#include "system/log.h"
+#include "collect/roots.h"
 #include "rt/util.h"
 
 #include <dirent.h>

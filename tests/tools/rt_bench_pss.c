@@ -3,7 +3,7 @@
  *   rt_bench_pss [--count N] PID...
  * Prints one line per PID: median and maximum µs of stat, io, children and
  * smaps_rollup (PSS) reads, and the PSS value. */
-#include "procfs.h"
+#include "proc/procfs.h"
 #include "rt/util.h"
 
 #include <fcntl.h>

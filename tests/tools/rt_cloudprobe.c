@@ -7,10 +7,10 @@
  * Cloud mode also prints "timing: start_ms=… discovery_ms=… free_ms=…" on
  * stderr. --cancel-ms waits only that long, then frees the discovery
  * (cancelling it) and exits 3 when it was not done. */
-#include "cloud.h"
-#include "hostinfo.h"
-#include "http_global.h"
-#include "log.h"
+#include "facts/cloud.h"
+#include "facts/hostinfo.h"
+#include "system/http_global.h"
+#include "system/log.h"
 #include "rt/json.h"
 #include "rt/util.h"
 

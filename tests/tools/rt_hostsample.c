@@ -2,14 +2,14 @@
  * or CSV, paced by the daemon's ticker.
  *   rt_hostsample [--proc-root DIR] [--sys-root DIR] [--interval SECS]
  *                 [--count N] [--format json|csv] */
-#include "host_sampler.h"
-#include "log.h"
-#include "roots.h"
+#include "collect/host_sampler.h"
+#include "system/log.h"
+#include "collect/roots.h"
 #include "rt/json.h"
 #include "rt/sample_csv.h"
 #include "rt/sample_json.h"
 #include "rt/util.h"
-#include "ticker.h"
+#include "sampler/ticker.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -11,11 +11,11 @@
  *   "probe PID\n" -> what the hardened unit lets it read and open:
  *                    "stat=ok io=ok smaps=ok fd=ok diskstats=ok netdev=ok
  *                     inet=ok netlink=ok" (an errno name instead of ok) */
-#include "config.h"
-#include "credential.h"
-#include "events.h"
-#include "log.h"
-#include "notify.h"
+#include "config/config.h"
+#include "system/credential.h"
+#include "system/events.h"
+#include "system/log.h"
+#include "system/notify.h"
 #include "rt/util.h"
 
 #include <dirent.h>

@@ -9,9 +9,9 @@
  *   begin ID TOKEN|- JSON   row ID CSV   end ID CODE   status ID   resumed
  *   bench ID N (time N row appends)     stop MS       quit
  */
-#include "log.h"
+#include "system/log.h"
 #include "rt/util.h"
-#include "upload.h"
+#include "upload/upload.h"
 
 #include <getopt.h>
 #include <stdio.h>

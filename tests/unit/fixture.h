@@ -4,9 +4,9 @@
 #ifndef RT_TEST_FIXTURE_H
 #define RT_TEST_FIXTURE_H
 
-#include "collect_hooks.h"
-#include "log.h"
-#include "roots.h"
+#include "collect/collect_hooks.h"
+#include "system/log.h"
+#include "collect/roots.h"
 #include "rt/util.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "rt/util.h"
 
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "cpu.h"
+#include "collect/cpu.h"
 #include "fixture.h"
 
 #include <unistd.h>

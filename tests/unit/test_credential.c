@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "credential.h"
+#include "system/credential.h"
 
 #include <errno.h>
 #include <stdio.h>

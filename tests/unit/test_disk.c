@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "disk.h"
+#include "collect/disk.h"
 #include "fixture.h"
 
 #define EPS 1e-9

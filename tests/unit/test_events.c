@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "events.h"
-#include "log.h"
+#include "config/config.h"
+#include "system/events.h"
+#include "system/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,9 +8,9 @@
 #include <cmocka.h>
 
 #include "../gpu/gpu_test.h"
-#include "gpu.h"
-#include "gpu_internal.h"
-#include "log.h"
+#include "collect/gpu/gpu.h"
+#include "collect/gpu/gpu_internal.h"
+#include "system/log.h"
 
 #include <sys/stat.h>
 

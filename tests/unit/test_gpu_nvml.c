@@ -8,8 +8,8 @@
 #include <cmocka.h>
 
 #include "../gpu/gpu_test.h"
-#include "gpu.h"
-#include "log.h"
+#include "collect/gpu/gpu.h"
+#include "system/log.h"
 #include "rt/sample_csv.h"
 #include "rt/sample_json.h"
 

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
-#include "host_sampler.h"
+#include "collect/host_sampler.h"
 #include "rt/json.h"
 #include "rt/sample_csv.h"
 #include "rt/sample_json.h"

@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "hostinfo.h"
-#include "log.h"
+#include "facts/hostinfo.h"
+#include "system/log.h"
 #include "rt/json.h"
 #include "rt/util.h"
 

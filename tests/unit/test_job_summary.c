@@ -8,8 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "jobs.h"
-#include "store.h"
+#include "jobs/jobs.h"
+#include "jobs/store.h"
 
 #include <json-c/json.h>
 #include <unistd.h>

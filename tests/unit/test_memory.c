@@ -6,7 +6,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
-#include "memory.h"
+#include "collect/memory.h"
 
 #define EPS 1e-9
 

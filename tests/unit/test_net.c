@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
-#include "net.h"
+#include "collect/net.h"
 
 #define EPS 1e-9
 

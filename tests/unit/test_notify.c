@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "log.h"
-#include "notify.h"
+#include "system/log.h"
+#include "system/notify.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
-#include "procfile.h"
+#include "collect/procfile.h"
 
 static void test_scan_u64(void **state)
 {

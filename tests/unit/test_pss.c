@@ -1,4 +1,4 @@
-/* The PSS read policy (daemon/pss.h): when a read is due, how the value
+/* The PSS read policy (daemon/proc/pss.h): when a read is due, how the value
  * follows RSS in between, and that a tree scan reuses a slow read. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -6,10 +6,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "proccache.h"
-#include "procfs.h"
-#include "pss.h"
-#include "ptree.h"
+#include "proc/proccache.h"
+#include "proc/procfs.h"
+#include "proc/pss.h"
+#include "proc/ptree.h"
 #include "rt/util.h"
 
 #include <fcntl.h>

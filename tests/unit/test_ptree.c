@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "proccache.h"
-#include "procfs.h"
-#include "ptree.h"
+#include "proc/proccache.h"
+#include "proc/procfs.h"
+#include "proc/ptree.h"
 #include "rt/util.h"
 
 #include <errno.h>

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "proccache.h"
-#include "ptree.h"
+#include "proc/proccache.h"
+#include "proc/ptree.h"
 #include "rt/util.h"
 
 #include <fcntl.h>

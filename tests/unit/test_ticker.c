@@ -6,7 +6,7 @@
 #include <cmocka.h>
 
 #include "rt/util.h"
-#include "ticker.h"
+#include "sampler/ticker.h"
 
 static void test_grid(void **state)
 {

@@ -14,10 +14,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "http.h"
+#include "upload/http.h"
 #include "rt/json.h"
-#include "s3.h"
-#include "sentinel.h"
+#include "upload/s3.h"
+#include "upload/sentinel.h"
 
 static void test_runs_body(void **state)
 {

@@ -17,8 +17,8 @@
 
 #include "rt/sample_csv.h"
 #include "rt/util.h"
-#include "spool.h"
-#include "upload_job.h"
+#include "upload/spool.h"
+#include "upload/upload_job.h"
 
 static char root[64];
 static int root_fd = -1;

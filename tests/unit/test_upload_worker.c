@@ -16,12 +16,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "system/log.h"
 #include "rt/sample_csv.h"
 #include "rt/util.h"
-#include "spool.h"
-#include "upload.h"
-#include "upload_job.h"
+#include "upload/spool.h"
+#include "upload/upload.h"
+#include "upload/upload_job.h"
 
 static char root[64], spool[96];
 

@@ -1,0 +1,204 @@
+/* Per-job GPU attribution: NVIDIA from the snapshot's process lists, AMD from
+ * the job's /proc/PID/fdinfo (gpu_fdinfo.c), plus the energy share and the
+ * summary totals. */
+#include "collect/gpu/gpu_internal.h"
+
+#include "rt/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Energy baseline of one device for one job. */
+struct job_dev {
+    char uuid[96];
+    bool has_prev;
+    double prev_j;
+};
+
+struct rt_gpu_job {
+    struct job_dev *devs;
+    size_t n_devs;
+    struct gpu_fdinfo_state *fdinfo; /* AMD clients */
+    /* summary */
+    bool present;
+    uint64_t samples;
+    uint64_t peak_vram;
+    double usage_secs, secs, max_usage;
+    bool has_energy;
+    double energy_j;
+    char **uuids;
+    size_t n_uuids;
+};
+
+struct rt_gpu_job *rt_gpu_job_new(void)
+{
+    struct rt_gpu_job *j = rt_xcalloc(1, sizeof(*j));
+    j->fdinfo = gpu_fdinfo_new();
+    return j;
+}
+
+void rt_gpu_job_free(struct rt_gpu_job *j)
+{
+    if (!j)
+        return;
+    for (size_t i = 0; i < j->n_uuids; i++)
+        free(j->uuids[i]);
+    free(j->uuids);
+    free(j->devs);
+    gpu_fdinfo_free(j->fdinfo);
+    free(j);
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void match_nvidia(const struct gpu_view *v, const int32_t *pids, size_t npids, struct gpu_job_acc *acc)
+{
+    for (size_t k = 0; k < v->data.n_procs; k++) {
+        const struct gpu_proc *p = &v->data.procs[k];
+        if (!bsearch(&p->pid, pids, npids, sizeof(*pids), cmp_pid))
+            continue;
+        acc->vram += p->vram_bytes;
+        acc->sm_pct += p->sm_pct;
+        acc->matched = true;
+    }
+}
+
+/* The job's share of a device's energy: its share of the device's compute
+ * while the device computed, else its share of the VRAM in use (docs/gpu.md). */
+static double energy_share(const struct gpu_view *v, const struct gpu_job_acc *a, double usage)
+{
+    const struct gpu_dev_data *d = &v->data;
+    double share = 0;
+    if (v->vendor == GPU_NVIDIA) {
+        if (d->has_proc_util && d->sm_total > 0)
+            share = a->sm_pct / d->sm_total;
+        else if (d->procs_vram > 0)
+            share = (double)a->vram / (double)d->procs_vram;
+    } else {
+        double busy = d->util_pct / 100.0;
+        if (busy > 0)
+            share = usage / busy;
+        else if (d->vram_used > 0)
+            share = (double)a->vram / (double)d->vram_used;
+    }
+    return share > 1 ? 1 : share;
+}
+
+static void note_uuid(struct rt_gpu_job *j, const char *uuid)
+{
+    for (size_t i = 0; i < j->n_uuids; i++)
+        if (strcmp(j->uuids[i], uuid) == 0)
+            return;
+    j->uuids = rt_xrealloc(j->uuids, (j->n_uuids + 1) * sizeof(*j->uuids));
+    j->uuids[j->n_uuids++] = rt_xstrdup(uuid);
+}
+
+static void attribute_energy(struct rt_gpu_job *j, size_t i, const struct gpu_view *v, double share, bool in_use)
+{
+    struct job_dev *jd = &j->devs[i];
+    const struct gpu_dev_data *d = &v->data;
+    if (!v->visible || !d->has_energy_est) {
+        jd->has_prev = false; /* no energy across a gap */
+        return;
+    }
+    if (strcmp(jd->uuid, d->uuid) != 0) { /* another device in this slot */
+        rt_strlcpy(jd->uuid, d->uuid, sizeof(jd->uuid));
+        jd->has_prev = false;
+    }
+    if (jd->has_prev && d->energy_est_j >= jd->prev_j)
+        j->energy_j += (d->energy_est_j - jd->prev_j) * share;
+    if (in_use)
+        j->has_energy = true;
+    jd->prev_j = d->energy_est_j;
+    jd->has_prev = true;
+}
+
+void rt_gpu_job_usage(struct rt_gpu_collector *c, struct rt_gpu_job *j, const int32_t *pids, size_t npids,
+                      double interval_secs, struct rt_process_gpu *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!c->has_backend)
+        return;
+    out->present = true;
+    size_t n = c->n_view;
+    if (npids > c->pids_cap) {
+        c->pids_cap = npids;
+        c->pids = rt_xrealloc(c->pids, npids * sizeof(*c->pids));
+    }
+    if (npids) {
+        memcpy(c->pids, pids, npids * sizeof(*pids));
+        qsort(c->pids, npids, sizeof(*c->pids), cmp_pid);
+    }
+    if (n > c->acc_cap) {
+        c->acc_cap = n;
+        c->acc = rt_xrealloc(c->acc, n * sizeof(*c->acc));
+    }
+    memset(c->acc, 0, n * sizeof(*c->acc));
+    if (n > j->n_devs) {
+        j->devs = rt_xrealloc(j->devs, n * sizeof(*j->devs));
+        memset(j->devs + j->n_devs, 0, (n - j->n_devs) * sizeof(*j->devs));
+        j->n_devs = n;
+    }
+
+    for (size_t i = 0; i < n && npids; i++)
+        if (c->view[i].visible && c->view[i].vendor == GPU_NVIDIA)
+            match_nvidia(&c->view[i], c->pids, npids, &c->acc[i]);
+    gpu_fdinfo_scan(c, j->fdinfo, c->pids, npids);
+
+    double interval_ns = interval_secs > 0 ? interval_secs * 1e9 : 0;
+    uint64_t vram = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct gpu_view *v = &c->view[i];
+        const struct gpu_job_acc *a = &c->acc[i];
+        double usage;
+        bool in_use;
+        if (v->vendor == GPU_NVIDIA) {
+            usage = v->data.has_proc_util ? a->sm_pct / 100.0 : 0;
+            in_use = a->matched;
+        } else {
+            usage = interval_ns > 0 ? (double)a->gfx_ns / interval_ns : 0;
+            if (usage > 1)
+                usage = 1;
+            in_use = a->vram > 0 || a->gfx_ns > 0;
+        }
+        attribute_energy(j, i, v, v->visible ? energy_share(v, a, usage) : 0, in_use);
+        if (!v->visible)
+            continue;
+        vram += a->vram;
+        out->usage += usage;
+        out->utilized += in_use;
+        if (in_use)
+            note_uuid(j, v->data.uuid);
+    }
+    out->vram_mib = (double)vram / (double)RT_MIB;
+
+    j->present = true;
+    j->samples++;
+    if (vram > j->peak_vram)
+        j->peak_vram = vram;
+    if (out->usage > j->max_usage)
+        j->max_usage = out->usage;
+    if (interval_secs > 0) {
+        j->usage_secs += out->usage * interval_secs;
+        j->secs += interval_secs;
+    }
+}
+
+void rt_gpu_job_summary(const struct rt_gpu_job *j, struct rt_gpu_job_summary *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->present = j->present;
+    out->samples = j->samples;
+    out->peak_vram_bytes = j->peak_vram;
+    out->avg_usage = j->secs > 0 ? j->usage_secs / j->secs : 0;
+    out->max_usage = j->max_usage;
+    out->has_energy = j->has_energy;
+    out->energy_joules = j->energy_j;
+    out->n_gpus = j->n_uuids;
+    out->gpu_uuids = (const char *const *)j->uuids;
+}

@@ -1,0 +1,511 @@
+/* NVIDIA back end: libnvidia-ml.so.1 loaded with dlopen, declared here with
+ * the few types and symbols we use (nvml.h is non-free and not needed). The
+ * versioned names the driver exports are preferred, older ones are fallbacks. */
+#include "collect/gpu/gpu_internal.h"
+
+#include "system/log.h"
+#include "rt/util.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* nvmlReturn_t values we act on. */
+enum {
+    NVML_SUCCESS = 0,
+    NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_NO_PERMISSION = 4,
+    NVML_ERROR_NOT_FOUND = 6,
+    NVML_ERROR_INSUFFICIENT_SIZE = 7,
+    NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+    NVML_ERROR_GPU_IS_LOST = 15,
+    NVML_ERROR_RESET_REQUIRED = 16,
+    NVML_ERROR_GPU_NOT_FOUND = 28,
+};
+#define NVML_TEMPERATURE_GPU 0
+#define NVML_CLOCK_GRAPHICS 0
+#define NVML_VALUE_NOT_AVAILABLE (~0ULL)
+
+typedef int nvml_ret;
+typedef struct nvml_device *nvml_dev_t;
+
+struct nvml_utilization { unsigned gpu, memory; };
+struct nvml_memory { unsigned long long total, free, used; };
+/* nvmlProcessInfo_v1_t (plain names) and nvmlProcessInfo_v2_t (_v2, and _v3 of
+ * most drivers). _v3 of drivers 535.43-535.86 writes a 32-byte entry (v2 plus
+ * usedGpuCcProtectedMemory) without a version bump, so _v2 is preferred and
+ * list buffers are sized for the longest entry. */
+struct nvml_process_v1 { unsigned pid; unsigned long long used_gpu_memory; };
+struct nvml_process_v2 { unsigned pid; unsigned long long used_gpu_memory; unsigned gpu_instance_id, compute_instance_id; };
+#define NVML_PROCESS_MAX_SIZE 32
+struct nvml_proc_util { unsigned pid; unsigned long long timestamp_us; unsigned sm, mem, enc, dec; };
+/* nvmlPciInfo_t of _v2/_v3; the v1 struct shares the first 16 bytes (busId) and is shorter. */
+struct nvml_pci_info {
+    char bus_id_legacy[16];
+    unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];
+};
+
+typedef nvml_ret (*proc_list_fn)(nvml_dev_t, unsigned *, void *);
+
+struct nvml_lib {
+    void *so;
+    nvml_ret (*init)(void);
+    nvml_ret (*shutdown)(void);
+    const char *(*error_string)(nvml_ret);
+    nvml_ret (*get_count)(unsigned *);
+    nvml_ret (*get_handle)(unsigned, nvml_dev_t *);
+    nvml_ret (*driver_version)(char *, unsigned);
+    nvml_ret (*name)(nvml_dev_t, char *, unsigned);
+    nvml_ret (*uuid)(nvml_dev_t, char *, unsigned);
+    nvml_ret (*pci)(nvml_dev_t, struct nvml_pci_info *);
+    bool pci_v1;
+    nvml_ret (*utilization)(nvml_dev_t, struct nvml_utilization *);
+    nvml_ret (*memory)(nvml_dev_t, struct nvml_memory *);
+    nvml_ret (*temperature)(nvml_dev_t, int, unsigned *);
+    nvml_ret (*power)(nvml_dev_t, unsigned *);
+    nvml_ret (*clock)(nvml_dev_t, int, unsigned *);
+    nvml_ret (*energy)(nvml_dev_t, unsigned long long *);
+    proc_list_fn compute_procs, graphics_procs;
+    size_t compute_stride, graphics_stride;
+    nvml_ret (*proc_util)(nvml_dev_t, struct nvml_proc_util *, unsigned *, unsigned long long);
+    char driver[80];
+};
+
+/* Fields that degrade on their own. */
+enum field { F_UTIL, F_MEMORY, F_TEMP, F_POWER, F_CLOCK, F_ENERGY, F_COMPUTE, F_GRAPHICS, F_PROC_UTIL, F_INFO, F_COUNT };
+static const char *const field_names[F_COUNT] = {
+    "utilization", "memory", "temperature", "power", "graphics clock", "energy counter",
+    "compute processes", "graphics processes", "process utilization", "name/UUID/PCI",
+};
+
+struct nvml_gpu {
+    struct nvml_lib *lib;
+    unsigned index;
+    nvml_dev_t h;                     /* NULL until a handle is obtained */
+    unsigned unsupported;             /* bit per field: stop asking */
+    bool logged[F_COUNT];             /* unexpected errors, logged once per field */
+    unsigned long long last_seen_us;  /* newest process-utilisation sample seen */
+    uint64_t interval_us;
+    void *raw;                        /* process list buffer */
+    size_t raw_cap;                   /* entries, at the larger stride */
+    struct nvml_proc_util *samples;
+    size_t samples_cap;
+    char name[96], uuid[96], bus_id[32];
+    bool have_info;
+    char err[96];
+};
+
+static const char *errstr(const struct nvml_lib *lib, nvml_ret r)
+{
+    const char *s = lib->error_string ? lib->error_string(r) : NULL;
+    return s ? s : "unknown error";
+}
+
+static bool is_lost(nvml_ret r)
+{
+    return r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_RESET_REQUIRED || r == NVML_ERROR_GPU_NOT_FOUND;
+}
+
+/* Classify a field's result: true on success. NOT_SUPPORTED and NO_PERMISSION
+ * switch the field off for good; other errors are logged once per field. */
+static bool check(struct nvml_gpu *g, enum field f, nvml_ret r, bool *lost)
+{
+    if (r == NVML_SUCCESS)
+        return true;
+    if (is_lost(r)) {
+        *lost = true;
+        snprintf(g->err, sizeof(g->err), "%s", errstr(g->lib, r));
+        return false;
+    }
+    if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_NO_PERMISSION) {
+        g->unsupported |= 1u << f;
+        if (r == NVML_ERROR_NO_PERMISSION)
+            rt_log_once(&g->logged[f], LOG_INFO, "NVIDIA GPU %u: no permission to read %s", g->index, field_names[f]);
+        return false;
+    }
+    rt_log_once(&g->logged[f], LOG_INFO, "NVIDIA GPU %u: reading %s failed: %s", g->index, field_names[f],
+                errstr(g->lib, r));
+    return false;
+}
+
+static bool wanted(const struct nvml_gpu *g, enum field f, const void *fn)
+{
+    return fn && !(g->unsupported & (1u << f));
+}
+
+static void *sym(void *so, const char *const *names, int *which)
+{
+    for (int i = 0; names[i]; i++) {
+        void *p = dlsym(so, names[i]);
+        if (p) {
+            if (which)
+                *which = i;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+#define SYM(field, ...) (*(void **)&lib->field = sym(lib->so, (const char *const[]){__VA_ARGS__, NULL}, NULL))
+
+static void resolve(struct nvml_lib *lib)
+{
+    SYM(init, "nvmlInit_v2", "nvmlInit");
+    SYM(shutdown, "nvmlShutdown");
+    SYM(error_string, "nvmlErrorString");
+    SYM(get_count, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
+    SYM(get_handle, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+    SYM(driver_version, "nvmlSystemGetDriverVersion");
+    SYM(name, "nvmlDeviceGetName");
+    SYM(uuid, "nvmlDeviceGetUUID");
+    SYM(utilization, "nvmlDeviceGetUtilizationRates");
+    SYM(memory, "nvmlDeviceGetMemoryInfo");
+    SYM(temperature, "nvmlDeviceGetTemperature");
+    SYM(power, "nvmlDeviceGetPowerUsage");
+    SYM(clock, "nvmlDeviceGetClockInfo");
+    SYM(energy, "nvmlDeviceGetTotalEnergyConsumption");
+    SYM(proc_util, "nvmlDeviceGetProcessUtilization");
+    int which = 0;
+    *(void **)&lib->pci = sym(lib->so, (const char *const[]){"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2",
+                                                              "nvmlDeviceGetPciInfo", NULL}, &which);
+    lib->pci_v1 = which == 2;
+    /* _v2 (24-byte entries in every driver that has it) before _v3 (whose
+     * entry size changed with the driver), the plain name (16 bytes) last. */
+    static const char *const compute[] = {"nvmlDeviceGetComputeRunningProcesses_v2",
+                                          "nvmlDeviceGetComputeRunningProcesses_v3",
+                                          "nvmlDeviceGetComputeRunningProcesses", NULL};
+    static const char *const graphics[] = {"nvmlDeviceGetGraphicsRunningProcesses_v2",
+                                           "nvmlDeviceGetGraphicsRunningProcesses_v3",
+                                           "nvmlDeviceGetGraphicsRunningProcesses", NULL};
+    *(void **)&lib->compute_procs = sym(lib->so, compute, &which);
+    lib->compute_stride = which == 2 ? sizeof(struct nvml_process_v1) : sizeof(struct nvml_process_v2);
+    *(void **)&lib->graphics_procs = sym(lib->so, graphics, &which);
+    lib->graphics_stride = which == 2 ? sizeof(struct nvml_process_v1) : sizeof(struct nvml_process_v2);
+}
+
+struct nvml_lib *gpu_nvml_open(const char *path)
+{
+    void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!so) {
+        const char *e = dlerror();
+        rt_debug("NVML not available: %s", e ? e : path);
+        return NULL;
+    }
+    struct nvml_lib *lib = rt_xcalloc(1, sizeof(*lib));
+    lib->so = so;
+    resolve(lib);
+    if (!lib->init || !lib->shutdown || !lib->get_count || !lib->get_handle) {
+        rt_warn("NVML: %s lacks nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex; NVIDIA GPUs not sampled", path);
+        dlclose(so);
+        free(lib);
+        return NULL;
+    }
+    nvml_ret r = lib->init();
+    if (r != NVML_SUCCESS) {
+        /* A library without a loaded driver is an ordinary GPU-less host. */
+        rt_log(r == NVML_ERROR_DRIVER_NOT_LOADED ? LOG_DEBUG : LOG_INFO, "NVML initialisation failed: %s",
+               errstr(lib, r));
+        dlclose(so);
+        free(lib);
+        return NULL;
+    }
+    if (!lib->driver_version || lib->driver_version(lib->driver, sizeof(lib->driver)) != NVML_SUCCESS)
+        lib->driver[0] = '\0';
+    rt_info("NVML loaded (driver %s)", lib->driver[0] ? lib->driver : "unknown");
+    return lib;
+}
+
+void gpu_nvml_close(struct nvml_lib *lib)
+{
+    lib->shutdown();
+    dlclose(lib->so);
+    free(lib);
+}
+
+static enum gpu_status ensure_handle(struct nvml_gpu *g)
+{
+    if (g->h)
+        return GPU_OK;
+    nvml_ret r = g->lib->get_handle(g->index, &g->h);
+    if (r != NVML_SUCCESS) {
+        g->h = NULL;
+        snprintf(g->err, sizeof(g->err), "%s", errstr(g->lib, r));
+        return GPU_LOST;
+    }
+    return GPU_OK;
+}
+
+static enum gpu_status nv_util(void *dev, double *pct)
+{
+    struct nvml_gpu *g = dev;
+    if (ensure_handle(g) != GPU_OK)
+        return GPU_LOST;
+    if (!wanted(g, F_UTIL, g->lib->utilization))
+        return GPU_FAILED;
+    struct nvml_utilization u;
+    bool lost = false;
+    if (!check(g, F_UTIL, g->lib->utilization(g->h, &u), &lost))
+        return lost ? GPU_LOST : GPU_FAILED;
+    *pct = u.gpu;
+    return GPU_OK;
+}
+
+/* Name, UUID and bus id: read once, and again after the device comes back. */
+static void read_info(struct nvml_gpu *g, bool *lost)
+{
+    struct nvml_lib *lib = g->lib;
+    if (g->have_info)
+        return;
+    if (!lib->name || !check(g, F_INFO, lib->name(g->h, g->name, sizeof(g->name)), lost))
+        g->name[0] = '\0';
+    if (!lib->uuid || !check(g, F_INFO, lib->uuid(g->h, g->uuid, sizeof(g->uuid)), lost) || !g->uuid[0])
+        snprintf(g->uuid, sizeof(g->uuid), "nvidia-%u", g->index);
+    struct nvml_pci_info pci;
+    memset(&pci, 0, sizeof(pci));
+    g->bus_id[0] = '\0';
+    if (lib->pci && check(g, F_INFO, lib->pci(g->h, &pci), lost)) {
+        const char *b = !lib->pci_v1 && pci.bus_id[0] ? pci.bus_id : pci.bus_id_legacy;
+        snprintf(g->bus_id, sizeof(g->bus_id), "%.*s", (int)sizeof(pci.bus_id), b);
+    }
+    g->have_info = !*lost;
+}
+
+/* Fetch one process list into g->raw, growing it on INSUFFICIENT_SIZE (the
+ * list can grow between calls, so a few rounds). */
+static nvml_ret fetch_list(struct nvml_gpu *g, proc_list_fn fn, unsigned *count)
+{
+    for (int round = 0; round < 4; round++) {
+        unsigned n = (unsigned)g->raw_cap;
+        nvml_ret r = fn(g->h, &n, g->raw);
+        if (r != NVML_ERROR_INSUFFICIENT_SIZE) {
+            *count = r == NVML_SUCCESS && n <= g->raw_cap ? n : 0;
+            return r;
+        }
+        size_t want = (size_t)n + 8; /* headroom for processes starting meanwhile */
+        if (want < 2 * g->raw_cap)
+            want = 2 * g->raw_cap;
+        g->raw = rt_xrealloc(g->raw, want * NVML_PROCESS_MAX_SIZE);
+        g->raw_cap = want;
+    }
+    *count = 0;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+}
+
+static void push_proc(struct gpu_dev_data *d, int32_t pid, uint64_t vram)
+{
+    if (d->n_procs == d->procs_cap) {
+        d->procs_cap = d->procs_cap ? 2 * d->procs_cap : 16;
+        d->procs = rt_xrealloc(d->procs, d->procs_cap * sizeof(*d->procs));
+    }
+    d->procs[d->n_procs++] = (struct gpu_proc){.pid = pid, .vram_bytes = vram};
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+    int32_t x = ((const struct gpu_proc *)a)->pid, y = ((const struct gpu_proc *)b)->pid;
+    return (x > y) - (x < y);
+}
+
+/* Sort by pid and merge a PID listed as both compute and graphics: it is one
+ * process, and NVML reports the same memory in both lists, so keep the max. */
+static void merge_procs(struct gpu_dev_data *d)
+{
+    if (d->n_procs < 2)
+        return;
+    qsort(d->procs, d->n_procs, sizeof(*d->procs), cmp_proc);
+    size_t w = 0;
+    for (size_t i = 0; i < d->n_procs; i++) {
+        if (w && d->procs[w - 1].pid == d->procs[i].pid) {
+            struct gpu_proc *p = &d->procs[w - 1];
+            if (d->procs[i].vram_bytes > p->vram_bytes)
+                p->vram_bytes = d->procs[i].vram_bytes;
+            if (d->procs[i].sm_pct > p->sm_pct)
+                p->sm_pct = d->procs[i].sm_pct;
+        } else {
+            d->procs[w++] = d->procs[i];
+        }
+    }
+    d->n_procs = w;
+}
+
+static bool read_list(struct nvml_gpu *g, enum field f, proc_list_fn fn, size_t stride, struct gpu_dev_data *d,
+                      bool *lost)
+{
+    if (!wanted(g, f, fn))
+        return false;
+    unsigned n = 0;
+    if (!check(g, f, fetch_list(g, fn, &n), lost))
+        return false;
+    for (unsigned i = 0; i < n; i++) {
+        const unsigned char *e = (const unsigned char *)g->raw + (size_t)i * stride;
+        unsigned pid;
+        unsigned long long mem;
+        memcpy(&pid, e, sizeof(pid));
+        memcpy(&mem, e + offsetof(struct nvml_process_v1, used_gpu_memory), sizeof(mem));
+        push_proc(d, (int32_t)pid, mem == NVML_VALUE_NOT_AVAILABLE ? 0 : mem);
+    }
+    return true;
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+    unsigned x = ((const struct nvml_proc_util *)a)->pid, y = ((const struct nvml_proc_util *)b)->pid;
+    return (x > y) - (x < y);
+}
+
+/* Per-process SM utilisation since the previous poll: the mean of each PID's
+ * samples newer than the last one seen. A PID that has samples but has left
+ * the lists (it just exited) is kept with 0 VRAM, so its work is counted. */
+static void read_proc_util(struct nvml_gpu *g, struct gpu_dev_data *d, bool *lost)
+{
+    struct nvml_lib *lib = g->lib;
+    if (!wanted(g, F_PROC_UTIL, lib->proc_util))
+        return;
+    if (!g->last_seen_us) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        g->last_seen_us = (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000 -
+                          g->interval_us;
+    }
+    unsigned n = 0;
+    nvml_ret r = NVML_ERROR_INSUFFICIENT_SIZE;
+    for (int round = 0; round < 4 && r == NVML_ERROR_INSUFFICIENT_SIZE; round++) {
+        n = (unsigned)g->samples_cap;
+        r = lib->proc_util(g->h, g->samples, &n, g->last_seen_us);
+        if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
+            size_t want = (size_t)n + 8 > 2 * g->samples_cap ? (size_t)n + 8 : 2 * g->samples_cap;
+            g->samples = rt_xrealloc(g->samples, want * sizeof(*g->samples));
+            g->samples_cap = want;
+        }
+    }
+    if (r == NVML_ERROR_NOT_FOUND) { /* no samples since last time: nothing ran */
+        d->has_proc_util = true;
+        return;
+    }
+    if (!check(g, F_PROC_UTIL, r, lost) || n > g->samples_cap)
+        return;
+    d->has_proc_util = true;
+    qsort(g->samples, n, sizeof(*g->samples), cmp_sample);
+    size_t listed = d->n_procs;
+    for (unsigned i = 0; i < n;) {
+        unsigned j = i;
+        double sum = 0;
+        for (; j < n && g->samples[j].pid == g->samples[i].pid; j++) {
+            sum += g->samples[j].sm;
+            if (g->samples[j].timestamp_us > g->last_seen_us)
+                g->last_seen_us = g->samples[j].timestamp_us;
+        }
+        struct gpu_proc key = {.pid = (int32_t)g->samples[i].pid};
+        struct gpu_proc *p = bsearch(&key, d->procs, listed, sizeof(*d->procs), cmp_proc);
+        if (!p) {
+            push_proc(d, key.pid, 0);
+            p = &d->procs[d->n_procs - 1];
+        }
+        p->sm_pct = sum / (double)(j - i);
+        i = j;
+    }
+    merge_procs(d);
+}
+
+static enum gpu_status nv_poll(void *dev, struct gpu_dev_data *d)
+{
+    struct nvml_gpu *g = dev;
+    struct nvml_lib *lib = g->lib;
+    if (ensure_handle(g) != GPU_OK)
+        return GPU_LOST;
+    bool lost = false;
+    read_info(g, &lost);
+    struct nvml_memory mem;
+    if (!lost && wanted(g, F_MEMORY, lib->memory) && check(g, F_MEMORY, lib->memory(g->h, &mem), &lost)) {
+        d->vram_total = mem.total;
+        d->vram_used = mem.used;
+    }
+    unsigned v;
+    if (!lost && wanted(g, F_TEMP, lib->temperature) &&
+        check(g, F_TEMP, lib->temperature(g->h, NVML_TEMPERATURE_GPU, &v), &lost)) {
+        d->has_temperature = true;
+        d->temperature_c = v;
+    }
+    if (!lost && wanted(g, F_POWER, lib->power) && check(g, F_POWER, lib->power(g->h, &v), &lost)) {
+        d->has_power = true;
+        d->power_w = v / 1000.0;
+    }
+    if (!lost && wanted(g, F_CLOCK, lib->clock) &&
+        check(g, F_CLOCK, lib->clock(g->h, NVML_CLOCK_GRAPHICS, &v), &lost)) {
+        d->has_frequency = true;
+        d->frequency_mhz = v;
+    }
+    unsigned long long mj;
+    if (!lost && wanted(g, F_ENERGY, lib->energy) && check(g, F_ENERGY, lib->energy(g->h, &mj), &lost)) {
+        d->has_energy = true;
+        d->energy_j = (double)mj / 1000.0;
+    }
+    if (!lost) {
+        bool c = read_list(g, F_COMPUTE, lib->compute_procs, lib->compute_stride, d, &lost);
+        bool gr = !lost && read_list(g, F_GRAPHICS, lib->graphics_procs, lib->graphics_stride, d, &lost);
+        d->has_procs = c || gr;
+        merge_procs(d);
+    }
+    if (!lost)
+        read_proc_util(g, d, &lost);
+    if (lost) {
+        g->h = NULL; /* a new handle on recovery */
+        g->have_info = false;
+        return GPU_LOST;
+    }
+    for (size_t i = 0; i < d->n_procs; i++) {
+        d->sm_total += d->procs[i].sm_pct;
+        d->procs_vram += d->procs[i].vram_bytes;
+    }
+    snprintf(d->name, sizeof(d->name), "%s", g->name);
+    snprintf(d->uuid, sizeof(d->uuid), "%s", g->uuid);
+    snprintf(d->host_id, sizeof(d->host_id), "%u", g->index);
+    snprintf(d->bus_id, sizeof(d->bus_id), "%s", g->bus_id);
+    snprintf(d->driver_version, sizeof(d->driver_version), "%s", lib->driver);
+    return GPU_OK;
+}
+
+static enum gpu_status nv_recover(void *dev)
+{
+    struct nvml_gpu *g = dev;
+    g->h = NULL;
+    g->have_info = false;
+    return ensure_handle(g);
+}
+
+static const char *nv_last_error(void *dev) { return ((struct nvml_gpu *)dev)->err; }
+
+static void nv_destroy(void *dev)
+{
+    struct nvml_gpu *g = dev;
+    free(g->raw);
+    free(g->samples);
+    free(g);
+}
+
+static const struct gpu_dev_ops nvml_ops = {
+    .util = nv_util, .poll = nv_poll, .recover = nv_recover, .last_error = nv_last_error, .destroy = nv_destroy,
+};
+
+void gpu_nvml_discover(struct nvml_lib *lib, struct gpu_shared *sh)
+{
+    unsigned n = 0;
+    nvml_ret r = lib->get_count(&n);
+    if (r != NVML_SUCCESS) {
+        rt_info("NVML: cannot count devices: %s", errstr(lib, r));
+        return;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        struct nvml_gpu *g = rt_xcalloc(1, sizeof(*g));
+        g->lib = lib;
+        g->index = i;
+        g->interval_us = sh->interval_ns / 1000;
+        (void)ensure_handle(g); /* a device without a handle starts lost */
+        gpu_shared_add_slot(sh, GPU_NVIDIA, i, &nvml_ops, g);
+    }
+}

@@ -1,0 +1,81 @@
+/* A job: a tracked process tree with its metadata, state and running totals.
+ * The registry owns all jobs; fields below "sampler-owned" are touched only
+ * by the sampler thread, the rest under the registry lock. */
+#ifndef RT_JOB_H
+#define RT_JOB_H
+
+#include "proc/ptree.h"
+
+struct rt_gpu_job;
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum rt_job_state {
+    RT_JOB_RUNNING,
+    RT_JOB_FINISHED, /* root exited with status 0 */
+    RT_JOB_FAILED,   /* root exited non-zero or was killed */
+    RT_JOB_STOPPED,  /* tracking stopped on request; processes live on */
+    RT_JOB_LOST,     /* the daemon restarted and the root was gone */
+};
+
+const char *rt_job_state_name(enum rt_job_state s);
+int rt_job_state_from_name(const char *name);
+
+struct rt_job_summary {
+    uint64_t samples;
+    double cpu_secs;
+    double peak_cores;
+    bool peak_full;                /* peak_cores is from a full-length interval */
+    uint32_t peak_children;
+    uint64_t peak_rss_bytes, peak_pss_bytes;
+    uint64_t disk_read_bytes, disk_write_bytes;
+    bool has_gpu;                  /* sampled on a host with a GPU backend */
+    double gpu_avg_usage;          /* fractional GPUs, time-weighted */
+    uint64_t gpu_peak_vram_bytes;
+    bool has_gpu_energy;
+    double gpu_energy_joules;      /* the job's share of device energy */
+    struct json_object *gpus;      /* UUIDs of the GPUs the job used (array), or NULL */
+};
+
+struct rt_job {
+    uint64_t id;
+    char *name;                    /* NULL when unnamed */
+    uid_t owner_uid;
+    int32_t pid;
+    uint64_t starttime;            /* root's starttime, clock ticks since boot */
+    enum rt_job_state state;
+    double started_at, ended_at;   /* Unix seconds; ended_at 0 while running */
+    bool has_exit;
+    int exit_code;                 /* 0..255, 128+signal when killed */
+    int signal;                    /* 0 unless killed */
+    double interval_secs;
+    struct json_object *metadata;  /* validated JobMetadata object */
+    struct rt_job_summary summary;
+    uint64_t samples_bytes;        /* size of the samples file */
+    /* Byte offset of every RT_JOB_CKPT-th sample line, for paging. */
+    uint64_t *ckpt;
+    size_t nckpt, ckpt_cap;
+    bool wants_upload;
+
+    /* sampler-owned */
+    int pidfd;
+    bool tracking;                 /* ptree initialised */
+    struct rt_ptree tree;
+    unsigned ticks_per_sample, tick_phase;
+    uint64_t last_sample_mono_ns;
+    int samples_fd;
+    char *unwritten;               /* sample bytes not yet on disk (disk full) */
+    size_t unwritten_len;
+    bool write_warned, backlog_warned;
+    struct rt_gpu_job *gpu_state;
+};
+
+#define RT_JOB_CKPT 256
+
+/* Summary fields derived at query time. */
+double rt_job_duration(const struct rt_job *j, double now);
+
+#endif

@@ -1,0 +1,354 @@
+#include "jobs/jobs.h"
+
+#include "collect/gpu/gpu.h"
+
+#include "rt/json.h"
+#include "rt/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const state_names[] = {"running", "finished", "failed", "stopped", "lost"};
+
+const char *rt_job_state_name(enum rt_job_state s)
+{
+    return (unsigned)s < RT_ARRAY_SIZE(state_names) ? state_names[s] : "unknown";
+}
+
+int rt_job_state_from_name(const char *name)
+{
+    for (size_t i = 0; name && i < RT_ARRAY_SIZE(state_names); i++)
+        if (strcmp(name, state_names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+double rt_job_duration(const struct rt_job *j, double now)
+{
+    double end = j->state == RT_JOB_RUNNING ? now : j->ended_at;
+    return end > j->started_at ? end - j->started_at : 0;
+}
+
+void rt_jobs_init(struct rt_jobs *r)
+{
+    memset(r, 0, sizeof(*r));
+    pthread_mutex_init(&r->lock, NULL);
+}
+
+void rt_jobs_free(struct rt_jobs *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        rt_job_free(r->v[i]);
+    free(r->v);
+    pthread_mutex_destroy(&r->lock);
+    memset(r, 0, sizeof(*r));
+}
+
+void rt_jobs_lock(struct rt_jobs *r) { pthread_mutex_lock(&r->lock); }
+void rt_jobs_unlock(struct rt_jobs *r) { pthread_mutex_unlock(&r->lock); }
+
+void rt_jobs_add(struct rt_jobs *r, struct rt_job *j)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 16;
+        r->v = rt_xrealloc(r->v, r->cap * sizeof(*r->v));
+    }
+    /* Keep ids ascending (jobs loaded from disk arrive in any order). */
+    size_t i = r->n;
+    while (i > 0 && r->v[i - 1]->id > j->id) {
+        r->v[i] = r->v[i - 1];
+        i--;
+    }
+    r->v[i] = j;
+    r->n++;
+}
+
+void rt_jobs_remove(struct rt_jobs *r, struct rt_job *j)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->v[i] == j) {
+            memmove(&r->v[i], &r->v[i + 1], (r->n - i - 1) * sizeof(*r->v));
+            r->n--;
+            return;
+        }
+    }
+}
+
+struct rt_job *rt_jobs_find(struct rt_jobs *r, uint64_t id)
+{
+    size_t lo = 0, hi = r->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->v[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->n && r->v[lo]->id == id ? r->v[lo] : NULL;
+}
+
+struct rt_job *rt_jobs_find_name(struct rt_jobs *r, const char *name)
+{
+    struct rt_job *newest = NULL;
+    for (size_t i = r->n; i-- > 0;) {
+        struct rt_job *j = r->v[i];
+        if (!j->name || strcmp(j->name, name) != 0)
+            continue;
+        if (j->state == RT_JOB_RUNNING)
+            return j;
+        if (!newest)
+            newest = j;
+    }
+    return newest;
+}
+
+size_t rt_jobs_running_for(struct rt_jobs *r, uid_t uid)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++)
+        n += r->v[i]->state == RT_JOB_RUNNING && r->v[i]->owner_uid == uid;
+    return n;
+}
+
+struct rt_job *rt_job_new(void)
+{
+    struct rt_job *j = rt_xcalloc(1, sizeof(*j));
+    j->pidfd = -1;
+    j->samples_fd = -1;
+    return j;
+}
+
+void rt_job_free(struct rt_job *j)
+{
+    if (!j)
+        return;
+    if (j->pidfd >= 0)
+        close(j->pidfd);
+    if (j->samples_fd >= 0)
+        close(j->samples_fd);
+    if (j->tracking)
+        rt_ptree_free(&j->tree);
+    free(j->name);
+    free(j->ckpt);
+    free(j->unwritten);
+    json_object_put(j->metadata);
+    json_object_put(j->summary.gpus);
+    rt_gpu_job_free(j->gpu_state);
+    free(j);
+}
+
+void rt_job_note_sample(struct rt_job *j, uint64_t index, uint64_t offset)
+{
+    if (index % RT_JOB_CKPT)
+        return;
+    if (j->nckpt == j->ckpt_cap) {
+        j->ckpt_cap = j->ckpt_cap ? j->ckpt_cap * 2 : 16;
+        j->ckpt = rt_xrealloc(j->ckpt, j->ckpt_cap * sizeof(*j->ckpt));
+    }
+    j->ckpt[j->nckpt++] = offset;
+}
+
+void rt_job_summary_note_cores(struct rt_job_summary *s, double cores, double span_secs,
+                               double interval_secs)
+{
+    bool full = span_secs >= interval_secs / 2;
+    if (full && !s->peak_full) {
+        s->peak_full = true;
+        s->peak_cores = cores;
+    } else if (full == s->peak_full && cores > s->peak_cores) {
+        s->peak_cores = cores;
+    }
+}
+
+/* Online CPUs, read once: sysconf reads sysfs on every call, and a job's
+ * JSON is made under the jobs lock (ListJobs: once per job). */
+static double online_cpus(void)
+{
+    static _Atomic long n;
+    long v = n;
+    if (!v)
+        n = v = sysconf(_SC_NPROCESSORS_ONLN);
+    return (double)v;
+}
+
+static void add(struct json_object *o, const char *k, struct json_object *v)
+{
+    json_object_object_add(o, k, v);
+}
+
+static struct json_object *summary_json(const struct rt_job *j, double now)
+{
+    const struct rt_job_summary *s = &j->summary;
+    double dur = rt_job_duration(j, now);
+    struct json_object *o = json_object_new_object();
+    add(o, "duration_secs", rt_json_double(dur, 3));
+    add(o, "samples", rt_json_u64(s->samples));
+    add(o, "cpu_secs", rt_json_double(s->cpu_secs, 3));
+    /* CPU time comes in clock ticks: a job of a few ms could show more
+     * cores than the host has. */
+    double avg = dur > 0 ? s->cpu_secs / dur : 0, ncpu = online_cpus();
+    add(o, "avg_cores", rt_json_double(ncpu >= 1 && avg > ncpu ? ncpu : avg, 4));
+    add(o, "peak_cores", rt_json_double(s->peak_cores, 4));
+    add(o, "peak_children", json_object_new_int64(s->peak_children));
+    add(o, "peak_rss_bytes", rt_json_u64(s->peak_rss_bytes));
+    add(o, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
+    add(o, "disk_read_bytes", rt_json_u64(s->disk_read_bytes));
+    add(o, "disk_write_bytes", rt_json_u64(s->disk_write_bytes));
+    add(o, "gpu_avg_usage", s->has_gpu ? rt_json_double(s->gpu_avg_usage, 4) : NULL);
+    add(o, "gpu_peak_vram_bytes", s->has_gpu ? rt_json_u64(s->gpu_peak_vram_bytes) : NULL);
+    add(o, "gpu_energy_joules", s->has_gpu_energy ? rt_json_double(s->gpu_energy_joules, 3) : NULL);
+    add(o, "gpus", s->has_gpu ? (s->gpus ? json_object_get(s->gpus) : json_object_new_array()) : NULL);
+    return o;
+}
+
+struct json_object *rt_job_to_json(const struct rt_job *j, double now)
+{
+    struct json_object *o = json_object_new_object();
+    add(o, "id", rt_json_u64(j->id));
+    add(o, "name", rt_json_string_or_null(j->name));
+    add(o, "owner_uid", json_object_new_int64(j->owner_uid));
+    add(o, "pid", json_object_new_int64(j->pid));
+    add(o, "state", json_object_new_string(rt_job_state_name(j->state)));
+    add(o, "started_at", rt_json_double(j->started_at, 3));
+    add(o, "ended_at", j->state == RT_JOB_RUNNING ? NULL : rt_json_double(j->ended_at, 3));
+    add(o, "exit_code", j->has_exit ? json_object_new_int64(j->exit_code) : NULL);
+    add(o, "signal", j->has_exit && j->signal ? json_object_new_int64(j->signal) : NULL);
+    add(o, "interval_secs", rt_json_double(j->interval_secs, 3));
+    add(o, "metadata", j->metadata ? json_object_get(j->metadata) : json_object_new_object());
+    add(o, "summary", summary_json(j, now));
+    add(o, "upload", NULL);
+    return o;
+}
+
+struct json_object *rt_job_to_record(const struct rt_job *j)
+{
+    struct json_object *o = rt_job_to_json(j, 0);
+    add(o, "starttime", rt_json_u64(j->starttime));
+    /* Exact times: durations must not change across a restart. */
+    add(o, "started_at", json_object_new_double(j->started_at));
+    if (j->state != RT_JOB_RUNNING)
+        add(o, "ended_at", json_object_new_double(j->ended_at));
+    /* Exact totals, not the rounded ones of the summary view. */
+    struct json_object *t = json_object_new_object();
+    const struct rt_job_summary *s = &j->summary;
+    add(t, "samples", rt_json_u64(s->samples));
+    add(t, "cpu_secs", json_object_new_double(s->cpu_secs));
+    add(t, "peak_cores", json_object_new_double(s->peak_cores));
+    add(t, "peak_full", json_object_new_boolean(s->peak_full));
+    add(t, "peak_children", json_object_new_int64(s->peak_children));
+    add(t, "peak_rss_bytes", rt_json_u64(s->peak_rss_bytes));
+    add(t, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
+    add(t, "disk_read_bytes", rt_json_u64(s->disk_read_bytes));
+    add(t, "disk_write_bytes", rt_json_u64(s->disk_write_bytes));
+    add(t, "has_gpu", json_object_new_boolean(s->has_gpu));
+    add(t, "gpu_avg_usage", json_object_new_double(s->gpu_avg_usage));
+    add(t, "gpu_peak_vram_bytes", rt_json_u64(s->gpu_peak_vram_bytes));
+    add(t, "has_gpu_energy", json_object_new_boolean(s->has_gpu_energy));
+    add(t, "gpu_energy_joules", json_object_new_double(s->gpu_energy_joules));
+    add(t, "gpus", s->gpus ? json_object_get(s->gpus) : NULL);
+    add(o, "totals", t);
+    add(o, "wants_upload", json_object_new_boolean(j->wants_upload));
+    return o;
+}
+
+struct rt_job *rt_job_from_record(struct json_object *o)
+{
+    uint64_t id, starttime;
+    int64_t uid, pid;
+    const char *state = rt_json_get_string(o, "state");
+    if (!rt_json_get_u64(o, "id", &id) || !id || !rt_json_get_i64(o, "owner_uid", &uid) ||
+        !rt_json_get_i64(o, "pid", &pid) || !rt_json_get_u64(o, "starttime", &starttime) ||
+        rt_job_state_from_name(state) < 0)
+        return NULL;
+    struct rt_job *j = rt_job_new();
+    j->id = id;
+    j->owner_uid = (uid_t)uid;
+    j->pid = (int32_t)pid;
+    j->starttime = starttime;
+    j->state = (enum rt_job_state)rt_job_state_from_name(state);
+    const char *name = rt_json_get_string(o, "name");
+    j->name = name ? rt_xstrdup(name) : NULL;
+    rt_json_get_double(o, "started_at", &j->started_at);
+    rt_json_get_double(o, "ended_at", &j->ended_at);
+    int64_t v;
+    if (rt_json_get_i64(o, "exit_code", &v)) {
+        j->has_exit = true;
+        j->exit_code = (int)v;
+        if (rt_json_get_i64(o, "signal", &v))
+            j->signal = (int)v;
+    }
+    j->interval_secs = 1;
+    rt_json_get_double(o, "interval_secs", &j->interval_secs);
+    struct json_object *md = rt_json_get_object(o, "metadata");
+    j->metadata = md && !rt_job_metadata_check(md) ? json_object_get(md) : json_object_new_object();
+    rt_json_get_bool(o, "wants_upload", &j->wants_upload);
+    struct json_object *t = rt_json_get_object(o, "totals");
+    struct rt_job_summary *s = &j->summary;
+    if (t) {
+        uint64_t u;
+        rt_json_get_u64(t, "samples", &s->samples);
+        rt_json_get_double(t, "cpu_secs", &s->cpu_secs);
+        rt_json_get_double(t, "peak_cores", &s->peak_cores);
+        /* Records from before the flag: their peak is a plain maximum. */
+        s->peak_full = true;
+        rt_json_get_bool(t, "peak_full", &s->peak_full);
+        if (rt_json_get_u64(t, "peak_children", &u))
+            s->peak_children = (uint32_t)u;
+        rt_json_get_u64(t, "peak_rss_bytes", &s->peak_rss_bytes);
+        rt_json_get_u64(t, "peak_pss_bytes", &s->peak_pss_bytes);
+        rt_json_get_u64(t, "disk_read_bytes", &s->disk_read_bytes);
+        rt_json_get_u64(t, "disk_write_bytes", &s->disk_write_bytes);
+        rt_json_get_bool(t, "has_gpu", &s->has_gpu);
+        rt_json_get_double(t, "gpu_avg_usage", &s->gpu_avg_usage);
+        rt_json_get_u64(t, "gpu_peak_vram_bytes", &s->gpu_peak_vram_bytes);
+        rt_json_get_bool(t, "has_gpu_energy", &s->has_gpu_energy);
+        rt_json_get_double(t, "gpu_energy_joules", &s->gpu_energy_joules);
+        struct json_object *g = rt_json_get_array(t, "gpus");
+        s->gpus = g ? json_object_get(g) : NULL;
+    }
+    return j;
+}
+
+#define MD_MAX_STRING 4096
+#define MD_MAX_ITEMS 1024
+
+static const char *const md_strings[] = {
+    "project_name", "stage_name", "task_name", "team", "env", "language",
+    "orchestrator", "executor", "external_run_id", "container_image",
+};
+
+static bool valid_string(struct json_object *v)
+{
+    return json_object_is_type(v, json_type_string) && json_object_get_string_len(v) <= MD_MAX_STRING;
+}
+
+const char *rt_job_metadata_check(struct json_object *md)
+{
+    if (!json_object_is_type(md, json_type_object))
+        return "metadata";
+    json_object_object_foreach(md, key, val) {
+        if (!val)
+            continue; /* null = unset */
+        bool known = false;
+        for (size_t i = 0; i < RT_ARRAY_SIZE(md_strings); i++) {
+            if (strcmp(key, md_strings[i]) == 0) {
+                if (!valid_string(val))
+                    return md_strings[i];
+                known = true;
+            }
+        }
+        if (strcmp(key, "tags") == 0 || strcmp(key, "command") == 0) {
+            if (!json_object_is_type(val, json_type_array) || json_object_array_length(val) > MD_MAX_ITEMS)
+                return strcmp(key, "tags") == 0 ? "tags" : "command";
+            for (size_t i = 0; i < json_object_array_length(val); i++)
+                if (!valid_string(json_object_array_get_idx(val, i)))
+                    return strcmp(key, "tags") == 0 ? "tags" : "command";
+            known = true;
+        }
+        if (!known)
+            return "metadata";
+    }
+    return NULL;
+}

@@ -1,0 +1,53 @@
+/* The job registry: every job the daemon knows, running or ended. */
+#ifndef RT_JOBS_H
+#define RT_JOBS_H
+
+#include "jobs/job.h"
+
+#include <pthread.h>
+#include <stddef.h>
+
+struct rt_jobs {
+    pthread_mutex_t lock;
+    struct rt_job **v;   /* ordered by id */
+    size_t n, cap;
+};
+
+void rt_jobs_init(struct rt_jobs *r);
+/* Frees every job. */
+void rt_jobs_free(struct rt_jobs *r);
+void rt_jobs_lock(struct rt_jobs *r);
+void rt_jobs_unlock(struct rt_jobs *r);
+
+/* The caller holds the lock for the functions below. */
+void rt_jobs_add(struct rt_jobs *r, struct rt_job *j);
+void rt_jobs_remove(struct rt_jobs *r, struct rt_job *j);
+struct rt_job *rt_jobs_find(struct rt_jobs *r, uint64_t id);
+/* The running job of that name, else the newest job of that name. */
+struct rt_job *rt_jobs_find_name(struct rt_jobs *r, const char *name);
+size_t rt_jobs_running_for(struct rt_jobs *r, uid_t uid);
+
+struct rt_job *rt_job_new(void);
+void rt_job_free(struct rt_job *j);
+/* Record where sample number `index` starts in the samples file. */
+void rt_job_note_sample(struct rt_job *j, uint64_t index, uint64_t offset);
+
+/* A sample's cores used, for the peak. CPU times move in clock ticks
+ * (10 ms), so a sample over a few ms (a job's first, or its last when it
+ * ends) can read as several cores: one over less than half the interval
+ * sets the peak only while no full-length one has. */
+void rt_job_summary_note_cores(struct rt_job_summary *s, double cores, double span_secs,
+                               double interval_secs);
+
+/* The varlink Job object (see the IDL). Caller holds the lock. */
+struct json_object *rt_job_to_json(const struct rt_job *j, double now);
+/* Persistent form: rt_job_to_json plus the fields needed to resume. */
+struct json_object *rt_job_to_record(const struct rt_job *j);
+/* Rebuild a job from its record; NULL when malformed. */
+struct rt_job *rt_job_from_record(struct json_object *o);
+
+/* Check a JobMetadata object from a client; NULL when valid, else the
+ * offending parameter name. */
+const char *rt_job_metadata_check(struct json_object *md);
+
+#endif

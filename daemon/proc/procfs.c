@@ -1,0 +1,226 @@
+#include "proc/procfs.h"
+
+#include "rt/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+long rt_clk_tck(void)
+{
+    static long tck;
+    if (!tck) {
+        long t = sysconf(_SC_CLK_TCK);
+        tck = t > 0 ? t : 100;
+    }
+    return tck;
+}
+
+long rt_page_size(void)
+{
+    static long ps;
+    if (!ps) {
+        long p = sysconf(_SC_PAGESIZE);
+        ps = p > 0 ? p : 4096;
+    }
+    return ps;
+}
+
+int rt_pstat_parse(const char *buf, struct rt_pstat *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->exit_code = -1;
+    char *end;
+    long pid = strtol(buf, &end, 10);
+    const char *rp = strrchr(buf, ')');
+    if (end == buf || !rp || rp[1] != ' ')
+        return -EINVAL;
+    out->pid = (int32_t)pid;
+    const char *p = rp + 2;
+    /* Fields from 3 (state) onwards, space separated. */
+    out->state = *p;
+    int field = 3;
+    while (*p && field < 52) {
+        p = strchr(p, ' ');
+        if (!p)
+            break;
+        p++;
+        field++;
+        errno = 0;
+        switch (field) {
+        case 4: out->ppid = (int32_t)strtol(p, NULL, 10); break;
+        case 14: out->utime = strtoull(p, NULL, 10); break;
+        case 15: out->stime = strtoull(p, NULL, 10); break;
+        case 16: { long long v = strtoll(p, NULL, 10); out->cutime = v > 0 ? (uint64_t)v : 0; break; }
+        case 17: { long long v = strtoll(p, NULL, 10); out->cstime = v > 0 ? (uint64_t)v : 0; break; }
+        case 20: out->num_threads = (int32_t)strtol(p, NULL, 10); break;
+        case 22: out->starttime = strtoull(p, NULL, 10); break;
+        case 24: out->rss_pages = strtoull(p, NULL, 10); break;
+        case 52: out->exit_code = (int)strtol(p, NULL, 10); break;
+        default: break;
+        }
+    }
+    /* A truncated line (fewer than 24 fields) is garbage for our purposes. */
+    return field >= 24 ? 0 : -EINVAL;
+}
+
+int rt_pstat_read(int proc_fd, int32_t pid, struct rt_pstat *out)
+{
+    char path[32], buf[1024];
+    snprintf(path, sizeof(path), "%d/stat", (int)pid);
+    ssize_t n = rt_read_file_at(proc_fd, path, buf, sizeof(buf));
+    if (n < 0)
+        return n == -ESRCH ? -ENOENT : (int)n;
+    return rt_pstat_parse(buf, out);
+}
+
+/* Value of "key:" in a "key: value" file. */
+static bool field_u64(const char *buf, const char *key, uint64_t *out)
+{
+    size_t klen = strlen(key);
+    for (const char *p = buf; p; p = strchr(p, '\n')) {
+        if (*p == '\n')
+            p++;
+        if (strncmp(p, key, klen) == 0) {
+            p += klen;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(p, &end, 10);
+            if (end == p || errno)
+                return false;
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+int rt_pio_read(int proc_fd, int32_t pid, uint64_t *read_bytes, uint64_t *write_bytes)
+{
+    char path[32], buf[512];
+    snprintf(path, sizeof(path), "%d/io", (int)pid);
+    ssize_t n = rt_read_file_at(proc_fd, path, buf, sizeof(buf));
+    if (n < 0)
+        return (int)n;
+    if (!field_u64(buf, "read_bytes:", read_bytes) || !field_u64(buf, "write_bytes:", write_bytes))
+        return -EINVAL;
+    return 0;
+}
+
+int rt_ppss_read(int proc_fd, int32_t pid, uint64_t *pss_bytes)
+{
+    char path[40], buf[2048];
+    snprintf(path, sizeof(path), "%d/smaps_rollup", (int)pid);
+    ssize_t n = rt_read_file_at(proc_fd, path, buf, sizeof(buf));
+    if (n < 0)
+        return (int)n;
+    uint64_t kb;
+    if (!field_u64(buf, "Pss:", &kb))
+        return n == 0 ? -ENODATA : -EINVAL; /* kernel threads and zombies: empty */
+    *pss_bytes = kb * 1024;
+    return 0;
+}
+
+int rt_puid_read(int proc_fd, int32_t pid, uid_t *uid)
+{
+    char path[32], buf[4096];
+    snprintf(path, sizeof(path), "%d/status", (int)pid);
+    ssize_t n = rt_read_file_at(proc_fd, path, buf, sizeof(buf));
+    if (n < 0)
+        return (int)n;
+    uint64_t v;
+    if (!field_u64(buf, "Uid:", &v))
+        return -EINVAL;
+    *uid = (uid_t)v;
+    return 0;
+}
+
+static void push(int32_t **kids, size_t *n, size_t *cap, int32_t pid)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        *kids = rt_xrealloc(*kids, *cap * sizeof(**kids));
+    }
+    (*kids)[(*n)++] = pid;
+}
+
+static int read_children_file(int proc_fd, const char *path, int32_t **kids, size_t *n, size_t *cap)
+{
+    char buf[8192];
+    int fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    /* The file may exceed one buffer for processes with thousands of children:
+     * read in chunks and carry a partial number across. */
+    char carry[16];
+    size_t carry_len = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf, sizeof(buf));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        for (ssize_t i = 0; i < r; i++) {
+            char c = buf[i];
+            if (c >= '0' && c <= '9') {
+                if (carry_len < sizeof(carry) - 1)
+                    carry[carry_len++] = c;
+            } else if (carry_len) {
+                carry[carry_len] = '\0';
+                push(kids, n, cap, (int32_t)strtol(carry, NULL, 10));
+                carry_len = 0;
+            }
+        }
+    }
+    if (carry_len) {
+        carry[carry_len] = '\0';
+        push(kids, n, cap, (int32_t)strtol(carry, NULL, 10));
+    }
+    close(fd);
+    return 0;
+}
+
+int rt_pchildren_read(int proc_fd, int32_t pid, int32_t num_threads, int32_t **kids, size_t *n,
+                      size_t *cap)
+{
+    char path[300];
+    if (num_threads <= 1) {
+        snprintf(path, sizeof(path), "%d/task/%d/children", (int)pid, (int)pid);
+        return read_children_file(proc_fd, path, kids, n, cap);
+    }
+    snprintf(path, sizeof(path), "%d/task", (int)pid);
+    int dfd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        int e = errno;
+        close(dfd);
+        return -e;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!rt_str_all_digits(de->d_name))
+            continue;
+        snprintf(path, sizeof(path), "%d/task/%s/children", (int)pid, de->d_name);
+        int r = read_children_file(proc_fd, path, kids, n, cap);
+        if (r == -ENOENT || r == -ESRCH)
+            continue; /* a thread that just exited */
+        if (r < 0)
+            rc = r;
+    }
+    closedir(d);
+    return rc;
+}

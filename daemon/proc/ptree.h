@@ -1,0 +1,76 @@
+/* CPU, I/O and memory accounting of one process tree (a job).
+ *
+ * Each process contributes the growth of its inclusive counters: its own
+ * utime/stime plus cutime/cstime (children it has waited for), and its
+ * /proc/PID/io bytes (which also absorb reaped children). A process seen for
+ * the first time counts from zero when it started after the job began (its
+ * whole life lies inside the job), so short-lived children are counted either
+ * directly or through their parent's cutime. When a process we had seen is
+ * reaped by a parent inside the tree, the parent's counters jump by the child's
+ * final totals, of which we had already counted the part up to the child's
+ * last sighting: that part is subtracted once, from the nearest living
+ * ancestor. Processes are keyed by (pid, starttime), so a reused PID is a new
+ * process and never inherits a stranger's counters. */
+#ifndef RT_PTREE_H
+#define RT_PTREE_H
+
+#include "proc/pidmap.h"
+#include "proc/proccache.h"
+#include "proc/pss.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rt_ptrack {
+    int32_t pid, ppid;
+    uint64_t starttime;
+    uint64_t u, s;        /* inclusive CPU ticks at the last sighting */
+    uint64_t rb, wb;      /* inclusive I/O bytes at the last sighting */
+    bool io_ok;
+    struct rt_pss pss;    /* last PSS read, reused while not due (pss.h) */
+    int64_t debit_u, debit_s, debit_rb, debit_wb; /* scratch: reaped children to subtract */
+};
+
+struct rt_ptable {
+    struct rt_pidmap map;
+    struct rt_ptrack *v;
+    size_t n, cap;
+};
+
+struct rt_ptree {
+    int32_t root_pid;
+    uint64_t root_starttime;
+    uint64_t job_start_ticks; /* boot-time ticks when tracking began */
+    bool with_pss;
+    struct rt_ptable cur, prev;
+    int32_t *stack;
+    size_t stack_cap;
+    int32_t *pids;            /* tree of the last scan, for GPU attribution */
+    size_t npids, pids_cap;
+};
+
+struct rt_ptree_result {
+    bool root_alive;          /* root present, possibly a zombie */
+    bool root_zombie;
+    int root_exit_status;     /* wait status of a zombie root, else -1 */
+    uint32_t nprocs;          /* processes in the tree, root included */
+    uint64_t d_utime, d_stime;  /* clock ticks in this interval */
+    uint64_t d_read_bytes, d_write_bytes;
+    uint64_t rss_bytes, pss_bytes;
+    uint32_t pss_reads;       /* smaps_rollup files read for this scan */
+};
+
+/* Start tracking: the root's current counters (and those of descendants that
+ * already exist) are the baseline, so only later use is counted. Returns
+ * -ENOENT when the root is gone or its starttime differs. */
+int rt_ptree_init(struct rt_ptree *t, struct rt_proc_cache *c, int32_t root_pid,
+                  uint64_t root_starttime, bool with_pss);
+void rt_ptree_free(struct rt_ptree *t);
+/* One interval: walk the tree through the cache, account, report. */
+void rt_ptree_scan(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_result *out);
+
+/* Current boot-time clock in clock ticks, comparable to starttime. */
+uint64_t rt_boot_ticks(void);
+
+#endif

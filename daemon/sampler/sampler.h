@@ -1,0 +1,101 @@
+/* The sampler thread: one host sample per tick on absolute deadlines, then
+ * one sample per due job from a single shared process scan. It owns all
+ * per-job accounting state; the main thread talks to it with requests and
+ * receives results and samples through an outbox signalled on an eventfd. */
+#ifndef RT_SAMPLER_H
+#define RT_SAMPLER_H
+
+#include "collect/roots.h"
+#include "jobs/jobs.h"
+#include "sampler/rcstr.h"
+#include "jobs/store.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum rt_sreq_type {
+    RT_SREQ_START,   /* begin tracking req->job (not yet in the registry) */
+    RT_SREQ_RESUME,  /* continue a running job loaded from disk */
+    RT_SREQ_FINISH,  /* the root exited: final sample, end with the given status */
+    RT_SREQ_STOP,    /* stop tracking; the processes live on */
+};
+
+struct rt_sreq {
+    enum rt_sreq_type type;
+    struct rt_job *job;   /* START/RESUME: the job; FINISH/STOP: looked up by id */
+    uint64_t job_id;
+    bool has_exit;
+    int exit_code, signal;
+    /* START: upload settings (token wiped and freed after use) */
+    char *token, *api_url;
+    unsigned upload_interval_secs;
+    /* result, filled by the sampler */
+    int result;           /* 0 or -errno */
+    char error[160];
+    /* owner context for the main thread */
+    uint64_t conn_id;
+    struct rt_sreq *next;
+};
+
+enum rt_sevt_type {
+    RT_SEVT_REQ_DONE,
+    RT_SEVT_HOST,        /* json: host sample */
+    RT_SEVT_JOB_SAMPLE,  /* json + csv row of sample number index of job_id */
+    RT_SEVT_JOB_ENDED,
+};
+
+struct rt_sevt {
+    enum rt_sevt_type type;
+    struct rt_sreq *req;
+    uint64_t job_id, index;
+    struct rt_rcstr *json, *csv;
+    struct rt_sevt *next;
+};
+
+struct rt_sampler_opts {
+    double interval_secs;
+    const struct rt_roots *roots;
+    bool with_pss;               /* read smaps_rollup for PSS */
+    const char *stall_file;      /* test hook: stall ticks while this file exists */
+    uint64_t retention_max_age_secs;
+    uint64_t retention_max_bytes;
+    size_t backlog_max_bytes;    /* unwritten samples kept per job on a full disk; 0 = 16 MiB */
+    struct rt_upload_worker *upload; /* set with rt_sampler_set_upload */
+    const char *nvml_library;        /* NULL = libnvidia-ml.so.1 */
+    bool disable_gpu;
+};
+
+struct rt_sampler;
+
+/* Free a request and wipe its token. */
+void rt_sreq_free(struct rt_sreq *q);
+
+struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_jobs *jobs,
+                                  struct rt_store *store);
+/* Retention limits; may change while running (SIGHUP). */
+void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint64_t max_bytes);
+/* Before rt_sampler_start: where job rows go for upload (NULL = nowhere). */
+void rt_sampler_set_upload(struct rt_sampler *s, struct rt_upload_worker *w);
+/* Takes the baseline and the first host sample before returning, so callers
+ * can announce readiness with a sample available. */
+int rt_sampler_start(struct rt_sampler *s);
+void rt_sampler_stop(struct rt_sampler *s);
+void rt_sampler_free(struct rt_sampler *s);
+
+/* eventfd the main thread polls for outbox entries. */
+int rt_sampler_event_fd(struct rt_sampler *s);
+void rt_sampler_submit(struct rt_sampler *s, struct rt_sreq *req);
+/* Take all outbox entries in order (a list linked by next). */
+struct rt_sevt *rt_sampler_take(struct rt_sampler *s);
+void rt_sevt_free(struct rt_sevt *e);
+
+/* The latest host sample (a reference the caller unrefs), or NULL. */
+struct rt_rcstr *rt_sampler_latest_host(struct rt_sampler *s);
+/* CLOCK_MONOTONIC ns of the last completed tick (for the watchdog). */
+uint64_t rt_sampler_heartbeat(struct rt_sampler *s);
+double rt_sampler_interval(struct rt_sampler *s);
+unsigned rt_sampler_gpu_count(struct rt_sampler *s);
+unsigned rt_sampler_gpu_count_amd(struct rt_sampler *s);
+
+#endif

@@ -1,0 +1,375 @@
+/* Journal records with fixed MESSAGE_IDs (events.h). A record is built as
+ * an iovec array of "FIELD=value" strings in one stack buffer, then sent
+ * with sd_journal_sendv, or its MESSAGE printed to stderr. */
+#include "system/events.h"
+
+#include "config/config.h"
+#include "system/log.h"
+#include "rt/util.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <systemd/sd-journal.h>
+
+#define REC_FIELDS 40
+#define REC_BYTES 8192
+/* At most four fields carry user text (name, command, error, reason), so
+ * with this cap the fixed fields always fit. */
+#define MAX_FIELD 1024
+#define MAX_NAME_IN_MESSAGE 128
+
+struct rec {
+    int priority;
+    int n;
+    size_t used;
+    struct iovec iov[REC_FIELDS];
+    char buf[REC_BYTES];
+    char message[1024];
+};
+
+static rt_event_sink sink;
+static void *sink_data;
+
+void rt_events_set_sink(rt_event_sink fn, void *userdata)
+{
+    sink = fn;
+    sink_data = userdata;
+}
+
+/* Add one "FIELD=value", cut at MAX_FIELD bytes. */
+static void field(struct rec *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void field(struct rec *r, const char *fmt, ...)
+{
+    size_t room = sizeof(r->buf) - r->used;
+    if (room > MAX_FIELD + 1)
+        room = MAX_FIELD + 1;
+    if (r->n >= REC_FIELDS || room < 2)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(r->buf + r->used, room, fmt, ap);
+    va_end(ap);
+    if (len < 0)
+        return;
+    size_t n = (size_t)len < room ? (size_t)len : room - 1;
+    r->iov[r->n].iov_base = r->buf + r->used;
+    r->iov[r->n].iov_len = n;
+    r->n++;
+    r->used += n + 1;
+}
+
+static void message(struct rec *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void message(struct rec *r, const char *fmt, ...)
+{
+    size_t len = strlen(r->message);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->message + len, sizeof(r->message) - len, fmt, ap);
+    va_end(ap);
+}
+
+/* A user-supplied string made safe for a one-line message: control
+ * characters become '?' and long names are cut. */
+static const char *clean(const char *s, char *buf, size_t size)
+{
+    size_t i = 0;
+    for (; s && s[i] && i + 1 < size; i++)
+        buf[i] = ((unsigned char)s[i] < ' ' || s[i] == 0x7f) ? '?' : s[i];
+    buf[i] = '\0';
+    return buf;
+}
+
+static void human_bytes(uint64_t b, char *buf, size_t size)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+    if (b < 1024) {
+        snprintf(buf, size, "%" PRIu64 " B", b);
+        return;
+    }
+    double v = (double)b / 1024;
+    size_t u = 0;
+    while (v >= 1024 && u + 1 < RT_ARRAY_SIZE(units)) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, size, "%.1f %s", v, units[u]);
+}
+
+static void human_usec(uint64_t usec, char *buf, size_t size)
+{
+    uint64_t s = usec / 1000000;
+    if (s < 60)
+        snprintf(buf, size, "%.1fs", (double)usec / 1e6);
+    else if (s < 3600)
+        snprintf(buf, size, "%" PRIu64 "min %" PRIu64 "s", s / 60, s % 60);
+    else if (s < 86400)
+        snprintf(buf, size, "%" PRIu64 "h %" PRIu64 "min", s / 3600, s % 3600 / 60);
+    else
+        snprintf(buf, size, "%" PRIu64 "d %" PRIu64 "h", s / 86400, s % 86400 / 3600);
+}
+
+static void emit(struct rec *r, const char *msgid)
+{
+    if (r->priority > rt_log_level())
+        return;
+    field(r, "MESSAGE=%s", r->message);
+    field(r, "MESSAGE_ID=%s", msgid);
+    field(r, "PRIORITY=%d", r->priority);
+    field(r, "SYSLOG_IDENTIFIER=resource-trackerd");
+    if (sink)
+        sink(r->iov, r->n, sink_data);
+    else if (rt_log_to_journal())
+        sd_journal_sendv(r->iov, r->n);
+    else
+        rt_log(r->priority, "%s", r->message);
+}
+
+static void job_fields(struct rec *r, const struct rt_event_job *job)
+{
+    field(r, "JOB_ID=%s", job->id ? job->id : "");
+    if (job->name && *job->name)
+        field(r, "JOB_NAME=%s", job->name);
+    if (job->owner_uid != RT_EVENT_UID_UNKNOWN)
+        field(r, "JOB_OWNER_UID=%u", (unsigned)job->owner_uid);
+    if (job->root_pid > 0)
+        field(r, "JOB_ROOT_PID=%d", (int)job->root_pid);
+}
+
+/* "Job 42 (train)" or "job 42". */
+static void job_title(struct rec *r, const char *word, const struct rt_event_job *job)
+{
+    char id[MAX_NAME_IN_MESSAGE], name[MAX_NAME_IN_MESSAGE];
+    message(r, "%s %s", word, clean(job->id, id, sizeof(id)));
+    if (job->name && *job->name)
+        message(r, " (%s)", clean(job->name, name, sizeof(name)));
+}
+
+void rt_event_daemon_started(const struct rt_event_daemon *d)
+{
+    struct rec r = {.priority = LOG_INFO};
+    char iv[32];
+    human_usec((uint64_t)(d->interval_secs * 1e6 + 0.5), iv, sizeof(iv));
+    message(&r, "resource-trackerd %s started: sampling every %s, socket %s%s, %u GPU%s, %u running job%s restored",
+            d->version, iv, d->socket_path, d->socket_activated ? " (socket-activated)" : "", d->gpus,
+            d->gpus == 1 ? "" : "s", d->jobs_restored, d->jobs_restored == 1 ? "" : "s");
+    field(&r, "RT_VERSION=%s", d->version);
+    field(&r, "SAMPLING_INTERVAL_USEC=%" PRIu64, (uint64_t)(d->interval_secs * 1e6 + 0.5));
+    field(&r, "SOCKET_PATH=%s", d->socket_path);
+    field(&r, "SOCKET_ACTIVATED=%d", d->socket_activated ? 1 : 0);
+    field(&r, "STATE_DIR=%s", d->state_dir);
+    field(&r, "JOBS_RESTORED=%u", d->jobs_restored);
+    field(&r, "GPU_COUNT=%u", d->gpus);
+    emit(&r, RT_MSGID_DAEMON_STARTED);
+}
+
+void rt_event_daemon_stopped(const char *reason, uint64_t uptime_usec)
+{
+    struct rec r = {.priority = LOG_INFO};
+    char up[32];
+    human_usec(uptime_usec, up, sizeof(up));
+    message(&r, "resource-trackerd stopped (%s) after %s", reason, up);
+    field(&r, "STOP_REASON=%s", reason);
+    field(&r, "UPTIME_USEC=%" PRIu64, uptime_usec);
+    emit(&r, RT_MSGID_DAEMON_STOPPED);
+}
+
+void rt_event_config_reloaded(const char *path, uint32_t changed)
+{
+    struct rec r = {.priority = LOG_INFO};
+    char keys[512] = "";
+    size_t len = 0;
+    for (uint32_t bit = 1; bit && len < sizeof(keys); bit <<= 1)
+        if (changed & bit)
+            len += (size_t)snprintf(keys + len, sizeof(keys) - len, "%s%s", len ? " " : "", rt_config_key_name(bit));
+    message(&r, "Configuration %s reloaded: %s", path, changed ? keys : "nothing changed");
+    if (changed & RT_CFG_RESTART_REQUIRED)
+        message(&r, " (socket, state_dir and command-line roots need a restart)");
+    field(&r, "CONFIG_FILE=%s", path);
+    field(&r, "CONFIG_CHANGED=%s", keys);
+    emit(&r, RT_MSGID_CONFIG_RELOADED);
+}
+
+void rt_event_config_rejected(const char *path, const char *error)
+{
+    struct rec r = {.priority = LOG_ERR};
+    message(&r, "Configuration refused, keeping the running one: %s", error);
+    field(&r, "CONFIG_FILE=%s", path);
+    field(&r, "CONFIG_ERROR=%s", error);
+    emit(&r, RT_MSGID_CONFIG_REJECTED);
+}
+
+void rt_event_job_started(const struct rt_event_job *job)
+{
+    struct rec r = {.priority = LOG_INFO};
+    job_title(&r, "Job", job);
+    message(&r, " started");
+    if (job->owner_uid != RT_EVENT_UID_UNKNOWN)
+        message(&r, " for uid %u", (unsigned)job->owner_uid);
+    if (job->root_pid > 0)
+        message(&r, ", root pid %d", (int)job->root_pid);
+    job_fields(&r, job);
+    if (job->command && *job->command)
+        field(&r, "JOB_COMMAND=%s", job->command);
+    emit(&r, RT_MSGID_JOB_STARTED);
+}
+
+void rt_event_job_finished(const struct rt_event_job *job, const struct rt_job_totals *t)
+{
+    struct rec r = {.priority = LOG_INFO};
+    char a[32], b[32], c[32];
+    const char *state = t->state && *t->state ? t->state : "finished";
+    job_title(&r, "Job", job);
+    human_usec(t->duration_usec, a, sizeof(a));
+    if (job->owner_uid != RT_EVENT_UID_UNKNOWN)
+        message(&r, " of uid %u", (unsigned)job->owner_uid);
+    message(&r, " %s after %s", strcmp(state, "lost") == 0 ? "was lost" : state, a);
+    if (t->exit_status >= 0)
+        message(&r, ", exit status %d", t->exit_status);
+    job_fields(&r, job);
+    field(&r, "JOB_STATE=%s", state);
+    if (t->exit_status >= 0)
+        field(&r, "EXIT_STATUS=%d", t->exit_status);
+    field(&r, "JOB_DURATION_USEC=%" PRIu64, t->duration_usec);
+    field(&r, "JOB_SAMPLES=%" PRIu64, t->samples);
+    field(&r, "JOB_PROCESSES_MAX=%u", t->processes_max);
+
+    const char *sep = ": ";
+    if (t->cpu_usage_nsec != RT_EVENT_UNKNOWN) {
+        human_usec(t->cpu_usage_nsec / 1000, a, sizeof(a));
+        message(&r, "%sCPU %s", sep, a);
+        field(&r, "CPU_USAGE_NSEC=%" PRIu64, t->cpu_usage_nsec);
+        sep = ", ";
+    }
+    if (t->memory_peak_bytes != RT_EVENT_UNKNOWN) {
+        human_bytes(t->memory_peak_bytes, a, sizeof(a));
+        message(&r, "%smemory peak %s", sep, a);
+        field(&r, "MEMORY_PEAK_BYTES=%" PRIu64, t->memory_peak_bytes);
+        sep = ", ";
+    }
+    if (t->io_read_bytes != RT_EVENT_UNKNOWN && t->io_write_bytes != RT_EVENT_UNKNOWN) {
+        human_bytes(t->io_read_bytes, b, sizeof(b));
+        human_bytes(t->io_write_bytes, c, sizeof(c));
+        message(&r, "%sread %s, written %s", sep, b, c);
+        sep = ", ";
+    }
+    if (t->io_read_bytes != RT_EVENT_UNKNOWN)
+        field(&r, "IO_METRIC_READ_BYTES=%" PRIu64, t->io_read_bytes);
+    if (t->io_write_bytes != RT_EVENT_UNKNOWN)
+        field(&r, "IO_METRIC_WRITE_BYTES=%" PRIu64, t->io_write_bytes);
+    if (t->gpus_used > 0) {
+        message(&r, "%s%u GPU%s", sep, t->gpus_used, t->gpus_used == 1 ? "" : "s");
+        field(&r, "GPU_COUNT=%u", t->gpus_used);
+        if (t->gpu_energy_j >= 0) {
+            message(&r, ", %.1f J", t->gpu_energy_j);
+            field(&r, "GPU_ENERGY_J=%.3f", t->gpu_energy_j);
+        }
+        if (t->gpu_mem_peak_bytes != RT_EVENT_UNKNOWN) {
+            human_bytes(t->gpu_mem_peak_bytes, a, sizeof(a));
+            message(&r, ", GPU memory peak %s", a);
+            field(&r, "GPU_MEM_PEAK_BYTES=%" PRIu64, t->gpu_mem_peak_bytes);
+        }
+        if (t->gpu_utilization_avg >= 0) {
+            message(&r, ", GPU utilization %.1f%%", t->gpu_utilization_avg);
+            field(&r, "GPU_UTILIZATION_AVG_PERCENT=%.1f", t->gpu_utilization_avg);
+        }
+    }
+    emit(&r, RT_MSGID_JOB_FINISHED);
+}
+
+void rt_event_upload_failed(const struct rt_event_job *job, const struct rt_upload_failure *f)
+{
+    struct rec r = {.priority = LOG_WARNING};
+    char err[256], retry[32];
+    if (job)
+        job_title(&r, "Upload of job", job);
+    else
+        message(&r, "Upload");
+    message(&r, " failed at %s", f->stage);
+    if (f->http_status > 0)
+        message(&r, " with HTTP %ld", f->http_status);
+    if (f->error && *f->error)
+        message(&r, ": %s", clean(f->error, err, sizeof(err)));
+    if (f->attempt) {
+        human_usec(f->retry_in_usec, retry, sizeof(retry));
+        message(&r, " (attempt %u, next in %s, %u batch%s queued)", f->attempt, retry, f->queued_batches,
+                f->queued_batches == 1 ? "" : "es");
+    } else {
+        message(&r, "; retrying with backoff");
+    }
+    if (job)
+        job_fields(&r, job);
+    field(&r, "UPLOAD_STAGE=%s", f->stage);
+    if (f->run_id && *f->run_id)
+        field(&r, "UPLOAD_RUN_ID=%s", f->run_id);
+    if (f->http_status > 0)
+        field(&r, "UPLOAD_HTTP_STATUS=%ld", f->http_status);
+    if (f->error && *f->error)
+        field(&r, "UPLOAD_ERROR=%s", f->error);
+    if (f->attempt) {
+        field(&r, "UPLOAD_ATTEMPT=%u", f->attempt);
+        field(&r, "UPLOAD_RETRY_USEC=%" PRIu64, f->retry_in_usec);
+        field(&r, "UPLOAD_QUEUE=%u", f->queued_batches);
+    }
+    emit(&r, RT_MSGID_UPLOAD_FAILED);
+}
+
+void rt_event_upload_recovered(const struct rt_event_job *job, const char *run_id, unsigned failed_attempts,
+                               uint64_t outage_usec)
+{
+    struct rec r = {.priority = LOG_NOTICE};
+    char outage[32];
+    if (job)
+        job_title(&r, "Upload of job", job);
+    else
+        message(&r, "Upload");
+    message(&r, " recovered after %u failed attempt%s", failed_attempts, failed_attempts == 1 ? "" : "s");
+    if (outage_usec) {
+        human_usec(outage_usec, outage, sizeof(outage));
+        message(&r, " over %s", outage);
+    }
+    if (job)
+        job_fields(&r, job);
+    if (run_id && *run_id)
+        field(&r, "UPLOAD_RUN_ID=%s", run_id);
+    field(&r, "UPLOAD_FAILED_ATTEMPTS=%u", failed_attempts);
+    if (outage_usec)
+        field(&r, "UPLOAD_OUTAGE_USEC=%" PRIu64, outage_usec);
+    emit(&r, RT_MSGID_UPLOAD_RECOVERED);
+}
+
+static void gpu_event(struct rec *r, const struct rt_event_gpu *g, const char *what)
+{
+    char name[MAX_NAME_IN_MESSAGE], uuid[MAX_NAME_IN_MESSAGE];
+    message(r, "GPU %u %s: %s %s", g->index, what, g->vendor ? g->vendor : "?",
+            clean(g->name ? g->name : "", name, sizeof(name)));
+    if (g->uuid && *g->uuid)
+        message(r, " (%s)", clean(g->uuid, uuid, sizeof(uuid)));
+    field(r, "GPU_INDEX=%u", g->index);
+    field(r, "GPU_VENDOR=%s", g->vendor ? g->vendor : "");
+    field(r, "GPU_NAME=%s", g->name ? g->name : "");
+    if (g->uuid && *g->uuid)
+        field(r, "GPU_UUID=%s", g->uuid);
+    if (g->memory_total_bytes)
+        field(r, "GPU_MEMORY_TOTAL_BYTES=%" PRIu64, g->memory_total_bytes);
+}
+
+void rt_event_gpu_appeared(const struct rt_event_gpu *g)
+{
+    struct rec r = {.priority = LOG_INFO};
+    gpu_event(&r, g, "appeared");
+    emit(&r, RT_MSGID_GPU_APPEARED);
+}
+
+void rt_event_gpu_lost(const struct rt_event_gpu *g, const char *reason)
+{
+    struct rec r = {.priority = LOG_WARNING};
+    char why[256];
+    gpu_event(&r, g, "lost");
+    if (reason && *reason) {
+        message(&r, ": %s", clean(reason, why, sizeof(why)));
+        field(&r, "GPU_LOST_REASON=%s", reason);
+    }
+    emit(&r, RT_MSGID_GPU_LOST);
+}

@@ -1,0 +1,153 @@
+#include "system/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <systemd/sd-journal.h>
+
+static bool use_journal;
+static int level_max = LOG_INFO;
+
+/* --log-file before the takeover (see log.h); other threads log meanwhile. */
+static pthread_mutex_t tee_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool tee_on;
+static int tee_fd = -1;
+static char early[16384];
+static size_t early_len;
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+void rt_log_file_expect(void)
+{
+    tee_on = true;
+}
+
+int rt_log_file_open(int dirfd, const char *path)
+{
+    int fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    pthread_mutex_lock(&tee_mu);
+    write_all(fd, early, early_len);
+    early_len = 0;
+    tee_fd = fd;
+    pthread_mutex_unlock(&tee_mu);
+    return 0;
+}
+
+void rt_log_file_takeover(void)
+{
+    if (!tee_on)
+        return;
+    pthread_mutex_lock(&tee_mu);
+    fflush(stderr);
+    int fd = tee_fd >= 0 ? tee_fd : open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+    }
+    tee_fd = -1;
+    tee_on = false;
+    pthread_mutex_unlock(&tee_mu);
+}
+
+static void tee_line(const char *line, size_t len)
+{
+    pthread_mutex_lock(&tee_mu);
+    if (tee_fd >= 0) {
+        write_all(tee_fd, line, len);
+    } else if (tee_on && early_len + len <= sizeof(early)) {
+        memcpy(early + early_len, line, len);
+        early_len += len;
+    }
+    pthread_mutex_unlock(&tee_mu);
+}
+
+/* systemd sets JOURNAL_STREAM=dev:ino for a stderr connected to journald. */
+static bool stderr_is_journal(void)
+{
+    const char *js = getenv("JOURNAL_STREAM");
+    struct stat st;
+    unsigned long long dev, ino;
+    if (!js || sscanf(js, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+        return false;
+    return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+void rt_log_init(enum rt_log_target target, int max_level)
+{
+    use_journal = target == RT_LOG_JOURNAL || (target == RT_LOG_AUTO && stderr_is_journal());
+    level_max = max_level;
+}
+
+void rt_log_set_level(int max_level) { level_max = max_level; }
+int rt_log_level(void) { return level_max; }
+bool rt_log_to_journal(void) { return use_journal; }
+
+int rt_log_level_from_string(const char *s)
+{
+    static const char *const names[] = {"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"};
+    for (int i = 0; i < 8; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    if (strcmp(s, "error") == 0)
+        return LOG_ERR;
+    if (strcmp(s, "warn") == 0)
+        return LOG_WARNING;
+    return -1;
+}
+
+static void vlog(int level, const char *fmt, va_list ap)
+{
+    if (level > level_max)
+        return;
+    if (use_journal) {
+        sd_journal_printv(level, fmt, ap);
+        return;
+    }
+    static const char *const prefix[] = {"emerg", "alert", "crit", "error", "warning", "notice", "info", "debug"};
+    char line[2048], out[2100];
+    vsnprintf(line, sizeof(line), fmt, ap);
+    int n = snprintf(out, sizeof(out), "resource-trackerd: %s: %s\n", prefix[level & 7], line);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof(out) ? (size_t)n : sizeof(out) - 1;
+    fputs(out, stderr);
+    if (tee_on)
+        tee_line(out, len);
+}
+
+void rt_log(int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, fmt, ap);
+    va_end(ap);
+}
+
+void rt_log_once(bool *once, int level, const char *fmt, ...)
+{
+    if (*once)
+        return;
+    *once = true;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, fmt, ap);
+    va_end(ap);
+}
