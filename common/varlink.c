@@ -27,7 +27,7 @@ void rt_vl_reader_free(struct rt_vl_reader *r)
     memset(r, 0, sizeof(*r));
 }
 
-ssize_t rt_vl_reader_fill(struct rt_vl_reader *r, int fd)
+static void reader_make_room(struct rt_vl_reader *r)
 {
     if (r->start > 0 && (r->start == r->len || r->len + READ_CHUNK > r->cap)) {
         memmove(r->buf, r->buf + r->start, r->len - r->start);
@@ -38,9 +38,49 @@ ssize_t rt_vl_reader_fill(struct rt_vl_reader *r, int fd)
         r->cap = r->len + READ_CHUNK + 1;
         r->buf = rt_xrealloc(r->buf, r->cap);
     }
+}
+
+ssize_t rt_vl_reader_fill(struct rt_vl_reader *r, int fd)
+{
+    reader_make_room(r);
     ssize_t n = read(fd, r->buf + r->len, r->cap - r->len - 1);
     if (n < 0)
         return -errno;
+    r->len += (size_t)n;
+    return n;
+}
+
+#define MAX_FDS_PER_READ 16
+
+ssize_t rt_vl_reader_recv(struct rt_vl_reader *r, int fd, int *fds, size_t max_fds, size_t *nfds,
+                          uint64_t *at)
+{
+    reader_make_room(r);
+    *nfds = 0;
+    *at = r->consumed + (r->len - r->start);
+    union {
+        char buf[CMSG_SPACE(MAX_FDS_PER_READ * sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = {.iov_base = r->buf + r->len, .iov_len = r->cap - r->len - 1};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                        .msg_controllen = sizeof(ctl.buf)};
+    ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+    if (n < 0)
+        return -errno;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int got;
+            memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            if (*nfds < max_fds)
+                fds[(*nfds)++] = got;
+            else
+                close(got);
+        }
+    }
     r->len += (size_t)n;
     return n;
 }
@@ -60,6 +100,7 @@ int rt_vl_reader_next(struct rt_vl_reader *r, char **msg, size_t *len)
     *msg = p;
     *len = n;
     r->start += n + 1;
+    r->consumed += n + 1;
     return 1;
 }
 
@@ -222,14 +263,40 @@ void rt_vl_client_close(struct rt_vl_client *c)
 
 int rt_vl_client_send(struct rt_vl_client *c, const char *method, struct json_object *params, int flags)
 {
+    return rt_vl_client_send_fds(c, method, params, flags, NULL, 0);
+}
+
+int rt_vl_client_send_fds(struct rt_vl_client *c, const char *method, struct json_object *params,
+                          int flags, const int *fds, size_t nfds)
+{
     struct json_object *call = rt_vl_call_new(method, params, flags);
     size_t len;
     const char *s = json_object_to_json_string_length(
         call, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
     int rc = 0;
-    /* Send the terminating NUL too. */
+    if (nfds > MAX_FDS_PER_READ) {
+        json_object_put(call);
+        return -EINVAL;
+    }
+    /* Send the terminating NUL too; descriptors go with the first byte. */
     for (size_t off = 0; off < len + 1;) {
-        ssize_t n = send(c->fd, s + off, len + 1 - off, MSG_NOSIGNAL);
+        union {
+            char buf[CMSG_SPACE(MAX_FDS_PER_READ * sizeof(int))];
+            struct cmsghdr align;
+        } ctl;
+        struct iovec iov = {.iov_base = (char *)s + off, .iov_len = len + 1 - off};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+        if (off == 0 && nfds) {
+            memset(&ctl, 0, sizeof(ctl));
+            mh.msg_control = ctl.buf;
+            mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+            struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+            cm->cmsg_level = SOL_SOCKET;
+            cm->cmsg_type = SCM_RIGHTS;
+            cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+            memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+        }
+        ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR)
                 continue;

@@ -128,3 +128,30 @@ void ctl_job_ref(struct json_object *params, const char *arg)
     else
         json_object_object_add(params, "name", json_object_new_string(arg));
 }
+
+int ctl_list_jobs(struct rt_vl_client *c, struct json_object *filter, struct json_object **jobs)
+{
+    *jobs = json_object_new_array();
+    struct json_object *page = filter;
+    for (;;) {
+        struct json_object *reply, *rp;
+        int rc = ctl_call(c, RT_VL_INTERFACE ".ListJobs", json_object_get(page), &reply, &rp);
+        if (rc) {
+            json_object_put(page);
+            json_object_put(*jobs);
+            *jobs = NULL;
+            return rc;
+        }
+        struct json_object *got = rt_json_get_array(rp, "jobs");
+        for (size_t i = 0; got && i < json_object_array_length(got); i++)
+            json_object_array_add(*jobs, json_object_get(json_object_array_get_idx(got, i)));
+        uint64_t next;
+        bool more = rt_json_get_u64(rp, "next_before_id", &next);
+        json_object_put(reply);
+        if (!more) {
+            json_object_put(page);
+            return 0;
+        }
+        json_object_object_add(page, "before_id", rt_json_u64(next));
+    }
+}

@@ -36,6 +36,9 @@ int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_pa
  * reply's parameters, owned by *reply which the caller puts. */
 int ctl_call(struct rt_vl_client *c, const char *method, struct json_object *params,
              struct json_object **reply, struct json_object **out_params);
+/* Every job ListJobs gives for filter (taken), all pages: 0 with *jobs (an
+ * array the caller puts), or an RT_EXIT_* code after printing why. */
+int ctl_list_jobs(struct rt_vl_client *c, struct json_object *filter, struct json_object **jobs);
 /* Exit code and message for an error reply. */
 int ctl_report_error(struct json_object *reply);
 

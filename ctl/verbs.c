@@ -211,16 +211,19 @@ int ctl_jobs(struct ctl *ctl, int argc, char **argv)
     if (running)
         json_object_object_add(p, "running_only", json_object_new_boolean(1));
     struct rt_vl_client c = {.fd = -1};
-    struct json_object *reply = NULL, *rp;
-    rc = simple_call(ctl, M("ListJobs"), p, &c, &reply, &rp);
+    struct json_object *jobs = NULL;
+    rc = ctl_connect(ctl, &c, false);
+    if (rc)
+        json_object_put(p);
+    else
+        rc = ctl_list_jobs(&c, p, &jobs);
     if (!rc) {
-        struct json_object *jobs = rt_json_get_array(rp, "jobs");
         if (ctl->json) {
             ctl_print_json(stdout, jobs);
         } else {
             printf("%-6s %-20s %-9s %-8s %-10s %-19s %9s %8s %8s %10s\n", "ID", "NAME", "STATE", "PID",
                    "USER", "STARTED", "DURATION", "AVG CPU", "PEAK CPU", "PEAK MEM");
-            for (size_t i = 0; jobs && i < json_object_array_length(jobs); i++) {
+            for (size_t i = 0; i < json_object_array_length(jobs); i++) {
                 struct json_object *j = json_object_array_get_idx(jobs, i);
                 struct json_object *s = rt_json_get_object(j, "summary");
                 char user[64], started[32], dur[32], mem[32];
@@ -235,7 +238,7 @@ int ctl_jobs(struct ctl *ctl, int argc, char **argv)
             }
         }
     }
-    json_object_put(reply);
+    json_object_put(jobs);
     rt_vl_client_close(&c);
     return rc;
 }

@@ -11,7 +11,7 @@
 #include "rt/sample.h"
 #include "rt/varlink.h"
 #include "rt/util.h"
-#include "api/server.h"
+#include "api/api.h"
 #include "upload/upload.h"
 
 #include <errno.h>

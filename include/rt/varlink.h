@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define RT_VL_INTERFACE "com.sparecores.ResourceTracker"
@@ -18,12 +19,19 @@ struct rt_vl_reader {
     char *buf;
     size_t start, len, cap; /* pending bytes are buf[start, len) */
     size_t max;             /* longest message accepted, NUL excluded */
+    uint64_t consumed;      /* stream offset of buf[start]: messages handed out, NULs included */
 };
 
 void rt_vl_reader_init(struct rt_vl_reader *r, size_t max);
 void rt_vl_reader_free(struct rt_vl_reader *r);
 /* One read(2) into the buffer: bytes read, 0 on EOF, or -errno. */
 ssize_t rt_vl_reader_fill(struct rt_vl_reader *r, int fd);
+/* The same with recvmsg(2), taking descriptors sent with SCM_RIGHTS (close-on-exec):
+ * up to max_fds go to fds (*nfds of them), any more are closed. *at is the stream
+ * offset of the first byte read, which the kernel keeps with its descriptors: they
+ * belong to the message that starts there. */
+ssize_t rt_vl_reader_recv(struct rt_vl_reader *r, int fd, int *fds, size_t max_fds, size_t *nfds,
+                          uint64_t *at);
 /* Next complete message: 1 with *msg (NUL-terminated, valid until the next
  * fill) and *len, 0 when none is complete yet, -EMSGSIZE when the pending
  * message is longer than the limit. */
@@ -72,6 +80,10 @@ int rt_vl_client_connect(struct rt_vl_client *c, const char *path);
 void rt_vl_client_close(struct rt_vl_client *c);
 /* Send a call; takes ownership of params. 0 or -errno. */
 int rt_vl_client_send(struct rt_vl_client *c, const char *method, struct json_object *params, int flags);
+/* The same with descriptors (SCM_RIGHTS) sent with the call's first byte; a
+ * parameter names one by its index in fds. */
+int rt_vl_client_send_fds(struct rt_vl_client *c, const char *method, struct json_object *params,
+                          int flags, const int *fds, size_t nfds);
 /* Next reply: 0 with *reply set (caller puts it), -ETIMEDOUT, -ECONNRESET when
  * the peer closed, -EPROTO for a malformed reply. timeout_ms < 0 waits forever. */
 int rt_vl_client_recv(struct rt_vl_client *c, struct json_object **reply, int timeout_ms);

@@ -98,7 +98,7 @@ class VarlinkPeer(DaemonTest):
     def test_cli_call(self):
         rc, out, err = cli("call", self.addr() + "/" + IFACE + ".ListJobs", "{}")
         self.assertEqual((rc, err), (0, ""))
-        self.assertEqual(json.loads(out), {"jobs": []})
+        self.assertEqual(json.loads(out), {"jobs": [], "next_before_id": None})
         p = self.spawn("sleep", "30")
         job = self.d.call("StartJob", {"pid": p.pid, "name": "cli"})["job"]
         rc, out, err = cli("call", self.addr() + "/" + IFACE + ".ListJobs", '{"running_only": true}')

@@ -1,11 +1,13 @@
-#include "api/server.h"
+#include "api/transport.h"
 
+#include "api/api.h"
+#include "api/methods.h"
+#include "api/stream.h"
+#include "daemon.h"
 #include "system/log.h"
-#include "rt/json.h"
 #include "rt/util.h"
 
 #include <errno.h>
-#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,7 @@ struct rt_server {
 
 struct rt_daemon *rt_server_daemon(struct rt_server *srv) { return srv->d; }
 size_t rt_server_connections(struct rt_server *srv) { return srv->nconns; }
+struct rt_conn *rt_server_first_conn(struct rt_server *srv) { return srv->conns; }
 
 static unsigned *uid_slot(struct rt_server *srv, uid_t uid, bool create)
 {
@@ -57,39 +60,55 @@ struct rt_server *rt_server_new(struct rt_daemon *d, int listen_fd, int epfd)
     srv->listen_fd = listen_fd;
     srv->epfd = epfd;
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &srv->listen_tag};
-    epoll_ctl(epfd, EPOLL_CTL_ADD, listen_fd, &ev);
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, listen_fd, &ev) < 0)
+        rt_err("cannot watch the control socket: %s", strerror(errno));
     return srv;
 }
 
 /* accept() failing for lack of descriptors would keep the level-triggered
  * listening socket readable and spin the loop: stop watching it until a
  * connection closes or the next sampler event (each tick). */
+static void watch_listener(struct rt_server *srv, bool on)
+{
+    struct epoll_event ev = {.events = on ? EPOLLIN : 0, .data.ptr = &srv->listen_tag};
+    if (epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->listen_fd, &ev) < 0)
+        rt_warn("cannot change the watch of the control socket: %s", strerror(errno));
+    srv->accept_paused = !on;
+}
+
 static void accept_pause(struct rt_server *srv, int err)
 {
     if (!srv->accept_warned)
         rt_warn("cannot accept clients: %s; retrying when a descriptor is free", strerror(err));
     srv->accept_warned = true;
-    if (srv->accept_paused)
-        return;
-    struct epoll_event ev = {.events = 0, .data.ptr = &srv->listen_tag};
-    epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->listen_fd, &ev);
-    srv->accept_paused = true;
+    if (!srv->accept_paused)
+        watch_listener(srv, false);
 }
 
 static void accept_resume(struct rt_server *srv)
 {
-    if (!srv->accept_paused)
-        return;
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &srv->listen_tag};
-    epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->listen_fd, &ev);
-    srv->accept_paused = false;
+    if (srv->accept_paused)
+        watch_listener(srv, true);
+}
+
+static void drop_fds(struct rt_conn *c)
+{
+    for (size_t i = 0; i < c->nfds; i++)
+        close(c->fds[i].fd);
+    c->nfds = 0;
+}
+
+static void end_stream(struct rt_conn *c)
+{
+    free(c->stream);
+    c->stream = NULL;
 }
 
 static void conn_close(struct rt_server *srv, struct rt_conn *c)
 {
     epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
-    unsigned *n = uid_slot(srv, c->uid, false);
+    unsigned *n = uid_slot(srv, c->peer.uid, false);
     if (n && *n)
         (*n)--;
     if (c->prev)
@@ -101,8 +120,10 @@ static void conn_close(struct rt_server *srv, struct rt_conn *c)
     srv->nconns--;
     rt_vl_reader_free(&c->rd);
     rt_vl_writer_free(&c->wr);
+    drop_fds(c);
+    end_stream(c);
     /* Not freed yet: the current epoll batch may hold more events for it. */
-    c->dead = true;
+    c->phase = RT_CONN_DEAD;
     c->fd = -1;
     c->prev = NULL;
     c->next = srv->closed;
@@ -131,22 +152,18 @@ void rt_server_free(struct rt_server *srv)
     free(srv);
 }
 
-bool rt_server_owns(struct rt_server *srv, void *tag)
-{
-    if (tag == &srv->listen_tag)
-        return true;
-    for (struct rt_conn *c = srv->conns; c; c = c->next)
-        if (tag == c)
-            return true;
-    return false;
-}
-
 struct rt_conn *rt_server_find_conn(struct rt_server *srv, uint64_t id)
 {
     for (struct rt_conn *c = srv->conns; c; c = c->next)
         if (c->id == id)
             return c;
     return NULL;
+}
+
+static bool stream_wants_output(const struct rt_conn *c)
+{
+    return c->phase == RT_CONN_STREAMING && c->stream->ops->wants_output &&
+           c->stream->ops->wants_output(c->stream);
 }
 
 static void update_interest(struct rt_server *srv, struct rt_conn *c)
@@ -156,30 +173,31 @@ static void update_interest(struct rt_server *srv, struct rt_conn *c)
      * EPOLLHUP; one that only shut down its sending side (SHUT_WR) waits for
      * its replies and is noticed at EOF, once reading resumes. */
     uint32_t ev = 0;
-    if (!c->busy && !c->closing && !c->eof)
+    if (c->phase == RT_CONN_READING && !c->input_ended)
         ev |= EPOLLIN;
-    /* A job stream still paging through stored samples is pumped on
-     * EPOLLOUT, also when a flush drained everything it had queued. */
-    if (rt_vl_writer_pending(&c->wr) || (c->stream == RT_STREAM_JOB && !c->stream_waiting))
+    /* A stream paging through stored data is pumped on EPOLLOUT, also when
+     * a flush drained everything it had queued. */
+    if (rt_vl_writer_pending(&c->wr) || stream_wants_output(c))
         ev |= EPOLLOUT;
     if (ev == c->epoll_events)
         return;
     struct epoll_event e = {.events = ev, .data.ptr = c};
-    epoll_ctl(srv->epfd, EPOLL_CTL_MOD, c->fd, &e);
+    if (epoll_ctl(srv->epfd, EPOLL_CTL_MOD, c->fd, &e) < 0)
+        rt_warn("cannot watch a client: %s", strerror(errno));
     c->epoll_events = ev;
 }
 
-/* Flush output; false when the connection was closed. */
-static bool conn_flush(struct rt_server *srv, struct rt_conn *c)
+bool rt_conn_flush(struct rt_server *srv, struct rt_conn *c)
 {
     int r = rt_vl_writer_flush(&c->wr, c->fd);
-    if (r < 0 || (r == 0 && (c->closing || c->eof) && !c->busy)) {
+    bool finished = c->phase == RT_CONN_CLOSING || (c->phase == RT_CONN_READING && c->input_ended);
+    if (r < 0 || (r == 0 && finished)) {
         conn_close(srv, c);
         return false;
     }
     if (rt_vl_writer_pending(&c->wr) > MAX_PENDING_OUTPUT) {
         rt_notice("dropping client (uid %u, pid %d): it does not read its replies (%zu bytes unread)",
-                  (unsigned)c->uid, (int)c->pid, rt_vl_writer_pending(&c->wr));
+                  (unsigned)c->peer.uid, (int)c->peer.pid, rt_vl_writer_pending(&c->wr));
         conn_close(srv, c);
         return false;
     }
@@ -187,20 +205,21 @@ static bool conn_flush(struct rt_server *srv, struct rt_conn *c)
     return true;
 }
 
-size_t rt_conn_pending(struct rt_server *srv, struct rt_conn *c)
+size_t rt_conn_pending(const struct rt_conn *c)
 {
-    (void)srv;
     return rt_vl_writer_pending(&c->wr);
 }
 
 void rt_conn_send_raw(struct rt_server *srv, struct rt_conn *c, const char *json, size_t len)
 {
     (void)srv;
-    rt_vl_writer_put_raw(&c->wr, json, len);
+    if (!c->oneway)
+        rt_vl_writer_put_raw(&c->wr, json, len);
 }
 
 void rt_conn_reply(struct rt_server *srv, struct rt_conn *c, struct json_object *params, bool continues)
 {
+    (void)srv;
     if (c->oneway) {
         json_object_put(params);
         return;
@@ -211,7 +230,6 @@ void rt_conn_reply(struct rt_server *srv, struct rt_conn *c, struct json_object 
         json_object_object_add(o, "continues", json_object_new_boolean(1));
     rt_vl_writer_put(&c->wr, o);
     json_object_put(o);
-    (void)srv;
 }
 
 void rt_conn_error(struct rt_server *srv, struct rt_conn *c, const char *error, struct json_object *params)
@@ -228,26 +246,16 @@ void rt_conn_error(struct rt_server *srv, struct rt_conn *c, const char *error, 
     json_object_put(o);
 }
 
-void rt_call_reply(struct rt_call *c, struct json_object *params)
+void rt_conn_wait(struct rt_conn *c)
 {
-    rt_conn_reply(c->srv, c->conn, params, false);
+    c->phase = RT_CONN_WAITING;
 }
 
-void rt_call_reply_more(struct rt_call *c, struct json_object *params, bool continues)
+void rt_conn_stream(struct rt_conn *c, struct rt_stream *stream)
 {
-    rt_conn_reply(c->srv, c->conn, params, continues);
-}
-
-void rt_call_error(struct rt_call *c, const char *error, struct json_object *params)
-{
-    rt_conn_error(c->srv, c->conn, error, params);
-}
-
-void rt_call_invalid_param(struct rt_call *c, const char *name)
-{
-    struct json_object *p = json_object_new_object();
-    json_object_object_add(p, "parameter", json_object_new_string(name));
-    rt_call_error(c, "org.varlink.service.InvalidParameter", p);
+    end_stream(c);
+    c->stream = stream;
+    c->phase = RT_CONN_STREAMING;
 }
 
 /* Protocol violation: answer once and hang up (the stream may be out of sync). */
@@ -257,86 +265,42 @@ static void protocol_error(struct rt_server *srv, struct rt_conn *c, const char 
     json_object_object_add(p, "reason", json_object_new_string(reason));
     c->oneway = false;
     rt_conn_error(srv, c, RT_VL_INTERFACE ".InvalidRequest", p);
-    c->closing = true;
-    c->busy = false;
+    end_stream(c);
+    c->phase = RT_CONN_CLOSING;
 }
 
-static void dispatch(struct rt_server *srv, struct rt_conn *c, const char *msg, size_t len)
+/* The descriptors that came with the message at [start, end) go to the call;
+ * earlier ones were not claimed by their call: closed. */
+static size_t take_fds(struct rt_conn *c, uint64_t start, uint64_t end, int *out)
 {
-    char err[160];
-    struct json_object *o = rt_vl_parse_strict(msg, len, err, sizeof(err));
-    if (!o) {
-        protocol_error(srv, c, err);
-        return;
+    size_t n = 0, keep = 0;
+    for (size_t i = 0; i < c->nfds; i++) {
+        if (c->fds[i].at < start)
+            close(c->fds[i].fd);
+        else if (c->fds[i].at < end)
+            out[n++] = c->fds[i].fd;
+        else
+            c->fds[keep++] = c->fds[i];
     }
-    struct json_object *m = NULL, *params = NULL, *v;
-    bool more = false, oneway = false, upgrade = false, bad = false;
-    json_object_object_get_ex(o, "method", &m);
-    if (json_object_object_get_ex(o, "parameters", &params) && params &&
-        !json_object_is_type(params, json_type_object))
-        bad = true;
-    if (json_object_object_get_ex(o, "more", &v) && v) {
-        bad |= !json_object_is_type(v, json_type_boolean);
-        more = json_object_get_boolean(v);
-    }
-    if (json_object_object_get_ex(o, "oneway", &v) && v) {
-        bad |= !json_object_is_type(v, json_type_boolean);
-        oneway = json_object_get_boolean(v);
-    }
-    if (json_object_object_get_ex(o, "upgrade", &v) && v) {
-        bad |= !json_object_is_type(v, json_type_boolean);
-        upgrade = json_object_get_boolean(v);
-    }
-    if (!m || !json_object_is_type(m, json_type_string) || bad) {
-        json_object_put(o);
-        protocol_error(srv, c, "a call needs a string \"method\", an object \"parameters\" and boolean flags");
-        return;
-    }
-    const char *method = json_object_get_string(m);
-    const char *dot = strrchr(method, '.');
-    c->more = more;
-    c->oneway = oneway && !more;
-    if (!dot || dot == method || !dot[1] || strlen(method) != (size_t)json_object_get_string_len(m)) {
-        json_object_put(o);
-        protocol_error(srv, c, "method must be interface.Method");
-        return;
-    }
-    char iface[256];
-    size_t ilen = (size_t)(dot - method);
-    if (ilen >= sizeof(iface)) {
-        json_object_put(o);
-        protocol_error(srv, c, "interface name too long");
-        return;
-    }
-    memcpy(iface, method, ilen);
-    iface[ilen] = '\0';
-    struct json_object *empty = NULL;
-    if (!params)
-        params = empty = json_object_new_object();
-    struct rt_call call = {.srv = srv, .conn = c, .method = dot + 1, .params = params,
-                           .more = more, .oneway = c->oneway};
-    if (upgrade)
-        rt_call_invalid_param(&call, "upgrade");
-    else
-        rt_methods_dispatch(&call, iface);
-    json_object_put(empty);
-    json_object_put(o);
+    c->nfds = keep;
+    return n;
 }
 
-static void process_input(struct rt_server *srv, struct rt_conn *c)
+static void serve_input(struct rt_server *srv, struct rt_conn *c)
 {
     /* A handler that completes its call at once (a stream that ends inside
      * GetJobSamples) comes back here through rt_conn_done(): let this loop
      * carry on instead of recursing once per pipelined call. */
-    if (c->dispatching)
+    if (c->in_dispatch)
         return;
-    c->dispatching = true;
+    c->in_dispatch = true;
     /* Pipelined calls whose replies are not read stop here, so the backlog
-     * exceeds the limit by one reply at most before conn_flush() drops the
-     * client. */
-    while (!c->busy && !c->closing && rt_vl_writer_pending(&c->wr) <= MAX_PENDING_OUTPUT) {
+     * exceeds the limit by one reply at most before rt_conn_flush() drops
+     * the client. */
+    while (c->phase == RT_CONN_READING && rt_vl_writer_pending(&c->wr) <= MAX_PENDING_OUTPUT) {
         char *msg;
         size_t len;
+        uint64_t start = c->rd.consumed;
         int r = rt_vl_reader_next(&c->rd, &msg, &len);
         if (r == 0)
             break;
@@ -346,19 +310,24 @@ static void process_input(struct rt_server *srv, struct rt_conn *c)
             protocol_error(srv, c, reason);
             break;
         }
-        dispatch(srv, c, msg, len);
+        int fds[RT_CONN_MAX_FDS];
+        size_t nfds = take_fds(c, start, c->rd.consumed, fds);
+        char reason[160];
+        if (rt_dispatch(srv, c, msg, len, fds, nfds, reason, sizeof(reason)) < 0)
+            protocol_error(srv, c, reason);
     }
-    c->dispatching = false;
+    c->in_dispatch = false;
 }
 
 void rt_conn_done(struct rt_server *srv, struct rt_conn *c)
 {
-    c->busy = false;
-    c->stream = RT_STREAM_NONE;
-    c->stream_waiting = false;
+    if (c->phase == RT_CONN_DEAD || c->phase == RT_CONN_CLOSING)
+        return;
+    end_stream(c);
+    c->phase = RT_CONN_READING;
     c->more = c->oneway = false;
     /* No flush here: it may close (and free) c, which callers still use. */
-    process_input(srv, c);
+    serve_input(srv, c);
 }
 
 static bool peer_is_admin(struct rt_server *srv, int fd, uid_t uid, gid_t gid)
@@ -431,14 +400,21 @@ static void accept_all(struct rt_server *srv)
             refuse(fd, "connections_per_user", cfg->max_connections_per_uid);
             continue;
         }
-        (*per_uid)++;
         struct rt_conn *c = rt_xcalloc(1, sizeof(*c));
         c->id = ++srv->next_id;
         c->fd = fd;
-        c->uid = cred.uid;
-        c->gid = cred.gid;
-        c->pid = cred.pid;
-        c->admin = peer_is_admin(srv, fd, cred.uid, cred.gid);
+        c->peer = (struct rt_peer){.uid = cred.uid, .gid = cred.gid, .pid = cred.pid,
+                                   .admin = peer_is_admin(srv, fd, cred.uid, cred.gid)};
+        c->phase = RT_CONN_READING;
+        c->epoll_events = EPOLLIN;
+        struct epoll_event ev = {.events = c->epoll_events, .data.ptr = c};
+        if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            rt_warn("cannot watch a new client: %s", strerror(errno));
+            close(fd);
+            free(c);
+            continue;
+        }
+        (*per_uid)++;
         rt_vl_reader_init(&c->rd, cfg->max_message_bytes);
         rt_vl_writer_init(&c->wr);
         c->next = srv->conns;
@@ -446,18 +422,34 @@ static void accept_all(struct rt_server *srv)
             srv->conns->prev = c;
         srv->conns = c;
         srv->nconns++;
-        c->epoll_events = EPOLLIN;
-        struct epoll_event ev = {.events = c->epoll_events, .data.ptr = c};
-        epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev);
     }
+}
+
+/* One recvmsg: bytes, 0 at EOF, or -errno. Descriptors beyond what a
+ * connection may hold are closed. */
+static ssize_t conn_recv(struct rt_conn *c)
+{
+    int fds[RT_CONN_MAX_FDS];
+    size_t nfds;
+    uint64_t at;
+    ssize_t n = rt_vl_reader_recv(&c->rd, c->fd, fds, RT_CONN_MAX_FDS, &nfds, &at);
+    for (size_t i = 0; i < nfds; i++) {
+        if (c->nfds < RT_CONN_MAX_FDS) {
+            c->fds[c->nfds].fd = fds[i];
+            c->fds[c->nfds++].at = at;
+        } else {
+            close(fds[i]);
+        }
+    }
+    return n;
 }
 
 static void conn_readable(struct rt_server *srv, struct rt_conn *c)
 {
-    for (int rounds = 0; rounds < 16 && !c->busy && !c->closing &&
+    for (int rounds = 0; rounds < 16 && c->phase == RT_CONN_READING &&
                          rt_vl_writer_pending(&c->wr) <= MAX_PENDING_OUTPUT;
          rounds++) {
-        ssize_t n = rt_vl_reader_fill(&c->rd, c->fd);
+        ssize_t n = conn_recv(c);
         if (n == -EAGAIN || n == -EINTR)
             break;
         if (n < 0) {
@@ -466,13 +458,13 @@ static void conn_readable(struct rt_server *srv, struct rt_conn *c)
         }
         if (n == 0) {
             /* The client finished sending: answer what it sent, then hang up. */
-            c->eof = true;
-            process_input(srv, c);
+            c->input_ended = true;
+            serve_input(srv, c);
             break;
         }
-        process_input(srv, c);
+        serve_input(srv, c);
     }
-    conn_flush(srv, c);
+    rt_conn_flush(srv, c);
 }
 
 void rt_server_event(struct rt_server *srv, void *tag, uint32_t events)
@@ -482,18 +474,18 @@ void rt_server_event(struct rt_server *srv, void *tag, uint32_t events)
         return;
     }
     struct rt_conn *c = tag;
-    if (c->dead)
+    if (c->phase == RT_CONN_DEAD)
         return; /* closed earlier in this batch */
     if (events & EPOLLERR) {
         conn_close(srv, c);
         return;
     }
     if (events & EPOLLOUT) {
-        if (!conn_flush(srv, c))
+        if (!rt_conn_flush(srv, c))
             return;
-        if (c->stream == RT_STREAM_JOB && !c->stream_waiting && rt_vl_writer_pending(&c->wr) == 0) {
-            rt_stream_pump(srv, c);
-            if (!conn_flush(srv, c))
+        if (stream_wants_output(c) && rt_vl_writer_pending(&c->wr) == 0) {
+            c->stream->ops->pump(srv, c);
+            if (!rt_conn_flush(srv, c))
                 return;
         }
     }
@@ -515,27 +507,16 @@ void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list)
         struct rt_sevt *next = e->next;
         if (e->type == RT_SEVT_REQ_DONE) {
             uint64_t id = e->req->conn_id;
-            rt_methods_request_done(srv, e->req);
+            rt_job_methods_request_done(srv, e->req);
             struct rt_conn *c = rt_server_find_conn(srv, id);
             if (c)
-                conn_flush(srv, c);
+                rt_conn_flush(srv, c);
         } else {
             for (struct rt_conn *c = srv->conns, *cn; c; c = cn) {
                 cn = c->next;
-                if (e->type == RT_SEVT_HOST && c->stream == RT_STREAM_HOST) {
-                    static const char pre[] = "{\"parameters\":{\"sample\":";
-                    static const char post[] = "},\"continues\":true}";
-                    size_t len = sizeof(pre) - 1 + e->json->len + sizeof(post) - 1;
-                    char *buf = rt_xmalloc(len + 1);
-                    memcpy(buf, pre, sizeof(pre) - 1);
-                    memcpy(buf + sizeof(pre) - 1, e->json->data, e->json->len);
-                    memcpy(buf + sizeof(pre) - 1 + e->json->len, post, sizeof(post));
-                    rt_vl_writer_put_raw(&c->wr, buf, len);
-                    free(buf);
-                    conn_flush(srv, c);
-                } else if (c->stream == RT_STREAM_JOB && c->stream_job == e->job_id) {
-                    rt_stream_live(srv, c, e);
-                    conn_flush(srv, c);
+                if (c->phase == RT_CONN_STREAMING && c->stream->ops->event) {
+                    c->stream->ops->event(srv, c, e);
+                    rt_conn_flush(srv, c);
                 }
             }
         }

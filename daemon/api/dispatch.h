@@ -1,0 +1,65 @@
+/* From a message to a method handler: the call's envelope, the method by
+ * name in per-interface tables, and its parameters checked against the
+ * method's table entry (what the IDL states) before the handler runs. */
+#ifndef RT_API_DISPATCH_H
+#define RT_API_DISPATCH_H
+
+#include "api/transport.h"
+#include "sampler/sampler.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum rt_ptype {
+    RT_P_BOOL,
+    RT_P_INT,
+    RT_P_FLOAT,   /* an int is a float too */
+    RT_P_STRING,  /* without NUL inside */
+    RT_P_OBJECT,  /* a struct type of the IDL; its fields are the handler's to check */
+    RT_P_FD,      /* an int: the index of a descriptor sent with the call */
+};
+
+struct rt_param {
+    const char *name;
+    enum rt_ptype type;
+    bool required;                /* "name: type" rather than "name: ?type" */
+    const char *const *choices;   /* an IDL enum: the strings allowed */
+};
+
+#define RT_REQ(name, type) {(name), (type), true, NULL}
+#define RT_OPT(name, type) {(name), (type), false, NULL}
+#define RT_OPT_ONE_OF(name, choices) {(name), RT_P_STRING, false, (choices)}
+
+enum {
+    RT_M_MORE = 1 << 0,       /* may be called with "more" */
+    RT_M_NEEDS_MORE = 1 << 1, /* only with "more" (a stream) */
+};
+
+#define RT_METHOD_MAX_PARAMS 12
+
+struct rt_call;
+
+struct rt_method {
+    const char *name;
+    void (*fn)(struct rt_call *c);
+    unsigned flags;
+    struct rt_param params[RT_METHOD_MAX_PARAMS]; /* ends at the first without a name */
+};
+
+/* The methods of one area (host, jobs, samples …) of an interface. */
+struct rt_method_table {
+    const char *interface;
+    const struct rt_method *methods;
+    size_t n;
+};
+
+/* Every table the daemon serves, ending with {NULL}. */
+extern const struct rt_method_table *const rt_method_tables[];
+
+/* Serve one message with the descriptors sent with it (taken). -1 with a
+ * reason when it is not a well-formed call: the caller answers
+ * InvalidRequest and hangs up. */
+int rt_dispatch(struct rt_server *srv, struct rt_conn *conn, const char *msg, size_t len,
+                int *fds, size_t nfds, char *reason, size_t reason_len);
+
+#endif

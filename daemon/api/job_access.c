@@ -1,0 +1,64 @@
+#include "api/job_access.h"
+
+#include "daemon.h"
+#include "rt/json.h"
+#include "rt/util.h"
+#include "upload/upload.h"
+
+bool rt_api_can_see(const struct rt_peer *peer, const struct rt_job *j)
+{
+    return peer->admin || j->owner_uid == peer->uid;
+}
+
+static void no_such_job(struct rt_call *c)
+{
+    struct json_object *p = json_object_new_object();
+    json_object_object_add(p, "id", json_object_get(rt_call_object(c, "id")));
+    json_object_object_add(p, "name", json_object_get(rt_call_object(c, "name")));
+    rt_call_error(c, RT_E_PREFIX "NoSuchJob", p);
+}
+
+struct rt_job *rt_api_lookup_job(struct rt_call *c)
+{
+    struct rt_daemon *d = rt_call_daemon(c);
+    int64_t id = rt_call_int(c, "id", -1);
+    const char *name = rt_call_string(c, "name");
+    if (!rt_call_has(c, "id") && !name) {
+        rt_call_invalid_param(c, "id");
+        return NULL;
+    }
+    rt_jobs_lock(&d->jobs);
+    struct rt_job *j = rt_call_has(c, "id") ? (id > 0 ? rt_jobs_find(&d->jobs, (uint64_t)id) : NULL)
+                                            : rt_jobs_find_name(&d->jobs, name);
+    if (!j) {
+        rt_jobs_unlock(&d->jobs);
+        no_such_job(c);
+        return NULL;
+    }
+    if (!rt_api_can_see(rt_call_peer(c), j)) {
+        rt_jobs_unlock(&d->jobs);
+        rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "the job belongs to another user");
+        return NULL;
+    }
+    return j;
+}
+
+struct json_object *rt_api_job_json(struct rt_daemon *d, const struct rt_job *j)
+{
+    struct json_object *o = rt_job_to_json(j, (double)rt_real_ns() / 1e9);
+    if (!j->wants_upload || !d->upload)
+        return o;
+    struct rt_upload_status st;
+    rt_upload_job_status(d->upload, j->id, &st);
+    if (!st.tracked)
+        return o;
+    struct json_object *u = json_object_new_object();
+    const char *state = st.finished ? "finished" : st.ended ? "finishing" : st.run_id[0] ? "uploading" : "starting";
+    json_object_object_add(u, "state", json_object_new_string(state));
+    json_object_object_add(u, "run_id", st.run_id[0] ? json_object_new_string(st.run_id) : NULL);
+    json_object_object_add(u, "batches_sent", rt_json_u64(st.batches_sent));
+    json_object_object_add(u, "batches_pending", rt_json_u64(st.batches_pending));
+    json_object_object_add(u, "last_error", st.last_error[0] ? json_object_new_string(st.last_error) : NULL);
+    json_object_object_add(o, "upload", u);
+    return o;
+}

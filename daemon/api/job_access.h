@@ -1,0 +1,20 @@
+/* Which jobs a caller may see, and a JOB parameter (id or name) resolved to
+ * one of them. Shared by the job methods and the sample stream. */
+#ifndef RT_API_JOB_ACCESS_H
+#define RT_API_JOB_ACCESS_H
+
+#include "api/call.h"
+#include "jobs/jobs.h"
+
+#include <stdbool.h>
+
+struct rt_daemon;
+
+bool rt_api_can_see(const struct rt_peer *peer, const struct rt_job *j);
+/* The job named by the call's "id" or "name" parameters, visible to the
+ * caller, with the registry locked; NULL after replying the error. */
+struct rt_job *rt_api_lookup_job(struct rt_call *c);
+/* The varlink Job object with the upload state the worker knows. Registry locked. */
+struct json_object *rt_api_job_json(struct rt_daemon *d, const struct rt_job *j);
+
+#endif

@@ -1,0 +1,15 @@
+/* The method tables of daemon/api/, one per area, and what the areas share. */
+#ifndef RT_API_METHODS_H
+#define RT_API_METHODS_H
+
+#include "api/dispatch.h"
+
+extern const struct rt_method_table rt_service_methods; /* org.varlink.service */
+extern const struct rt_method_table rt_host_methods;    /* methods_host.c */
+extern const struct rt_method_table rt_job_methods;     /* methods_jobs.c */
+extern const struct rt_method_table rt_sample_methods;  /* job_stream.c */
+
+/* methods_jobs.c: the sampler answered a StartJob, FinishJob or StopJob. */
+void rt_job_methods_request_done(struct rt_server *srv, struct rt_sreq *req);
+
+#endif

@@ -1,0 +1,360 @@
+/* Job methods: start, finish and stop tracking, list and show jobs. Start,
+ * finish and stop are answered when the sampler has done them. */
+#include "api/call.h"
+#include "api/job_access.h"
+#include "api/methods.h"
+#include "daemon.h"
+#include "proc/procfs.h"
+#include "rt/json.h"
+#include "rt/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define LIST_LIMIT_DEFAULT 1000
+#define LIST_LIMIT_MAX 10000
+/* A page of ListJobs stops after this many bytes of jobs (one job at least):
+ * what one user stores must not make another's listing too large to read. */
+#define LIST_PAGE_BYTES (1024 * 1024)
+
+static bool valid_name(const char *n)
+{
+    size_t len = strlen(n);
+    if (len == 0 || len > 128 || rt_str_all_digits(n))
+        return false; /* all digits would be ambiguous with ids */
+    for (const char *p = n; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("._-@+:", *p))
+            return false;
+    return true;
+}
+
+static int pidfd_open_(pid_t pid)
+{
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static void no_such_process(struct rt_call *c, int64_t pid)
+{
+    struct json_object *p = json_object_new_object();
+    json_object_object_add(p, "pid", json_object_new_int64(pid));
+    rt_call_error(c, RT_E_PREFIX "NoSuchProcess", p);
+}
+
+static void submit(struct rt_call *c, struct rt_sreq *q)
+{
+    q->conn_id = c->conn->id;
+    rt_conn_wait(c->conn);
+    rt_sampler_submit(rt_call_daemon(c)->sampler, q);
+}
+
+/* Equal as the upload worker uses them: it strips a trailing '/'. */
+static bool same_api_url(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    while (na && a[na - 1] == '/')
+        na--;
+    while (nb && b[nb - 1] == '/')
+        nb--;
+    return na == nb && strncmp(a, b, na) == 0;
+}
+
+static void m_start_job(struct rt_call *c)
+{
+    struct rt_daemon *d = rt_call_daemon(c);
+    const struct rt_peer *peer = rt_call_peer(c);
+    int64_t pid = rt_call_int(c, "pid", 0);
+    if (pid <= 0 || pid > INT32_MAX) {
+        rt_call_invalid_param(c, "pid");
+        return;
+    }
+    const char *name = rt_call_string(c, "name");
+    if (name && !valid_name(name)) {
+        rt_call_invalid_param(c, "name");
+        return;
+    }
+    double interval = rt_call_float(c, "interval_secs", d->cfg.interval_secs);
+    if (!(interval > 0 && interval <= 3600)) {
+        rt_call_invalid_param(c, "interval_secs");
+        return;
+    }
+    struct json_object *md = rt_call_object(c, "metadata");
+    const char *bad = md ? rt_job_metadata_check(md) : NULL;
+    if (bad) {
+        rt_call_invalid_param(c, bad);
+        return;
+    }
+    int64_t upload_interval = rt_call_int(c, "upload_interval_secs", 0);
+    if (rt_call_has(c, "upload_interval_secs") && (upload_interval <= 0 || upload_interval > 86400)) {
+        rt_call_invalid_param(c, "upload_interval_secs");
+        return;
+    }
+    /* The daemon posts to this URL with the caller's token: on a shared
+     * machine only an administrator may point the system daemon elsewhere.
+     * cfg.api_url is the worker's default URL: the daemon's environment no
+     * longer overrides it, and a reload does not change it. */
+    const char *api_url = rt_call_string(c, "sentinel_api_url");
+    if (api_url && same_api_url(api_url, d->cfg.api_url))
+        api_url = NULL;
+    if (api_url && !peer->admin && !d->cfg.user_mode) {
+        rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "only administrators may choose the Sentinel API URL");
+        return;
+    }
+    if (api_url && strncmp(api_url, "https://", 8) != 0 && strncmp(api_url, "http://", 7) != 0) {
+        rt_call_invalid_param(c, "sentinel_api_url");
+        return;
+    }
+
+    /* Pin the process first, then check who it is: a PID reused after the
+     * pidfd was opened shows up as the pidfd becoming readable. Without
+     * pidfd_open (ENOSYS, EPERM from seccomp) the starttime check remains
+     * (poll ignores fd -1); other errors (ESRCH, EINVAL for a thread) mean
+     * no such process. */
+    int pidfd = pidfd_open_((pid_t)pid);
+    if (pidfd < 0 && errno != ENOSYS && errno != EPERM) {
+        no_such_process(c, pid);
+        return;
+    }
+    struct rt_pstat st;
+    uid_t owner;
+    struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+    if (rt_pstat_read(d->roots.proc_fd, (int32_t)pid, &st) < 0 ||
+        rt_puid_read(d->roots.proc_fd, (int32_t)pid, &owner) < 0 || st.state == 'Z' ||
+        poll(&pfd, 1, 0) != 0 ||
+        (rt_call_has(c, "start_time") && (uint64_t)rt_call_int(c, "start_time", 0) != st.starttime)) {
+        close(pidfd);
+        no_such_process(c, pid);
+        return;
+    }
+    if (owner != peer->uid && !peer->admin) {
+        close(pidfd);
+        rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "the process belongs to another user");
+        return;
+    }
+
+    rt_jobs_lock(&d->jobs);
+    size_t running = rt_jobs_running_for(&d->jobs, peer->uid);
+    struct rt_job *same = name ? rt_jobs_find_name(&d->jobs, name) : NULL;
+    bool name_taken = same && same->state == RT_JOB_RUNNING;
+    rt_jobs_unlock(&d->jobs);
+    if (peer->uid != 0 && running >= d->cfg.max_jobs_per_uid) {
+        close(pidfd);
+        rt_call_limit_exceeded(c, "jobs_per_user", d->cfg.max_jobs_per_uid);
+        return;
+    }
+    if (name_taken) {
+        close(pidfd);
+        struct json_object *p = json_object_new_object();
+        json_object_object_add(p, "name", json_object_new_string(name));
+        rt_call_error(c, RT_E_PREFIX "JobNameInUse", p);
+        return;
+    }
+    uint64_t id = rt_store_alloc_id(&d->store);
+    if (!id) {
+        close(pidfd);
+        rt_call_error_reason(c, RT_E_PREFIX "InternalError", "cannot write to the state directory");
+        return;
+    }
+    const char *token = rt_call_string(c, "sentinel_token");
+    struct rt_job *j = rt_job_new();
+    j->id = id;
+    j->name = name ? rt_xstrdup(name) : NULL;
+    j->owner_uid = peer->uid;
+    j->pid = (int32_t)pid;
+    j->starttime = st.starttime;
+    j->state = RT_JOB_RUNNING;
+    j->started_at = (double)rt_real_ns() / 1e9;
+    j->interval_secs = interval;
+    j->metadata = md ? json_object_get(md) : json_object_new_object();
+    j->pidfd = pidfd;
+    j->wants_upload = d->upload && (token || d->has_default_token);
+    rt_jobs_lock(&d->jobs);
+    rt_jobs_add(&d->jobs, j);
+    rt_jobs_unlock(&d->jobs);
+
+    struct rt_sreq *q = rt_xcalloc(1, sizeof(*q));
+    q->type = RT_SREQ_START;
+    q->job = j;
+    q->job_id = id;
+    if (token && *token)
+        q->token = rt_xstrdup(token);
+    q->api_url = api_url ? rt_xstrdup(api_url) : NULL;
+    q->upload_interval_secs = (unsigned)upload_interval;
+    submit(c, q);
+}
+
+static void m_finish_job(struct rt_call *c)
+{
+    struct rt_sreq q0 = {0};
+    int64_t code = rt_call_int(c, "exit_code", 0), sig = rt_call_int(c, "signal", 0);
+    if (code < 0 || code > 255) {
+        rt_call_invalid_param(c, "exit_code");
+        return;
+    }
+    if (rt_call_has(c, "signal") && (sig <= 0 || sig > 64)) {
+        rt_call_invalid_param(c, "signal");
+        return;
+    }
+    if (rt_call_has(c, "signal")) {
+        q0.has_exit = true;
+        q0.signal = (int)sig;
+        q0.exit_code = 128 + q0.signal;
+    } else if (rt_call_has(c, "exit_code")) {
+        q0.has_exit = true;
+        q0.exit_code = (int)code;
+    }
+    struct rt_job *j = rt_api_lookup_job(c);
+    if (!j)
+        return;
+    uint64_t job_id = j->id;
+    rt_jobs_unlock(&rt_call_daemon(c)->jobs);
+    struct rt_sreq *q = rt_xcalloc(1, sizeof(*q));
+    *q = q0;
+    q->type = RT_SREQ_FINISH;
+    q->job_id = job_id;
+    submit(c, q);
+}
+
+static void job_not_running(struct rt_call *c, uint64_t id)
+{
+    struct json_object *p = json_object_new_object();
+    json_object_object_add(p, "id", rt_json_u64(id));
+    rt_call_error(c, RT_E_PREFIX "JobNotRunning", p);
+}
+
+static void m_stop_job(struct rt_call *c)
+{
+    struct rt_job *j = rt_api_lookup_job(c);
+    if (!j)
+        return;
+    uint64_t job_id = j->id;
+    bool running = j->state == RT_JOB_RUNNING;
+    rt_jobs_unlock(&rt_call_daemon(c)->jobs);
+    if (!running) {
+        job_not_running(c, job_id);
+        return;
+    }
+    struct rt_sreq *q = rt_xcalloc(1, sizeof(*q));
+    q->type = RT_SREQ_STOP;
+    q->job_id = job_id;
+    submit(c, q);
+}
+
+static void m_list_jobs(struct rt_call *c)
+{
+    struct rt_daemon *d = rt_call_daemon(c);
+    const struct rt_peer *peer = rt_call_peer(c);
+    bool running_only = rt_call_bool(c, "running_only", false);
+    const char *name = rt_call_string(c, "name");
+    bool by_owner = rt_call_has(c, "owner_uid");
+    int64_t owner = rt_call_int(c, "owner_uid", -1);
+    double since = rt_call_float(c, "since", 0);
+    int64_t limit = rt_call_int(c, "limit", LIST_LIMIT_DEFAULT);
+    int64_t before = rt_call_int(c, "before_id", INT64_MAX);
+    if (limit <= 0 || limit > LIST_LIMIT_MAX) {
+        rt_call_invalid_param(c, "limit");
+        return;
+    }
+    if (before <= 0) {
+        rt_call_invalid_param(c, "before_id");
+        return;
+    }
+    struct json_object *arr = json_object_new_array();
+    size_t bytes = 0;
+    int64_t n = 0;
+    uint64_t last = 0, next = 0;
+    rt_jobs_lock(&d->jobs);
+    for (size_t i = d->jobs.n; i-- > 0;) {
+        const struct rt_job *j = d->jobs.v[i];
+        if (j->id >= (uint64_t)before || !rt_api_can_see(peer, j) ||
+            (running_only && j->state != RT_JOB_RUNNING) || (name && (!j->name || strcmp(j->name, name))) ||
+            (by_owner && (int64_t)j->owner_uid != owner) || j->started_at < since)
+            continue;
+        if (n == limit || bytes >= LIST_PAGE_BYTES) {
+            next = last; /* more match: go on below the last one sent */
+            break;
+        }
+        struct json_object *o = rt_api_job_json(d, j);
+        size_t len;
+        json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
+        bytes += len;
+        json_object_array_add(arr, o);
+        last = j->id;
+        n++;
+    }
+    rt_jobs_unlock(&d->jobs);
+    struct json_object *p = json_object_new_object();
+    json_object_object_add(p, "jobs", arr);
+    json_object_object_add(p, "next_before_id", next ? rt_json_u64(next) : NULL);
+    rt_call_reply(c, p);
+}
+
+static void m_get_job(struct rt_call *c)
+{
+    struct rt_job *j = rt_api_lookup_job(c);
+    if (!j)
+        return;
+    struct json_object *p = json_object_new_object();
+    json_object_object_add(p, "job", rt_api_job_json(rt_call_daemon(c), j));
+    rt_jobs_unlock(&rt_call_daemon(c)->jobs);
+    rt_call_reply(c, p);
+}
+
+void rt_job_methods_request_done(struct rt_server *srv, struct rt_sreq *q)
+{
+    struct rt_daemon *d = rt_server_daemon(srv);
+    struct rt_conn *conn = rt_server_find_conn(srv, q->conn_id);
+    if (q->type == RT_SREQ_START && q->result < 0) {
+        rt_jobs_lock(&d->jobs);
+        rt_jobs_remove(&d->jobs, q->job);
+        rt_jobs_unlock(&d->jobs);
+        rt_job_free(q->job);
+        q->job = NULL;
+    }
+    if (conn) {
+        struct json_object *p = json_object_new_object();
+        if (q->result == 0) {
+            rt_jobs_lock(&d->jobs);
+            struct rt_job *j = rt_jobs_find(&d->jobs, q->job_id);
+            json_object_object_add(p, "job", j ? rt_api_job_json(d, j) : NULL);
+            rt_jobs_unlock(&d->jobs);
+            rt_conn_reply(srv, conn, p, false);
+        } else if (q->result == -ESRCH) {
+            json_object_object_add(p, "pid", json_object_new_int64(q->job ? q->job->pid : 0));
+            rt_conn_error(srv, conn, RT_E_PREFIX "NoSuchProcess", p);
+        } else if (q->result == -ENOENT) {
+            json_object_object_add(p, "id", rt_json_u64(q->job_id));
+            json_object_object_add(p, "name", NULL);
+            rt_conn_error(srv, conn, RT_E_PREFIX "NoSuchJob", p);
+        } else if (q->result == -EALREADY) {
+            json_object_object_add(p, "id", rt_json_u64(q->job_id));
+            rt_conn_error(srv, conn, RT_E_PREFIX "JobNotRunning", p);
+        } else {
+            json_object_object_add(p, "reason", json_object_new_string(q->error[0] ? q->error : strerror(-q->result)));
+            rt_conn_error(srv, conn, RT_E_PREFIX "InternalError", p);
+        }
+        rt_conn_done(srv, conn);
+    }
+    rt_sreq_free(q);
+}
+
+static const struct rt_method methods[] = {
+    {.name = "StartJob", .fn = m_start_job,
+     .params = {RT_REQ("pid", RT_P_INT), RT_OPT("name", RT_P_STRING), RT_OPT("start_time", RT_P_INT),
+                RT_OPT("interval_secs", RT_P_FLOAT), RT_OPT("metadata", RT_P_OBJECT),
+                RT_OPT("sentinel_token", RT_P_STRING), RT_OPT("sentinel_api_url", RT_P_STRING),
+                RT_OPT("upload_interval_secs", RT_P_INT)}},
+    {.name = "FinishJob", .fn = m_finish_job,
+     .params = {RT_REQ("id", RT_P_INT), RT_OPT("exit_code", RT_P_INT), RT_OPT("signal", RT_P_INT)}},
+    {.name = "StopJob", .fn = m_stop_job, .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING)}},
+    {.name = "ListJobs", .fn = m_list_jobs,
+     .params = {RT_OPT("running_only", RT_P_BOOL), RT_OPT("name", RT_P_STRING), RT_OPT("owner_uid", RT_P_INT),
+                RT_OPT("since", RT_P_FLOAT), RT_OPT("limit", RT_P_INT), RT_OPT("before_id", RT_P_INT)}},
+    {.name = "GetJob", .fn = m_get_job, .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING)}},
+};
+
+const struct rt_method_table rt_job_methods = {RT_VL_INTERFACE, methods, RT_ARRAY_SIZE(methods)};
