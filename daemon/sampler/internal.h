@@ -1,0 +1,85 @@
+/* The sampler's state and the functions its files share (sampler/ only). The
+ * fields after "sampler thread only" are touched by that thread alone. */
+#ifndef RT_SAMPLER_INTERNAL_H
+#define RT_SAMPLER_INTERNAL_H
+
+#include "collect/gpu/gpu.h"
+#include "collect/host_sampler.h"
+#include "proc/proccache.h"
+#include "proc/ptree.h"
+#include "sampler/sampler.h"
+#include "sampler/ticker.h"
+
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+struct rt_sampler {
+    struct rt_sampler_opts o;
+    size_t backlog_max;
+    struct rt_jobs *jobs;
+    struct rt_store *store;
+    pthread_t thread;
+    bool started;
+    int epfd, req_efd, out_efd, timer_fd;
+    pthread_mutex_t mu; /* reqs, outbox, latest */
+    struct rt_sreq *reqs, *reqs_tail;
+    struct rt_sevt *out, *out_tail;
+    struct rt_rcstr *latest;
+    atomic_bool stop;
+    _Atomic uint64_t heartbeat;
+    atomic_uint ngpus, ngpus_amd;
+    _Atomic uint64_t retention_age, retention_bytes;
+
+    /* sampler thread only */
+    struct rt_host_sampler *host;
+    struct rt_gpu_collector *gpu;
+    struct rt_proc_cache cache;
+    uint64_t tick_no, cache_tick;
+    struct rt_sample sample;
+    struct json_object *host_obj;
+    unsigned host_lines;        /* job lines made from host_obj this tick */
+    uint64_t host_timestamp, host_interval_ms;
+    bool host_has_interval;
+    struct rt_ticker ticker;
+    struct rt_job **active;
+    size_t nactive, active_cap;
+    char *line;                 /* a job's sample line with its '\n' */
+    size_t line_cap;
+    uint64_t next_retention_ns;
+    bool stall_logged;
+    bool pidfd_warned;
+};
+
+/* mailbox.c: requests from the main thread, events to it. */
+void rt_sampler_wake_main(struct rt_sampler *s);
+/* Queue an event; the main loop is woken now, or (quiet) once at the end of
+ * the tick for all its job samples. */
+void rt_sampler_publish(struct rt_sampler *s, struct rt_sevt *e, bool quiet);
+struct rt_sevt *rt_sevt_new(enum rt_sevt_type t);
+void rt_sampler_drain_requests(struct rt_sampler *s);
+
+/* lifecycle.c: jobs begin and end. */
+enum rt_end_reason {
+    RT_END_ROOT_EXITED, /* seen through the pidfd */
+    RT_END_REPORTED,    /* FinishJob from the root's parent */
+    RT_END_STOPPED,     /* StopJob */
+};
+void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q);
+void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reason why, bool has_exit,
+                        int code, int sig);
+
+/* job_line.c: one sample of a job. */
+/* Start the shared process scan of this tick (fresh: a scan of its own, for
+ * a job that begins or ends between ticks). */
+void rt_sampler_begin_scan(struct rt_sampler *s, bool fresh);
+bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struct rt_ptree_result *r);
+bool rt_sampler_store_append(struct rt_sampler *s, struct rt_job *j, const char *data, size_t len);
+void rt_sampler_save_record(struct rt_sampler *s, struct rt_job *j, bool sync);
+
+/* retention.c */
+void rt_sampler_retention(struct rt_sampler *s);
+
+#endif

@@ -1,0 +1,257 @@
+/* Jobs begin (pidfd, baseline, storage) and end (final sample, state, record)
+ * on the sampler thread, at the main thread's request or when the root exits. */
+#include "sampler/internal.h"
+
+#include "rt/util.h"
+#include "system/log.h"
+#include "upload/upload.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int pidfd_open_(pid_t pid)
+{
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static void active_remove(struct rt_sampler *s, struct rt_job *j)
+{
+    for (size_t i = 0; i < s->nactive; i++) {
+        if (s->active[i] == j) {
+            s->active[i] = s->active[--s->nactive];
+            return;
+        }
+    }
+}
+
+static void active_add(struct rt_sampler *s, struct rt_job *j)
+{
+    if (s->nactive == s->active_cap) {
+        s->active_cap = s->active_cap ? s->active_cap * 2 : 16;
+        s->active = rt_xrealloc(s->active, s->active_cap * sizeof(*s->active));
+    }
+    s->active[s->nactive++] = j;
+}
+
+static void decode_status(int status, int *code, int *sig)
+{
+    if (WIFSIGNALED(status)) {
+        *sig = WTERMSIG(status);
+        *code = 128 + *sig;
+    } else {
+        *sig = 0;
+        *code = WEXITSTATUS(status);
+    }
+}
+
+
+/* End a running job: last sample, final state, record, release resources. */
+void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reason why, bool has_exit,
+                    int code, int sig)
+{
+    if (!j->tracking)
+        return;
+    struct rt_ptree_result r;
+    rt_sampler_job_sample(s, j, true, &r);
+    /* A zombie root still tells its exit status (field 52 of its stat). */
+    if (why != RT_END_STOPPED && !has_exit && r.root_zombie && r.root_exit_status >= 0) {
+        has_exit = true;
+        decode_status(r.root_exit_status, &code, &sig);
+    }
+    if (why == RT_END_STOPPED)
+        has_exit = false;
+    if (j->unwritten_len)
+        rt_sampler_store_append(s, j, "", 0);
+    /* The end is on disk before clients can see it: a crash right after
+     * must not bring the job back as running. */
+    rt_jobs_lock(s->jobs);
+    struct rt_job ended = *j;
+    ended.ended_at = (double)rt_real_ns() / 1e9;
+    ended.has_exit = has_exit;
+    ended.exit_code = has_exit ? code : 0;
+    ended.signal = has_exit ? sig : 0;
+    if (why == RT_END_STOPPED)
+        ended.state = RT_JOB_STOPPED;
+    else
+        ended.state = has_exit && (code != 0 || sig != 0) ? RT_JOB_FAILED : RT_JOB_FINISHED;
+    struct json_object *rec = rt_job_to_record(&ended);
+    rt_jobs_unlock(s->jobs);
+    int w = rt_store_save_record(s->store, j->id, rec, true);
+    if (w < 0)
+        rt_err("job %" PRIu64 ": cannot save its record: %s", j->id, strerror(-w));
+    json_object_put(rec);
+    rt_jobs_lock(s->jobs);
+    j->ended_at = ended.ended_at;
+    j->has_exit = ended.has_exit;
+    j->exit_code = ended.exit_code;
+    j->signal = ended.signal;
+    j->state = ended.state;
+    rt_jobs_unlock(s->jobs);
+    if (j->samples_fd >= 0)
+        close(j->samples_fd);
+    j->samples_fd = -1;
+    if (j->pidfd >= 0) {
+        epoll_ctl(s->epfd, EPOLL_CTL_DEL, j->pidfd, NULL);
+        close(j->pidfd);
+        j->pidfd = -1;
+    }
+    rt_ptree_free(&j->tree);
+    rt_gpu_job_free(j->gpu_state);
+    j->gpu_state = NULL;
+    j->tracking = false;
+    active_remove(s, j);
+    if (j->wants_upload && s->o.upload)
+        rt_upload_job_end(s->o.upload, j->id, j->has_exit ? j->exit_code : 0);
+    /* Its journal record ("Job N … finished after …") comes from the main thread. */
+    struct rt_sevt *e = rt_sevt_new(RT_SEVT_JOB_ENDED);
+    e->job_id = j->id;
+    rt_sampler_publish(s, e, false);
+}
+
+/* Begin tracking: baseline, storage, pidfd watch. */
+static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *err, size_t errlen)
+{
+    if (j->pidfd < 0) {
+        j->pidfd = pidfd_open_(j->pid);
+        int e = j->pidfd < 0 ? errno : 0;
+        /* ENOSYS/EPERM: kernels before 5.3, seccomp profiles that predate it,
+         * valgrind. The starttime check still pins the root; its end shows in
+         * the scan. Anything else (ESRCH, EINVAL for a thread): no process. */
+        if (e && e != ENOSYS && e != EPERM) {
+            snprintf(err, errlen, "process %d has exited", (int)j->pid);
+            return -ESRCH;
+        }
+        if (e)
+            rt_log_once(&s->pidfd_warned, LOG_WARNING,
+                        "sampler: pidfd_open: %s; job ends are noticed at the next tick",
+                        strerror(e));
+    }
+    rt_sampler_begin_scan(s, true);
+    if (rt_ptree_init(&j->tree, &s->cache, j->pid, j->starttime, s->o.with_pss) < 0) {
+        snprintf(err, errlen, "process %d has exited", (int)j->pid);
+        close(j->pidfd);
+        j->pidfd = -1;
+        return -ESRCH;
+    }
+    j->tracking = true;
+    if (!resume) {
+        rt_jobs_lock(s->jobs);
+        struct json_object *rec = rt_job_to_record(j);
+        rt_jobs_unlock(s->jobs);
+        int r = rt_store_create_job(s->store, j->id, rec);
+        json_object_put(rec);
+        if (r < 0) {
+            snprintf(err, errlen, "cannot write the job to the state directory: %s", strerror(-r));
+            rt_ptree_free(&j->tree);
+            j->tracking = false;
+            return r;
+        }
+    }
+    j->samples_fd = rt_store_open_samples(s->store, j->id);
+    if (j->samples_fd < 0)
+        rt_err("job %" PRIu64 ": cannot open its samples file: %s", j->id, strerror(-j->samples_fd));
+    double ratio = j->interval_secs / s->o.interval_secs;
+    j->ticks_per_sample = ratio < 1.5 ? 1 : (unsigned)llround(ratio);
+    j->interval_secs = j->ticks_per_sample * s->o.interval_secs;
+    j->tick_phase = 0;
+    j->last_sample_mono_ns = rt_mono_ns();
+    if (j->pidfd >= 0) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, j->pidfd, &ev);
+    }
+    active_add(s, j);
+    return 0;
+}
+
+/* Sentinel fields of a job: its metadata and name (host and cloud facts are
+ * added by the worker when it starts the run). */
+static void begin_upload(struct rt_sampler *s, struct rt_sreq *q)
+{
+    struct rt_job *j = q->job;
+    rt_jobs_lock(s->jobs);
+    struct json_object *fields = NULL;
+    if (json_object_deep_copy(j->metadata, &fields, NULL) != 0)
+        fields = json_object_new_object();
+    if (j->name)
+        json_object_object_add(fields, "job_name", json_object_new_string(j->name));
+    rt_jobs_unlock(s->jobs);
+    struct rt_upload_job_opts opts = {.api_url = q->api_url,
+                                      .upload_interval_ms = q->upload_interval_secs * 1000};
+    int r = rt_upload_job_begin_opts(s->o.upload, j->id, q->token, fields, &opts);
+    if (r < 0)
+        rt_warn("job %" PRIu64 ": will not be uploaded: %s", j->id, strerror(-r));
+    json_object_put(fields);
+}
+
+
+void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
+{
+    q->result = 0;
+    switch (q->type) {
+    case RT_SREQ_START:
+        /* The main thread put the job in the registry already (names stay
+         * unique); on failure it takes it out again. */
+        q->result = begin_job(s, q->job, false, q->error, sizeof(q->error));
+        if (q->result == 0 && q->job->wants_upload && s->o.upload)
+            begin_upload(s, q);
+        break;
+    case RT_SREQ_RESUME: {
+        struct rt_job *j = q->job;
+        char err[160];
+        if (begin_job(s, j, true, err, sizeof(err)) == 0) {
+            rt_info("job %" PRIu64 " resumed (pid %d)", j->id, (int)j->pid);
+            break;
+        }
+        /* It ended while we were away: the last sample tells when, roughly. */
+        double last = rt_store_samples_mtime(s->store, j->id);
+        rt_jobs_lock(s->jobs);
+        j->state = RT_JOB_LOST;
+        j->ended_at = last > j->started_at ? last : j->started_at;
+        rt_jobs_unlock(s->jobs);
+        rt_sampler_save_record(s, j, true);
+        rt_notice("job %" PRIu64 " lost: its process ended while the daemon was not running", j->id);
+        if (j->wants_upload && s->o.upload)
+            rt_upload_job_end(s->o.upload, j->id, 0);
+        break;
+    }
+    case RT_SREQ_FINISH:
+    case RT_SREQ_STOP: {
+        rt_jobs_lock(s->jobs);
+        struct rt_job *j = rt_jobs_find(s->jobs, q->job_id);
+        rt_jobs_unlock(s->jobs);
+        if (!j) {
+            q->result = -ENOENT;
+            break;
+        }
+        if (j->tracking) {
+            rt_sampler_end_job(s, j, q->type == RT_SREQ_STOP ? RT_END_STOPPED : RT_END_REPORTED, q->has_exit,
+                    q->exit_code, q->signal);
+        } else if (q->type == RT_SREQ_FINISH && q->has_exit && !j->has_exit &&
+                   j->state != RT_JOB_STOPPED) {
+            /* The pidfd beat the parent's report: fill in the status it knows. */
+            rt_jobs_lock(s->jobs);
+            j->has_exit = true;
+            j->exit_code = q->exit_code;
+            j->signal = q->signal;
+            j->state = q->exit_code || q->signal ? RT_JOB_FAILED : RT_JOB_FINISHED;
+            rt_jobs_unlock(s->jobs);
+            rt_sampler_save_record(s, j, true);
+        } else if (q->type == RT_SREQ_STOP) {
+            q->result = -EALREADY;
+        }
+        q->job = j;
+        break;
+    }
+    }
+    struct rt_sevt *e = rt_sevt_new(RT_SEVT_REQ_DONE);
+    e->req = q;
+    rt_sampler_publish(s, e, false);
+}
