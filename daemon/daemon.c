@@ -420,6 +420,43 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
     return 0;
 }
 
+/* SIGTERM, SIGINT and SIGHUP blocked and readable on a descriptor, or -1. */
+static int signal_fd(void)
+{
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    int fd = -1;
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 || (fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
+        rt_err("cannot receive signals: %s", strerror(errno));
+    return fd;
+}
+
+/* Every second (status, idle exit), or every WatchdogSec/2 if shorter. */
+static int housekeeping_timer(void)
+{
+    rt_watchdog_init(&watchdog);
+    uint64_t period = RT_NSEC_PER_SEC;
+    if (rt_watchdog_period_ns(&watchdog) && rt_watchdog_period_ns(&watchdog) < period)
+        period = rt_watchdog_period_ns(&watchdog);
+    struct timespec p = {(time_t)(period / RT_NSEC_PER_SEC), (long)(period % RT_NSEC_PER_SEC)};
+    struct itimerspec its = {.it_interval = p, .it_value = p};
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd >= 0 && timerfd_settime(fd, 0, &its, NULL) < 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static bool watch(int epfd, int fd, void *tag)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = tag};
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0;
+}
+
 int rt_daemon_run(struct rt_daemon *d)
 {
     int rc = 1;
@@ -458,13 +495,8 @@ int rt_daemon_run(struct rt_daemon *d)
     rt_host_info_collect(&d->roots, &d->host);
 
     /* Signals arrive through a signalfd; block them before any thread starts. */
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if ((sfd = signal_fd()) < 0)
+        goto out;
 
     struct rt_sampler_opts so = {
         .interval_secs = d->cfg.interval_secs,
@@ -486,23 +518,12 @@ int rt_daemon_run(struct rt_daemon *d)
     }
     resume_jobs(d);
 
-    epfd = epoll_create1(EPOLL_CLOEXEC);
-    tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    /* Every second (status, idle exit), or every WatchdogSec/2 if shorter. */
-    rt_watchdog_init(&watchdog);
-    uint64_t period = RT_NSEC_PER_SEC;
-    if (rt_watchdog_period_ns(&watchdog) && rt_watchdog_period_ns(&watchdog) < period)
-        period = rt_watchdog_period_ns(&watchdog);
-    struct timespec p = {(time_t)(period / RT_NSEC_PER_SEC), (long)(period % RT_NSEC_PER_SEC)};
-    struct itimerspec its = {.it_interval = p, .it_value = p};
-    timerfd_settime(tfd, 0, &its, NULL);
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &tag_signal};
-    epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
-    ev.data.ptr = &tag_sampler;
-    epoll_ctl(epfd, EPOLL_CTL_ADD, rt_sampler_event_fd(d->sampler), &ev);
-    ev.data.ptr = &tag_timer;
-    epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &ev);
-    d->server = rt_server_new(d, d->listen_fd, epfd);
+    if ((epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 || (tfd = housekeeping_timer()) < 0 ||
+        !watch(epfd, sfd, &tag_signal) || !watch(epfd, rt_sampler_event_fd(d->sampler), &tag_sampler) ||
+        !watch(epfd, tfd, &tag_timer) || !(d->server = rt_server_new(d, d->listen_fd, epfd))) {
+        rt_err("cannot set up the main loop: %s", strerror(errno));
+        goto out;
+    }
 
     rt_event_daemon_started(&(struct rt_event_daemon){
         .version = RT_VERSION, .interval_secs = d->cfg.interval_secs, .socket_path = d->cfg.socket_path,

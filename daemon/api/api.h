@@ -11,6 +11,7 @@
 struct rt_daemon;
 struct rt_server;
 
+/* NULL (errno set) when the socket cannot be watched. */
 struct rt_server *rt_server_new(struct rt_daemon *d, int listen_fd, int epfd);
 void rt_server_free(struct rt_server *srv);
 /* An epoll event whose tag is not one of the main loop's own. */

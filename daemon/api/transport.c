@@ -39,7 +39,6 @@ struct rt_server {
 
 struct rt_daemon *rt_server_daemon(struct rt_server *srv) { return srv->d; }
 size_t rt_server_connections(struct rt_server *srv) { return srv->nconns; }
-struct rt_conn *rt_server_first_conn(struct rt_server *srv) { return srv->conns; }
 
 static unsigned *uid_slot(struct rt_server *srv, uid_t uid, bool create)
 {
@@ -60,8 +59,10 @@ struct rt_server *rt_server_new(struct rt_daemon *d, int listen_fd, int epfd)
     srv->listen_fd = listen_fd;
     srv->epfd = epfd;
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &srv->listen_tag};
-    if (epoll_ctl(epfd, EPOLL_CTL_ADD, listen_fd, &ev) < 0)
-        rt_err("cannot watch the control socket: %s", strerror(errno));
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, listen_fd, &ev) < 0) {
+        free(srv);
+        return NULL;
+    }
     return srv;
 }
 

@@ -56,8 +56,6 @@ struct rt_conn {
 
 struct rt_daemon *rt_server_daemon(struct rt_server *srv);
 struct rt_conn *rt_server_find_conn(struct rt_server *srv, uint64_t id);
-/* Every live connection, for event fan-out. */
-struct rt_conn *rt_server_first_conn(struct rt_server *srv);
 
 /* Replies of the call being served (nothing is queued for a oneway call).
  * params is taken. */

@@ -657,11 +657,6 @@ struct rt_disk_collector *rt_disk_collector_new_hooks(const struct rt_roots *r,
     return c;
 }
 
-struct rt_disk_collector *rt_disk_collector_new(const struct rt_roots *r)
-{
-    return rt_disk_collector_new_hooks(r, NULL);
-}
-
 void rt_disk_collect(struct rt_disk_collector *c, struct rt_sample *s)
 {
     s->disks = NULL;

@@ -10,9 +10,8 @@
 
 struct rt_disk_collector;
 
-/* Takes the baseline read, so the first collect reports real rates. */
-struct rt_disk_collector *rt_disk_collector_new(const struct rt_roots *r);
-/* hooks may be NULL: real monotonic clock and statvfs(2). */
+/* Takes the baseline read, so the first collect reports real rates. hooks
+ * may be NULL: real monotonic clock and statvfs(2). */
 struct rt_disk_collector *rt_disk_collector_new_hooks(const struct rt_roots *r,
                                                       const struct rt_collect_hooks *hooks);
 /* Fill s->disks / s->n_disks, sorted by device name, in s->arena. */

@@ -228,11 +228,6 @@ struct rt_net_collector *rt_net_collector_new_hooks(const struct rt_roots *r,
     return c;
 }
 
-struct rt_net_collector *rt_net_collector_new(const struct rt_roots *r)
-{
-    return rt_net_collector_new_hooks(r, NULL);
-}
-
 void rt_net_collect(struct rt_net_collector *c, struct rt_sample *s)
 {
     s->nets = NULL;

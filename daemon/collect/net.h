@@ -9,9 +9,8 @@
 
 struct rt_net_collector;
 
-/* Takes the baseline read, so the first collect reports real rates. */
-struct rt_net_collector *rt_net_collector_new(const struct rt_roots *r);
-/* hooks may be NULL (real monotonic clock). */
+/* Takes the baseline read, so the first collect reports real rates. hooks
+ * may be NULL (real monotonic clock). */
 struct rt_net_collector *rt_net_collector_new_hooks(const struct rt_roots *r,
                                                     const struct rt_collect_hooks *hooks);
 /* Fill s->nets / s->n_nets, sorted by interface name, in s->arena. */

@@ -70,8 +70,12 @@ int rt_store_open(struct rt_store *s, const char *dir, bool private_mode, char *
     }
     /* Never world-accessible, whatever the directory was created with. */
     struct stat st;
-    if (fstat(s->dir_fd, &st) == 0 && (st.st_mode & 0007))
-        fchmod(s->dir_fd, st.st_mode & ~(mode_t)0007);
+    if (fstat(s->dir_fd, &st) < 0 || ((st.st_mode & 0007) && fchmod(s->dir_fd, st.st_mode & ~(mode_t)0007) < 0)) {
+        r = -errno;
+        snprintf(err, errlen, "cannot make state directory %s private: %s", dir, strerror(errno));
+        rt_store_close(s);
+        return r;
+    }
     if (mkdirat(s->dir_fd, "jobs", s->dir_mode) < 0 && errno != EEXIST) {
         r = -errno;
         snprintf(err, errlen, "cannot create %s/jobs: %s", dir, strerror(errno));

@@ -24,6 +24,7 @@ struct rt_sampler {
     pthread_t thread;
     bool started;
     int epfd, req_efd, out_efd, timer_fd;
+    int setup_errno;            /* creating those failed: rt_sampler_start() says so */
     pthread_mutex_t mu; /* reqs, outbox, latest */
     struct rt_sreq *reqs, *reqs_tail;
     struct rt_sevt *out, *out_tail;

@@ -163,9 +163,13 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
     j->interval_secs = j->ticks_per_sample * s->o.interval_secs;
     j->tick_phase = 0;
     j->last_sample_mono_ns = rt_mono_ns();
-    if (j->pidfd >= 0) {
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
-        epoll_ctl(s->epfd, EPOLL_CTL_ADD, j->pidfd, &ev);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
+    if (j->pidfd >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, j->pidfd, &ev) < 0) {
+        /* Without the watch, the tick notices the end (as without pidfds). */
+        rt_warn("job %" PRIu64 ": cannot watch its root: %s; its end is noticed at the next tick",
+                j->id, strerror(errno));
+        close(j->pidfd);
+        j->pidfd = -1;
     }
     active_add(s, j);
     return 0;

@@ -67,7 +67,6 @@ struct rt_rcstr *rt_sampler_latest_host(struct rt_sampler *s)
 }
 
 uint64_t rt_sampler_heartbeat(struct rt_sampler *s) { return atomic_load(&s->heartbeat); }
-double rt_sampler_interval(struct rt_sampler *s) { return s->o.interval_secs; }
 unsigned rt_sampler_gpu_count(struct rt_sampler *s) { return atomic_load(&s->ngpus); }
 unsigned rt_sampler_gpu_count_amd(struct rt_sampler *s) { return atomic_load(&s->ngpus_amd); }
 int rt_sampler_event_fd(struct rt_sampler *s) { return s->out_efd; }

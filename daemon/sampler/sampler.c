@@ -20,13 +20,17 @@
 #define RECORD_EVERY 60                 /* ticks between record saves of running jobs */
 #define RETENTION_EVERY_NS (60 * RT_NSEC_PER_SEC)
 
-static void arm_timer(struct rt_sampler *s)
+static int arm_timer(struct rt_sampler *s)
 {
     struct itimerspec its = {
         .it_value = {.tv_sec = (time_t)(s->ticker.deadline_ns / RT_NSEC_PER_SEC),
                      .tv_nsec = (long)(s->ticker.deadline_ns % RT_NSEC_PER_SEC)},
     };
-    timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+    if (timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+        rt_err("sampler: cannot arm the tick timer: %s", strerror(errno));
+        return -errno;
+    }
+    return 0;
 }
 
 static void host_tick(struct rt_sampler *s)
@@ -151,10 +155,13 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
     s->req_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     s->out_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &s->req_efd};
-    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->req_efd, &ev);
-    ev.data.ptr = &s->timer_fd;
-    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->timer_fd, &ev);
+    struct epoll_event req = {.events = EPOLLIN, .data.ptr = &s->req_efd};
+    struct epoll_event timer = {.events = EPOLLIN, .data.ptr = &s->timer_fd};
+    /* rt_sampler_start() reports it. */
+    if (s->epfd < 0 || s->req_efd < 0 || s->out_efd < 0 || s->timer_fd < 0 ||
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->req_efd, &req) < 0 ||
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->timer_fd, &timer) < 0)
+        s->setup_errno = errno;
     rt_proc_cache_init(&s->cache, o->roots->proc_fd);
     rt_sample_init(&s->sample);
     rt_sampler_set_retention(s, o->retention_max_age_secs, o->retention_max_bytes);
@@ -180,17 +187,23 @@ void rt_sampler_set_upload(struct rt_sampler *s, struct rt_upload_worker *w)
 
 int rt_sampler_start(struct rt_sampler *s)
 {
+    if (s->setup_errno) {
+        rt_err("sampler: cannot create its event descriptors: %s", strerror(s->setup_errno));
+        return -s->setup_errno;
+    }
     /* The first sample exists before anyone is told we are ready. */
     host_tick(s);
     atomic_store(&s->heartbeat, rt_mono_ns());
     s->next_retention_ns = rt_mono_ns();
     rt_ticker_init(&s->ticker, (uint64_t)(s->o.interval_secs * 1e9), rt_mono_ns());
-    arm_timer(s);
+    int r = arm_timer(s);
+    if (r < 0)
+        return r;
     /* Signals are handled by the main thread only. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    int r = pthread_create(&s->thread, NULL, run, s);
+    r = pthread_create(&s->thread, NULL, run, s);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (r != 0)
         return -r;
@@ -248,10 +261,10 @@ void rt_sampler_free(struct rt_sampler *s)
     rt_host_sampler_free(s->host);
     rt_gpu_collector_free(s->gpu);
     rt_proc_cache_free(&s->cache);
-    close(s->epfd);
-    close(s->req_efd);
-    close(s->out_efd);
-    close(s->timer_fd);
+    int fds[] = {s->epfd, s->req_efd, s->out_efd, s->timer_fd};
+    for (size_t i = 0; i < RT_ARRAY_SIZE(fds); i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

@@ -94,7 +94,6 @@ void rt_sevt_free(struct rt_sevt *e);
 struct rt_rcstr *rt_sampler_latest_host(struct rt_sampler *s);
 /* CLOCK_MONOTONIC ns of the last completed tick (for the watchdog). */
 uint64_t rt_sampler_heartbeat(struct rt_sampler *s);
-double rt_sampler_interval(struct rt_sampler *s);
 unsigned rt_sampler_gpu_count(struct rt_sampler *s);
 unsigned rt_sampler_gpu_count_amd(struct rt_sampler *s);
 

@@ -5,6 +5,7 @@
 #include "system/log.h"
 #include "rt/util.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -139,11 +140,11 @@ int rt_listen_fd_from_systemd(const char *expected_path)
         return -1;
     }
     /* Like the daemon's own socket: not inherited, never blocking the event loop. */
-    int flags = fcntl(found, F_GETFD);
-    if (flags >= 0)
-        fcntl(found, F_SETFD, flags | FD_CLOEXEC);
-    flags = fcntl(found, F_GETFL);
-    if (flags >= 0)
-        fcntl(found, F_SETFL, flags | O_NONBLOCK);
+    int fdflags = fcntl(found, F_GETFD), flflags = fcntl(found, F_GETFL);
+    if (fdflags < 0 || flflags < 0 || fcntl(found, F_SETFD, fdflags | FD_CLOEXEC) < 0 ||
+        fcntl(found, F_SETFL, flflags | O_NONBLOCK) < 0) {
+        rt_err("socket activation: cannot make the passed socket non-blocking: %s", strerror(errno));
+        return -1;
+    }
     return found;
 }

@@ -20,8 +20,11 @@ int rt_spool_open_dir(int dirfd, const char *name)
     if (fd < 0)
         return -errno;
     struct stat st;
-    if (fstat(fd, &st) == 0 && (st.st_mode & 077))
-        fchmod(fd, 0700);
+    if (fstat(fd, &st) < 0 || ((st.st_mode & 077) && fchmod(fd, 0700) < 0)) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
     return fd;
 }
 
