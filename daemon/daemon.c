@@ -339,26 +339,11 @@ static void reload(struct rt_daemon *d)
         return;
     }
     uint32_t changed = rt_config_diff(&d->cfg, &next.cfg);
-    /* What the running daemon can adopt; the rest waits for a restart. */
-    uint32_t live = RT_CFG_LOG_LEVEL | RT_CFG_ADMIN_GROUP | RT_CFG_RETENTION_MAX_AGE |
-                    RT_CFG_RETENTION_MAX_BYTES | RT_CFG_MAX_CONNECTIONS | RT_CFG_MAX_CONNECTIONS_PER_UID |
-                    RT_CFG_MAX_JOBS_PER_UID | RT_CFG_MAX_MESSAGE_BYTES;
-    struct rt_config *c = &d->cfg, *n = &next.cfg;
-    c->log_level = n->log_level;
-    rt_log_set_level(c->log_level);
-    rt_strlcpy(c->admin_group, n->admin_group, sizeof(c->admin_group));
-    c->retention_max_age_secs = n->retention_max_age_secs;
-    c->retention_max_bytes = n->retention_max_bytes;
-    c->max_connections = n->max_connections;
-    c->max_connections_per_uid = n->max_connections_per_uid;
-    c->max_jobs_per_uid = n->max_jobs_per_uid;
-    c->max_message_bytes = n->max_message_bytes;
+    uint32_t waiting = rt_config_adopt(&d->cfg, &next.cfg);
+    rt_log_set_level(d->cfg.log_level);
     resolve_admin_group(d);
-    rt_sampler_set_retention(d->sampler, c->retention_max_age_secs, c->retention_max_bytes);
-    for (uint32_t bit = 1; bit; bit <<= 1)
-        if ((changed & bit) && !(live & bit))
-            rt_notice("configuration: %s changes at the next restart", rt_config_key_name(bit));
-    rt_event_config_reloaded(path, changed);
+    rt_sampler_set_retention(d->sampler, d->cfg.retention_max_age_secs, d->cfg.retention_max_bytes);
+    rt_event_config_reloaded(path, changed, waiting);
     rt_notify_ready();
 }
 

@@ -38,6 +38,16 @@ enum kind {
     K_BOOL,
 };
 
+enum where {
+    FILE_KEY,            /* the file and the command line */
+    CLI_ONLY,            /* not accepted in the file */
+};
+
+enum apply {
+    RESTART,             /* a running daemon keeps its value until restarted */
+    LIVE,                /* a reload applies it at once */
+};
+
 struct key {
     const char *path;    /* "upload.interval" */
     const char *group;   /* NULL: top level */
@@ -46,7 +56,9 @@ struct key {
     uint32_t bit;
     size_t offset, size;
     uint64_t min, max;   /* usec for durations, bytes for sizes, count */
-    bool cli_only;       /* not accepted in the file */
+    enum where where;
+    const char *dflt;    /* the default, as written on the command line */
+    enum apply apply;
 };
 
 #define F(m) offsetof(struct rt_config, m), sizeof(((struct rt_config *)0)->m)
@@ -56,37 +68,42 @@ struct key {
 #define IN(g, n) g "." n, g, n
 #define DAY (24 * 3600 * USEC_PER_SEC)
 
+/* One row per key: where it is read, its kind and bounds, its default and
+ * whether a reload applies it at once. */
 static const struct key keys[] = {
-    {TOP("interval"), K_SECS_DOUBLE, RT_CFG_INTERVAL, F(interval_secs), 100000, 3600 * USEC_PER_SEC, false},
-    {TOP("socket"), K_SOCKET, RT_CFG_SOCKET_PATH, F(socket_path), 0, 0, false},
-    {TOP("state_dir"), K_PATH, RT_CFG_STATE_DIR, F(state_dir), 0, 0, false},
-    {TOP("admin_group"), K_GROUP, RT_CFG_ADMIN_GROUP, F(admin_group), 0, 0, false},
-    {TOP("log_level"), K_LOGLEVEL, RT_CFG_LOG_LEVEL, F(log_level), 0, 0, false},
+    {TOP("interval"), K_SECS_DOUBLE, RT_CFG_INTERVAL, F(interval_secs), 100000, 3600 * USEC_PER_SEC, FILE_KEY,
+     "1s", RESTART},
+    {TOP("socket"), K_SOCKET, RT_CFG_SOCKET_PATH, F(socket_path), 0, 0, FILE_KEY, RT_DEFAULT_SYSTEM_SOCKET,
+     RESTART},
+    {TOP("state_dir"), K_PATH, RT_CFG_STATE_DIR, F(state_dir), 0, 0, FILE_KEY, RT_DEFAULT_STATE_DIR, RESTART},
+    {TOP("admin_group"), K_GROUP, RT_CFG_ADMIN_GROUP, F(admin_group), 0, 0, FILE_KEY, "resource-tracker", LIVE},
+    {TOP("log_level"), K_LOGLEVEL, RT_CFG_LOG_LEVEL, F(log_level), 0, 0, FILE_KEY, "info", LIVE},
     {IN("retention", "max_age"), K_SECS_U64, RT_CFG_RETENTION_MAX_AGE, F(retention_max_age_secs), 0,
-     36600 * DAY, false},
+     36600 * DAY, FILE_KEY, "30d", LIVE},
     {IN("retention", "max_size"), K_BYTES_U64, RT_CFG_RETENTION_MAX_BYTES, F(retention_max_bytes), 0,
-     1024 * TIB, false},
-    {IN("limits", "max_connections"), K_UINT, RT_CFG_MAX_CONNECTIONS, F(max_connections), 1, 65536, false},
+     1024 * TIB, FILE_KEY, "1G", LIVE},
+    {IN("limits", "max_connections"), K_UINT, RT_CFG_MAX_CONNECTIONS, F(max_connections), 1, 65536, FILE_KEY,
+     "1024", LIVE},
     {IN("limits", "max_connections_per_user"), K_UINT, RT_CFG_MAX_CONNECTIONS_PER_UID,
-     F(max_connections_per_uid), 1, 65536, false},
+     F(max_connections_per_uid), 1, 65536, FILE_KEY, "256", LIVE},
     {IN("limits", "max_jobs_per_user"), K_UINT, RT_CFG_MAX_JOBS_PER_UID, F(max_jobs_per_uid), 1, 100000,
-     false},
+     FILE_KEY, "64", LIVE},
     {IN("limits", "max_message_size"), K_BYTES_SIZE, RT_CFG_MAX_MESSAGE_BYTES, F(max_message_bytes), 4 * KIB,
-     64 * MIB, false},
-    {IN("upload", "api_url"), K_URL, RT_CFG_API_URL, F(api_url), 0, 0, false},
+     64 * MIB, FILE_KEY, "1M", LIVE},
+    {IN("upload", "api_url"), K_URL, RT_CFG_API_URL, F(api_url), 0, 0, FILE_KEY, RT_DEFAULT_API_URL, RESTART},
     {IN("upload", "interval"), K_SECS_UINT, RT_CFG_UPLOAD_INTERVAL, F(upload_interval_secs), USEC_PER_SEC,
-     DAY, false},
+     DAY, FILE_KEY, "60s", RESTART},
     {IN("upload", "token_credential"), K_CREDENTIAL, RT_CFG_TOKEN_CREDENTIAL, F(token_credential), 0, 0,
-     false},
+     FILE_KEY, "sentinel-token", RESTART},
     {IN("upload", "spool_max_size"), K_BYTES_U64, RT_CFG_SPOOL_MAX_BYTES, F(spool_max_bytes), MIB, TIB,
-     false},
-    {IN("upload", "s3_endpoint"), K_URL, RT_CFG_S3_ENDPOINT, F(s3_endpoint), 0, 0, false},
-    {IN("upload", "s3_region"), K_REGION, RT_CFG_S3_REGION, F(s3_region), 0, 0, false},
-    /* command line only */
-    {TOP("proc_root"), K_PATH, RT_CFG_PROC_ROOT, F(proc_root), 0, 0, true},
-    {TOP("sys_root"), K_PATH, RT_CFG_SYS_ROOT, F(sys_root), 0, 0, true},
-    {TOP("user_mode"), K_BOOL, RT_CFG_USER_MODE, F(user_mode), 0, 0, true},
-    {TOP("exit_on_idle"), K_SECS_UINT, RT_CFG_EXIT_ON_IDLE, F(exit_on_idle_secs), 0, 7 * DAY, true},
+     FILE_KEY, "256M", RESTART},
+    {IN("upload", "s3_endpoint"), K_URL, RT_CFG_S3_ENDPOINT, F(s3_endpoint), 0, 0, FILE_KEY, "", RESTART},
+    {IN("upload", "s3_region"), K_REGION, RT_CFG_S3_REGION, F(s3_region), 0, 0, FILE_KEY, "", RESTART},
+    {TOP("proc_root"), K_PATH, RT_CFG_PROC_ROOT, F(proc_root), 0, 0, CLI_ONLY, "/proc", RESTART},
+    {TOP("sys_root"), K_PATH, RT_CFG_SYS_ROOT, F(sys_root), 0, 0, CLI_ONLY, "/sys", RESTART},
+    {TOP("user_mode"), K_BOOL, RT_CFG_USER_MODE, F(user_mode), 0, 0, CLI_ONLY, "false", RESTART},
+    {TOP("exit_on_idle"), K_SECS_UINT, RT_CFG_EXIT_ON_IDLE, F(exit_on_idle_secs), 0, 7 * DAY, CLI_ONLY, "0",
+     RESTART},
 };
 
 static const char *const groups[] = {"retention", "limits", "upload"};
@@ -495,13 +512,26 @@ static int set_value(const struct key *k, const struct raw *r, struct rt_config 
     }
 }
 
+/* ---- defaults ---- */
+
+void rt_config_defaults(struct rt_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    for (size_t i = 0; i < RT_ARRAY_SIZE(keys); i++) {
+        struct raw r = {.type = CONFIG_TYPE_STRING, .s = keys[i].dflt, .cli = true};
+        char why[256];
+        if (set_value(&keys[i], &r, c, why, sizeof(why)) < 0)
+            abort(); /* a default the key refuses: caught by test_config */
+    }
+}
+
 /* ---- the file ---- */
 
 static const struct key *find_key(const char *group, const char *name, bool cli)
 {
     for (size_t i = 0; i < RT_ARRAY_SIZE(keys); i++) {
         const struct key *k = &keys[i];
-        if ((k->cli_only && !cli) || strcmp(k->name, name) != 0)
+        if ((k->where == CLI_ONLY && !cli) || strcmp(k->name, name) != 0)
             continue;
         if ((group == NULL) == (k->group == NULL) && (!group || strcmp(group, k->group) == 0))
             return k;
@@ -751,6 +781,21 @@ uint32_t rt_config_diff(const struct rt_config *a, const struct rt_config *b)
     return bits;
 }
 
+uint32_t rt_config_adopt(struct rt_config *running, const struct rt_config *next)
+{
+    uint32_t changed = rt_config_diff(running, next), waiting = 0;
+    for (size_t i = 0; i < RT_ARRAY_SIZE(keys); i++) {
+        const struct key *k = &keys[i];
+        if (!(changed & k->bit))
+            continue;
+        if (k->apply == LIVE)
+            memcpy((char *)running + k->offset, (const char *)next + k->offset, k->size);
+        else
+            waiting |= k->bit;
+    }
+    return waiting;
+}
+
 const char *rt_config_key_name(uint32_t bit)
 {
     for (size_t i = 0; i < RT_ARRAY_SIZE(keys); i++)
@@ -823,7 +868,7 @@ static void write_value(FILE *f, const struct key *k, const struct rt_config *c)
 void rt_config_write(FILE *f, const struct rt_config *c)
 {
     for (size_t i = 0; i < RT_ARRAY_SIZE(keys); i++)
-        if (!keys[i].group && !keys[i].cli_only) {
+        if (!keys[i].group && keys[i].where != CLI_ONLY) {
             fprintf(f, "%s = ", keys[i].name);
             write_value(f, &keys[i], c);
             fputs(";\n", f);
@@ -840,7 +885,7 @@ void rt_config_write(FILE *f, const struct rt_config *c)
     }
     fputs("\n# command line only:\n", f);
     for (size_t i = 0; i < RT_ARRAY_SIZE(keys); i++)
-        if (keys[i].cli_only) {
+        if (keys[i].where == CLI_ONLY) {
             fprintf(f, "# %s = ", keys[i].name);
             write_value(f, &keys[i], c);
             fputs(";\n", f);

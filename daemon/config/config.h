@@ -45,6 +45,7 @@ struct rt_config {
     unsigned exit_on_idle_secs;        /* 0 = never (private daemons use this) */
 };
 
+/* Every key at its default (the key table's column). */
 void rt_config_defaults(struct rt_config *c);
 
 /* Exit status for a refused configuration: sysexits' EX_CONFIG, which systemd
@@ -77,11 +78,6 @@ enum {
     RT_CFG_S3_ENDPOINT = 1u << 19,
     RT_CFG_S3_REGION = 1u << 20,
 };
-/* Settings a running daemon cannot change on SIGHUP: where it listens,
- * where its state lives, what it reads and how it runs. */
-#define RT_CFG_RESTART_REQUIRED                                                              \
-    (RT_CFG_SOCKET_PATH | RT_CFG_STATE_DIR | RT_CFG_PROC_ROOT | RT_CFG_SYS_ROOT |            \
-     RT_CFG_USER_MODE)
 
 /* Command-line flags: the values in .values whose bits are in .set win over
  * the file, at start and again on every reload. */
@@ -120,6 +116,10 @@ int rt_config_validate(const struct rt_config *c, char *err, size_t errlen);
 
 /* RT_CFG_* bits of the settings that differ. */
 uint32_t rt_config_diff(const struct rt_config *a, const struct rt_config *b);
+/* A reload: copy into running the settings that a running daemon applies at
+ * once (the key table says which); the bits of those that differ but wait
+ * for a restart are returned. */
+uint32_t rt_config_adopt(struct rt_config *running, const struct rt_config *next);
 /* The file key of a single RT_CFG_* bit ("upload.interval"), for messages. */
 const char *rt_config_key_name(uint32_t bit);
 

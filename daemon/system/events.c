@@ -175,19 +175,28 @@ void rt_event_daemon_stopped(const char *reason, uint64_t uptime_usec)
     emit(&r, RT_MSGID_DAEMON_STOPPED);
 }
 
-void rt_event_config_reloaded(const char *path, uint32_t changed)
+/* "a b c" for the keys of bits. */
+static void key_list(uint32_t bits, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (uint32_t bit = 1; bit && len < size; bit <<= 1)
+        if (bits & bit)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? " " : "", rt_config_key_name(bit));
+}
+
+void rt_event_config_reloaded(const char *path, uint32_t changed, uint32_t waiting)
 {
     struct rec r = {.priority = LOG_INFO};
-    char keys[512] = "";
-    size_t len = 0;
-    for (uint32_t bit = 1; bit && len < sizeof(keys); bit <<= 1)
-        if (changed & bit)
-            len += (size_t)snprintf(keys + len, sizeof(keys) - len, "%s%s", len ? " " : "", rt_config_key_name(bit));
+    char keys[512], later[512];
+    key_list(changed, keys, sizeof(keys));
+    key_list(waiting, later, sizeof(later));
     message(&r, "Configuration %s reloaded: %s", path, changed ? keys : "nothing changed");
-    if (changed & RT_CFG_RESTART_REQUIRED)
-        message(&r, " (socket, state_dir and command-line roots need a restart)");
+    if (waiting)
+        message(&r, " (%s: at the next restart)", later);
     field(&r, "CONFIG_FILE=%s", path);
     field(&r, "CONFIG_CHANGED=%s", keys);
+    field(&r, "CONFIG_RESTART_NEEDED=%s", later);
     emit(&r, RT_MSGID_CONFIG_RELOADED);
 }
 

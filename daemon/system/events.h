@@ -93,8 +93,9 @@ struct rt_event_gpu {
 void rt_event_daemon_started(const struct rt_event_daemon *d);
 /* reason: what ended it ("SIGTERM", "idle"). */
 void rt_event_daemon_stopped(const char *reason, uint64_t uptime_usec);
-/* changed: RT_CFG_* bits that differ from the running configuration. */
-void rt_event_config_reloaded(const char *path, uint32_t changed);
+/* changed: RT_CFG_* bits that differ from the running configuration;
+ * waiting: those of them that apply at the next restart. */
+void rt_event_config_reloaded(const char *path, uint32_t changed, uint32_t waiting);
 void rt_event_config_rejected(const char *path, const char *error);
 void rt_event_job_started(const struct rt_event_job *job);
 void rt_event_job_finished(const struct rt_event_job *job, const struct rt_job_totals *t);

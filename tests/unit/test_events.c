@@ -247,10 +247,12 @@ static void test_gpu_and_daemon_events(void **state)
                                  "MESSAGE=resource-trackerd stopped (SIGTERM) after 2h 0min\n"
                                  "MESSAGE_ID=" RT_MSGID_DAEMON_STOPPED "\n"));
 
-    rt_event_config_reloaded("/etc/rt.conf", RT_CFG_INTERVAL | RT_CFG_SOCKET_PATH);
-    assert_non_null(strstr(last, "CONFIG_FILE=/etc/rt.conf\nCONFIG_CHANGED=interval socket\n"
-                                 "MESSAGE=Configuration /etc/rt.conf reloaded: interval socket (socket, "
-                                 "state_dir and command-line roots need a restart)\n"));
+    rt_event_config_reloaded("/etc/rt.conf", RT_CFG_INTERVAL | RT_CFG_SOCKET_PATH | RT_CFG_LOG_LEVEL,
+                             RT_CFG_INTERVAL | RT_CFG_SOCKET_PATH);
+    assert_non_null(strstr(last, "CONFIG_FILE=/etc/rt.conf\nCONFIG_CHANGED=interval socket log_level\n"
+                                 "CONFIG_RESTART_NEEDED=interval socket\n"
+                                 "MESSAGE=Configuration /etc/rt.conf reloaded: interval socket log_level "
+                                 "(interval socket: at the next restart)\n"));
     rt_event_config_rejected("/etc/rt.conf", "/etc/rt.conf:3: unknown key 'x'");
     assert_non_null(strstr(last, "MESSAGE=Configuration refused, keeping the running one: /etc/rt.conf:3: "
                                  "unknown key 'x'\nMESSAGE_ID=" RT_MSGID_CONFIG_REJECTED "\nPRIORITY=3\n"));
