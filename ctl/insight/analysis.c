@@ -16,39 +16,35 @@ static int64_t job_i64(struct json_object *j, const char *k)
     return v;
 }
 
-static int newest_first(const void *a, const void *b)
-{
-    int64_t x = job_i64(*(struct json_object *const *)a, "id");
-    int64_t y = job_i64(*(struct json_object *const *)b, "id");
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
 struct json_object *insight_history_jobs(struct rt_vl_client *c, struct json_object *job, unsigned max, int *rc)
 {
     struct json_object *out = json_object_new_array();
     const char *name = rt_json_get_string(job, "name");
     *rc = 0;
-    if (!name || !max)
-        return out;
-    struct json_object *reply, *p;
-    *rc = ctl_call(c, M("ListJobs"), NULL, &reply, &p);
-    if (*rc) {
-        json_object_put(out);
-        return NULL;
+    int64_t before = job_i64(job, "id");
+    /* Newest first, a page at a time: running jobs are skipped here, so a
+     * page may give fewer than we asked for. */
+    while (name && json_object_array_length(out) < max && before > 0) {
+        struct json_object *p = json_object_new_object(), *reply, *rp;
+        json_object_object_add(p, "name", json_object_new_string(name));
+        json_object_object_add(p, "owner_uid", json_object_new_int64(job_i64(job, "owner_uid")));
+        json_object_object_add(p, "before_id", json_object_new_int64(before));
+        json_object_object_add(p, "limit", json_object_new_int64(max));
+        *rc = ctl_call(c, M("ListJobs"), p, &reply, &rp);
+        if (*rc) {
+            json_object_put(out);
+            return NULL;
+        }
+        struct json_object *jobs = rt_json_get_array(rp, "jobs");
+        for (size_t i = 0; jobs && i < json_object_array_length(jobs) && json_object_array_length(out) < max; i++) {
+            struct json_object *j = json_object_array_get_idx(jobs, i);
+            const char *state = rt_json_get_string(j, "state");
+            if (state && strcmp(state, "running") != 0)
+                json_object_array_add(out, json_object_get(j));
+        }
+        before = job_i64(rp, "next_before_id");
+        json_object_put(reply);
     }
-    struct json_object *jobs = rt_json_get_array(p, "jobs");
-    int64_t id = job_i64(job, "id"), owner = job_i64(job, "owner_uid");
-    for (size_t i = 0; jobs && i < json_object_array_length(jobs); i++) {
-        struct json_object *j = json_object_array_get_idx(jobs, i);
-        const char *n = rt_json_get_string(j, "name"), *state = rt_json_get_string(j, "state");
-        if (n && strcmp(n, name) == 0 && job_i64(j, "owner_uid") == owner && job_i64(j, "id") < id && state &&
-            strcmp(state, "running") != 0)
-            json_object_array_add(out, json_object_get(j));
-    }
-    json_object_put(reply);
-    json_object_array_sort(out, newest_first);
-    if (json_object_array_length(out) > max)
-        json_object_array_del_idx(out, max, json_object_array_length(out) - max);
     return out;
 }
 
