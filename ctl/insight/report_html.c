@@ -283,12 +283,14 @@ static void stats_section(FILE *f, const struct insight_analysis *a)
 
 /* ---- recommendation and prices ---- */
 
-static void money(FILE *f, double amount, const char *currency)
+/* Hourly prices with 4 decimals, the cost of a run (often a fraction of a
+ * cent) with 6. */
+static void money(FILE *f, double amount, int decimals, const char *currency)
 {
     if (strcmp(currency, "USD") == 0)
-        fprintf(f, "$%.4f", amount);
+        fprintf(f, "$%.*f", decimals, amount);
     else
-        html_textf(f, "%.4f %s", amount, currency);
+        html_textf(f, "%.*f %s", decimals, amount, currency);
 }
 
 static void prices_part(FILE *f, const struct insight_report *r)
@@ -313,9 +315,9 @@ static void prices_part(FILE *f, const struct insight_report *r)
         if (s->gpus > 0)
             fprintf(f, ", %.0f GPUs", s->gpus);
         fputs(", ", f);
-        money(f, s->price_per_hour, s->currency);
+        money(f, s->price_per_hour, 4, s->currency);
         fputs(" per hour on demand: ", f);
-        money(f, s->price_per_hour * dur / 3600.0, s->currency);
+        money(f, s->price_per_hour * dur / 3600.0, 6, s->currency);
         fputs(" for a run as long as this one.", f);
         if (p->have_current && r->host->cloud) {
             double cur = p->current_per_hour * dur / 3600.0, rec = s->price_per_hour * dur / 3600.0;
@@ -323,9 +325,9 @@ static void prices_part(FILE *f, const struct insight_report *r)
             html_textf(f, "%s %s", rt_json_get_string(r->host->cloud, "vendor_id"),
                        rt_json_get_string(r->host->cloud, "instance_type"));
             fputs(") cost ", f);
-            money(f, cur, p->current_currency);
+            money(f, cur, 6, p->current_currency);
             fputs(" at ", f);
-            money(f, p->current_per_hour, p->current_currency);
+            money(f, p->current_per_hour, 4, p->current_currency);
             fputs(" per hour", f);
             if (cur > 0 && strcmp(p->current_currency, s->currency) == 0)
                 fprintf(f, "; the recommended server would cost %.0f%% %s", fabs(cur - rec) / cur * 100,
