@@ -66,6 +66,23 @@ static const struct {
     {"external_run_id", "External run id"}, {"container_image", "Container image"},
 };
 
+/* An argument as a shell would need it: quoted when it has anything but
+ * plain characters, so a command with spaces in an argument reads right. */
+static void shell_word(FILE *f, const char *arg)
+{
+    if (*arg && strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-") ==
+                    strlen(arg)) {
+        html_text(f, arg);
+        return;
+    }
+    fputs("&#39;", f);
+    for (const char *p = arg; *p; p++) {
+        char c[2] = {*p, '\0'};
+        html_text(f, *p == '\'' ? "'\\''" : c);
+    }
+    fputs("&#39;", f);
+}
+
 static void exit_text(struct json_object *job, char *buf, size_t size)
 {
     int64_t code, sig;
@@ -100,7 +117,7 @@ static void job_section(FILE *f, struct json_object *job)
         for (size_t i = 0; i < json_object_array_length(cmd); i++) {
             if (i)
                 fputc(' ', f);
-            html_text(f, json_object_get_string(json_object_array_get_idx(cmd, i)));
+            shell_word(f, json_object_get_string(json_object_array_get_idx(cmd, i)));
         }
         fputs("</code></td></tr>\n", f);
     }

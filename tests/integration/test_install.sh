@@ -115,6 +115,7 @@ if command -v dpkg-deb >/dev/null && command -v dpkg-shlibdeps >/dev/null; then
   depends=$(dpkg-deb -f "$deb" Depends)
   [[ $depends == *"libc6 (>="* ]] || fail "no shlibdeps dependencies: $depends"
   [[ $depends == *procps* ]] || fail "no procps dependency (ExecReload's kill): $depends"
+  [[ $depends == *libjs-dygraphs* ]] || fail "no libjs-dygraphs dependency (report): $depends"
   dpkg-deb -e "$deb" "$tmp/control"
   conf=$confdir/resource-trackerd.conf
   [ "$(cat "$tmp/control/conffiles")" = "$conf" ] || fail "conffiles: $(cat "$tmp/control/conffiles")"

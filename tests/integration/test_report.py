@@ -469,6 +469,7 @@ class Report(unittest.TestCase):
         self.assertIn("&lt;script&gt;alert(1)&lt;/script&gt;", text)
         self.assertIn("<code>k=&quot;&lt;b&gt;x&lt;/b&gt;&quot;</code>", text)
         self.assertEqual(text.count("<script"), 4)
+        self.assertIn("<code>sh -c &#39;exit 3&#39; &#39;&#39;\\&#39;&#39;&lt;script&gt;", text)  # quoted as for a shell
         self.assertIn("<td>failed</td>", text)
         self.assertIn("<td>3</td>", text)
 
