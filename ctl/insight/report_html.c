@@ -204,29 +204,30 @@ static void host_section(FILE *f, const struct insight_host *h)
 /* ---- statistics ---- */
 
 enum fmt { F_DURATION, F_COUNT, F_CORES, F_BYTES };
+enum kind { K_JOB, K_GPU, K_HOST };
 
 static const struct stat_row {
     const char *key, *label;
     size_t off;
     enum fmt fmt;
-    bool gpu;
+    enum kind kind;
 } stat_rows[] = {
-#define ROW(k, l, field, fmt, gpu) {k, l, offsetof(struct insight_stats, field), fmt, gpu}
-    ROW("duration_secs", "Duration", duration_secs, F_DURATION, false),
-    ROW("cores_mean", "CPU cores, mean", cores_mean, F_CORES, false),
-    ROW("cores_peak", "CPU cores, peak", cores_peak, F_CORES, false),
-    ROW("memory_pss_mean_bytes", "Memory (PSS), mean", mem_mean_bytes, F_BYTES, false),
-    ROW("memory_pss_peak_bytes", "Memory (PSS), peak", mem_peak_bytes, F_BYTES, false),
-    ROW("memory_rss_peak_bytes", "Memory (RSS), peak", rss_peak_bytes, F_BYTES, false),
-    ROW("gpu_mean", "GPU use, mean (GPUs)", gpu_mean, F_CORES, true),
-    ROW("gpu_peak", "GPU use, peak (GPUs)", gpu_peak, F_CORES, true),
-    ROW("vram_mean_bytes", "VRAM, mean", vram_mean_bytes, F_BYTES, true),
-    ROW("vram_peak_bytes", "VRAM, peak", vram_peak_bytes, F_BYTES, true),
-    ROW("disk_read_bytes", "Disk read by the job", disk_read_bytes, F_BYTES, false),
-    ROW("disk_write_bytes", "Disk written by the job", disk_write_bytes, F_BYTES, false),
-    ROW("host_net_in_bytes", "Network in (host)", net_in_bytes, F_BYTES, false),
-    ROW("host_net_out_bytes", "Network out (host)", net_out_bytes, F_BYTES, false),
-    ROW("host_disk_space_peak_bytes", "Disk space used, peak (host)", space_peak_bytes, F_BYTES, false),
+#define ROW(k, l, field, fmt, kind) {k, l, offsetof(struct insight_stats, field), fmt, kind}
+    ROW("duration_secs", "Duration", duration_secs, F_DURATION, K_JOB),
+    ROW("cores_mean", "CPU cores, mean", cores_mean, F_CORES, K_JOB),
+    ROW("cores_peak", "CPU cores, peak", cores_peak, F_CORES, K_JOB),
+    ROW("memory_pss_mean_bytes", "Memory (PSS), mean", mem_mean_bytes, F_BYTES, K_JOB),
+    ROW("memory_pss_peak_bytes", "Memory (PSS), peak", mem_peak_bytes, F_BYTES, K_JOB),
+    ROW("memory_rss_peak_bytes", "Memory (RSS), peak", rss_peak_bytes, F_BYTES, K_JOB),
+    ROW("gpu_mean", "GPU use, mean (GPUs)", gpu_mean, F_CORES, K_GPU),
+    ROW("gpu_peak", "GPU use, peak (GPUs)", gpu_peak, F_CORES, K_GPU),
+    ROW("vram_mean_bytes", "VRAM, mean", vram_mean_bytes, F_BYTES, K_GPU),
+    ROW("vram_peak_bytes", "VRAM, peak", vram_peak_bytes, F_BYTES, K_GPU),
+    ROW("disk_read_bytes", "Disk read by the job", disk_read_bytes, F_BYTES, K_JOB),
+    ROW("disk_write_bytes", "Disk written by the job", disk_write_bytes, F_BYTES, K_JOB),
+    ROW("host_net_in_bytes", "Network in (host)", net_in_bytes, F_BYTES, K_HOST),
+    ROW("host_net_out_bytes", "Network out (host)", net_out_bytes, F_BYTES, K_HOST),
+    ROW("host_disk_space_peak_bytes", "Disk space used, peak (host)", space_peak_bytes, F_BYTES, K_HOST),
 #undef ROW
 };
 
@@ -235,7 +236,7 @@ static void stat_cell(FILE *f, const struct stat_row *row, const struct insight_
 {
     double v = *(const double *)((const char *)s + row->off);
     fprintf(f, "<td class=\"%s\" data-stat=\"%s\" data-run=\"%s\"", cls, row->key, run);
-    if (row->gpu && !s->has_gpu) {
+    if ((row->kind == K_GPU && !s->has_gpu) || (row->kind == K_HOST && !s->has_host)) {
         fputs(">—</td>", f);
         return;
     }
@@ -271,7 +272,8 @@ static void stats_section(FILE *f, const struct insight_analysis *a)
     } else {
         fputs("The job has no name, so it has no history: runs are matched by name.", f);
     }
-    fputs(" Memory is PSS (proportional set size: shared pages divided among their users).</p>\n", f);
+    fputs(" Memory is PSS (proportional set size: shared pages divided among their users). The host's "
+          "figures are those of this run only.</p>\n", f);
     fputs("<table class=\"stats\"><thead><tr><th></th>", f);
     run_header(f, &a->run, "this");
     for (size_t i = 0; i < a->nhist; i++)
@@ -281,7 +283,7 @@ static void stats_section(FILE *f, const struct insight_analysis *a)
     fputs("</tr></thead><tbody>\n", f);
     for (size_t k = 0; k < sizeof(stat_rows) / sizeof(stat_rows[0]); k++) {
         const struct stat_row *row = &stat_rows[k];
-        if (row->gpu && !a->combined.has_gpu)
+        if (row->kind == K_GPU && !a->combined.has_gpu)
             continue;
         fprintf(f, "<tr><th>%s</th>", row->label);
         char id[32];

@@ -46,10 +46,10 @@ void insight_sample_values(const struct rt_sample *s, double *v)
     v[INSIGHT_VRAM_HOST] = hunknown + vram;
 }
 
-/* Running sums of the figures that come from samples. */
+/* Running sums over the samples. */
 struct acc {
     uint64_t n, n_mem, n_gpu;
-    double mem_sum, vram_sum;
+    double mem_sum, vram_sum, gpu_peak;
     double t;
 };
 
@@ -69,8 +69,8 @@ static void add_sample(struct insight_run *r, struct acc *a, struct rt_sample *s
     if (!isnan(v[INSIGHT_GPU_JOB])) {
         a->vram_sum += v[INSIGHT_VRAM_JOB];
         a->n_gpu++;
-        if (v[INSIGHT_GPU_JOB] > st->gpu_peak)
-            st->gpu_peak = v[INSIGHT_GPU_JOB];
+        if (v[INSIGHT_GPU_JOB] > a->gpu_peak)
+            a->gpu_peak = v[INSIGHT_GPU_JOB];
     }
     double dt = rt_sample_interval_secs(s);
     st->net_in_bytes += v[INSIGHT_NET_IN_HOST] * dt;
@@ -101,7 +101,7 @@ int insight_run_load(struct rt_vl_client *c, struct json_object *job, bool with_
 {
     memset(r, 0, sizeof(*r));
     r->job = json_object_get(job);
-    insight_stats_from_job(job, &r->st);
+    bool complete = insight_stats_from_job(job, &r->st);
     r->with_charts = with_charts;
     if (with_charts)
         insight_buckets_init(&r->charts, INSIGHT_SERIES, INSIGHT_MAX_POINTS, r->st.samples);
@@ -109,8 +109,9 @@ int insight_run_load(struct rt_vl_client *c, struct json_object *job, bool with_
     rt_json_get_double(job, "interval_secs", &interval);
     struct acc a = {0};
     rt_json_get_double(job, "started_at", &a.t);
-    if (!r->st.samples)
+    if (!r->st.samples || (complete && !with_charts))
         return 0;
+    r->st.has_host = true;
     /* Each page is a tree of thousands of small json-c objects, freed
      * before the next large read: with fastbins glibc consolidates them on
      * every large allocation (a fifth of the time of a day's report). */
@@ -144,10 +145,11 @@ int insight_run_load(struct rt_vl_client *c, struct json_object *job, bool with_
         more = rt_vl_reply_continues(reply);
         json_object_put(reply);
     }
-    if (a.n_mem)
-        r->st.mem_mean_bytes = a.mem_sum / (double)a.n_mem;
-    if (a.n_gpu)
-        r->st.vram_mean_bytes = a.vram_sum / (double)a.n_gpu;
+    if (!complete) { /* a daemon or a job record from before the summary's means */
+        r->st.mem_mean_bytes = a.n_mem ? a.mem_sum / (double)a.n_mem : 0;
+        r->st.vram_mean_bytes = a.n_gpu ? a.vram_sum / (double)a.n_gpu : 0;
+        r->st.gpu_peak = a.gpu_peak;
+    }
     return rc;
 }
 

@@ -1,7 +1,8 @@
 /* One run of a job as the report and the recommendation see it: its Job
  * object, its statistics and, for the report, its samples downsampled into
  * chart series. Samples come from GetJobSamples, streamed page by page and
- * never kept whole. */
+ * never kept whole, and only when needed: for the charts, or when the
+ * job's summary lacks a figure. */
 #ifndef RT_INSIGHT_RUN_H
 #define RT_INSIGHT_RUN_H
 
@@ -42,8 +43,9 @@ struct insight_run {
  * byte counts into rates. */
 void insight_sample_values(const struct rt_sample *s, double *v);
 
-/* Statistics (and charts) of a job from its summary and its first
- * summary.samples samples. Returns 0 or an RT_EXIT_* code after printing why. */
+/* Statistics of a job from its summary and, with charts, the host's
+ * figures and the charts from its first summary.samples samples. Returns 0
+ * or an RT_EXIT_* code after printing why. */
 int insight_run_load(struct rt_vl_client *c, struct json_object *job, bool with_charts, struct insight_run *r);
 void insight_run_free(struct insight_run *r);
 

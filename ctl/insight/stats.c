@@ -11,7 +11,7 @@ static double num(struct json_object *o, const char *k)
     return v;
 }
 
-void insight_stats_from_job(struct json_object *job, struct insight_stats *st)
+bool insight_stats_from_job(struct json_object *job, struct insight_stats *st)
 {
     struct json_object *s = rt_json_get_object(job, "summary");
     rt_json_get_u64(job, "id", &st->id);
@@ -25,6 +25,11 @@ void insight_stats_from_job(struct json_object *job, struct insight_stats *st)
     st->disk_write_bytes = num(s, "disk_write_bytes");
     st->has_gpu = rt_json_get_double(s, "gpu_avg_usage", &st->gpu_mean);
     st->vram_peak_bytes = num(s, "gpu_peak_vram_bytes");
+    bool known = rt_json_get_double(s, "avg_pss_bytes", &st->mem_mean_bytes);
+    if (st->has_gpu)
+        known = rt_json_get_double(s, "gpu_peak_usage", &st->gpu_peak) &&
+                rt_json_get_double(s, "gpu_avg_vram_bytes", &st->vram_mean_bytes) && known;
+    return known;
 }
 
 static void take_max(double *acc, double v)
@@ -48,9 +53,12 @@ void insight_stats_combine(const struct insight_stats *runs, size_t n, struct in
         take_max(&out->rss_peak_bytes, r->rss_peak_bytes);
         take_max(&out->disk_read_bytes, r->disk_read_bytes);
         take_max(&out->disk_write_bytes, r->disk_write_bytes);
-        take_max(&out->net_in_bytes, r->net_in_bytes);
-        take_max(&out->net_out_bytes, r->net_out_bytes);
-        take_max(&out->space_peak_bytes, r->space_peak_bytes);
+        if (r->has_host) {
+            out->has_host = true;
+            take_max(&out->net_in_bytes, r->net_in_bytes);
+            take_max(&out->net_out_bytes, r->net_out_bytes);
+            take_max(&out->space_peak_bytes, r->space_peak_bytes);
+        }
         if (r->has_gpu) {
             ngpu++;
             out->has_gpu = true;
@@ -72,6 +80,7 @@ struct json_object *insight_stats_json(const struct insight_stats *s)
     json_object_object_add(o, "id", s->id ? json_object_new_int64((int64_t)s->id) : NULL);
 #define D(k, v) json_object_object_add(o, k, rt_json_double(v, 4))
 #define G(k, v) json_object_object_add(o, k, s->has_gpu ? rt_json_double(v, 4) : NULL)
+#define H(k, v) json_object_object_add(o, k, s->has_host ? rt_json_double(v, 4) : NULL)
     D("duration_secs", s->duration_secs);
     json_object_object_add(o, "samples", json_object_new_int64((int64_t)s->samples));
     D("cores_mean", s->cores_mean);
@@ -85,10 +94,11 @@ struct json_object *insight_stats_json(const struct insight_stats *s)
     G("vram_peak_bytes", s->vram_peak_bytes);
     D("disk_read_bytes", s->disk_read_bytes);
     D("disk_write_bytes", s->disk_write_bytes);
-    D("host_net_in_bytes", s->net_in_bytes);
-    D("host_net_out_bytes", s->net_out_bytes);
-    D("host_disk_space_peak_bytes", s->space_peak_bytes);
+    H("host_net_in_bytes", s->net_in_bytes);
+    H("host_net_out_bytes", s->net_out_bytes);
+    H("host_disk_space_peak_bytes", s->space_peak_bytes);
 #undef D
 #undef G
+#undef H
     return o;
 }

@@ -340,9 +340,14 @@ class Report(unittest.TestCase):
             self.assertGreater(s["peak_cores"], 0.5)
             self.assertGreaterEqual(s["peak_pss_bytes"], 48 * MIB)
             self.assertGreaterEqual(s["disk_write_bytes"], 8 * MIB)
-            # From the samples: the mean PSS.
+            # The mean PSS: the summary's, the mean of the samples.
             pss = [x["cpu"]["process_pss_mib"] * MIB for x in job_samples(self.d, r)[:s["samples"]]]
-            self.assertAlmostEqual(c.value(r, "memory_pss_mean_bytes"), sum(pss) / len(pss), delta=1e-3)
+            self.assertEqual(s["avg_pss_bytes"], round(sum(pss) / len(pss)))
+            self.assertEqual(c.value(r, "memory_pss_mean_bytes"), s["avg_pss_bytes"])
+            # The host's figures come from this run's samples only.
+            for stat in ("host_net_in_bytes", "host_net_out_bytes", "host_disk_space_peak_bytes"):
+                a, txt = c.cells[(str(r), stat)]
+                self.assertEqual(("data-value" in a, txt), (True, txt) if r == this else (False, "—"))
         summaries = [self.jobs[r]["summary"] for r in runs]
         self.assertAlmostEqual(c.value("combined", "cores_mean"),
                                sum(s["avg_cores"] for s in summaries) / 3, delta=1e-12)
@@ -536,12 +541,29 @@ class LongJob(unittest.TestCase):
             self.assertTrue(all(lo <= mid <= hi for lo, mid, hi in cores))
             self.assertEqual(data["t"], sorted(data["t"]))
             c = Cells(text)
+            mean = sum(2000 + i // 100 for i in range(n)) / n * MIB
             self.assertEqual(c.value(1, "cores_peak"), s["peak_cores"])
             self.assertEqual(c.value(1, "memory_pss_peak_bytes"), (2000 + (n - 1) // 100) * MIB)
-            self.assertAlmostEqual(c.value(1, "memory_pss_mean_bytes"),
-                                   sum(2000 + i // 100 for i in range(n)) / n * MIB, delta=1e-3)
+            self.assertEqual(s["avg_pss_bytes"], round(mean))  # rebuilt from the lines
+            self.assertEqual(c.value(1, "memory_pss_mean_bytes"), round(mean))
             o = json.loads(run_ctl(d, "recommend", "1", "--json", check=0)[1])
             self.assertEqual(o["recommendation"]["memory_mib"], round_memory((2000 + (n - 1) // 100) * 1.2))
+            d.stop()
+            # A record from before the summary's means (its totals count every
+            # sample, so nothing is rebuilt): the report reads the samples.
+            path = os.path.join(d.state_dir, "jobs", "1", "job.json")
+            with open(path) as f:
+                rec = json.load(f)
+            self.assertNotIn("pss_sum_bytes", rec["totals"])
+            rec["totals"]["samples"] = n
+            with open(path, "w") as f:
+                json.dump(rec, f)
+            d.start()
+            self.assertIsNone(d.call("GetJob", {"id": 1})["job"]["summary"]["avg_pss_bytes"])
+            rc, text, err = run_ctl(d, "report", "-o", "-", "1", "--no-prices", check=0)
+            self.assertAlmostEqual(Cells(text).value(1, "memory_pss_mean_bytes"), mean, delta=1e-3)
+            o = json.loads(run_ctl(d, "recommend", "1", "--json", check=0)[1])
+            self.assertAlmostEqual(o["runs"][0]["memory_pss_mean_bytes"], mean, delta=1e-3)
             d.stop()
         finally:
             d.cleanup()
