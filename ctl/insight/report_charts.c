@@ -24,27 +24,28 @@ static const struct chart {
         bool dashed;
     } s[4];
 } charts[] = {
+    /* The host first: the job's series are drawn over it where they meet. */
     {"cpu", "CPU", "cores", "cores busy: the job's process tree against the whole host", false, false,
-     {{INSIGHT_CORES_JOB, "job", JOB_COLOR, false}, {INSIGHT_CORES_HOST, "host", HOST_COLOR, false}}},
+     {{INSIGHT_CORES_HOST, "host", HOST_COLOR, false}, {INSIGHT_CORES_JOB, "job", JOB_COLOR, false}}},
     {"memory", "Memory", "bytes", "the job's PSS and RSS against the host's used memory", true, false,
-     {{INSIGHT_PSS_JOB, "job PSS", JOB_COLOR, false},
+     {{INSIGHT_MEM_HOST, "host used", HOST_COLOR, false},
       {INSIGHT_RSS_JOB, "job RSS", JOB_COLOR2, true},
-      {INSIGHT_MEM_HOST, "host used", HOST_COLOR, false}}},
+      {INSIGHT_PSS_JOB, "job PSS", JOB_COLOR, false}}},
     {"disk-io", "Disk I/O", "bytes/s", "read (solid) and write (dashed), the job against the host", true, false,
-     {{INSIGHT_READ_JOB, "job read", JOB_COLOR, false},
-      {INSIGHT_WRITE_JOB, "job write", JOB_COLOR2, true},
-      {INSIGHT_READ_HOST, "host read", HOST_COLOR, false},
-      {INSIGHT_WRITE_HOST, "host write", HOST_COLOR2, true}}},
+     {{INSIGHT_READ_HOST, "host read", HOST_COLOR, false},
+      {INSIGHT_WRITE_HOST, "host write", HOST_COLOR2, true},
+      {INSIGHT_READ_JOB, "job read", JOB_COLOR, false},
+      {INSIGHT_WRITE_JOB, "job write", JOB_COLOR2, true}}},
     {"disk-space", "Disk space", "bytes", "used on the host's mounted file systems", true, false,
      {{INSIGHT_SPACE_HOST, "host used", HOST_COLOR, false}}},
     {"network", "Network", "bytes/s", "the host's traffic, all interfaces but lo", true, false,
      {{INSIGHT_NET_IN_HOST, "host in", HOST_COLOR, false}, {INSIGHT_NET_OUT_HOST, "host out", HOST_COLOR2, true}}},
     {"gpu", "GPU use", "GPUs", "fractional GPUs busy: the job against the host", false, true,
-     {{INSIGHT_GPU_JOB, "job", JOB_COLOR, false}, {INSIGHT_GPU_HOST, "host", HOST_COLOR, false}}},
+     {{INSIGHT_GPU_HOST, "host", HOST_COLOR, false}, {INSIGHT_GPU_JOB, "job", JOB_COLOR, false}}},
     {"gpus", "GPUs in use", "GPUs", "GPUs with any utilisation", false, true,
-     {{INSIGHT_GPUS_JOB, "job", JOB_COLOR, false}, {INSIGHT_GPUS_HOST, "host", HOST_COLOR, false}}},
+     {{INSIGHT_GPUS_HOST, "host", HOST_COLOR, false}, {INSIGHT_GPUS_JOB, "job", JOB_COLOR, false}}},
     {"vram", "VRAM", "bytes", "GPU memory used: the job against the host", true, true,
-     {{INSIGHT_VRAM_JOB, "job", JOB_COLOR, false}, {INSIGHT_VRAM_HOST, "host", HOST_COLOR, false}}},
+     {{INSIGHT_VRAM_HOST, "host", HOST_COLOR, false}, {INSIGHT_VRAM_JOB, "job", JOB_COLOR, false}}},
 };
 #define NCHARTS (sizeof(charts) / sizeof(charts[0]))
 

@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 
 sys.path.insert(0, os.path.dirname(__file__))
 import synthjob  # noqa: E402
-from rtlib import CTL, TOOLS, Daemon, TestUsers, job_samples, run_ctl  # noqa: E402
+from rtlib import CTL, TOOLS, Daemon, TestUsers, job_samples, run_ctl, wait_for  # noqa: E402
 
 MIB = 1048576
 CHROMIUM = shutil.which("chromium")
@@ -175,6 +175,46 @@ def page_requests(netlog):
             if e["type"] == start and "url" in e.get("params", {}) and e["params"].get("initiator") != "not an origin"]
 
 
+def render(text, tmp):
+    """chromium --dump-dom of a copy with a probe script; returns the
+    probe's findings and the requests the page made (network log)."""
+    d = tempfile.mkdtemp(prefix="browser-", dir=tmp)
+    page = os.path.join(d, "report.html")
+    errors = "<script>window.rtErrors=[];window.onerror=function(m){rtErrors.push(String(m));};</script>"
+    probe = """<script>(function(){
+      function near(d,i,c){return d[i+3]>128&&Math.abs(d[i]-c[0])<40&&Math.abs(d[i+1]-c[1])<40&&
+        Math.abs(d[i+2]-c[2])<40;}
+      var out={errors:window.rtErrors,graphs:(window.rtGraphs||[]).length,charts:{},
+        fetched:performance.getEntriesByType('resource').map(function(e){return e.name;})};
+      document.querySelectorAll('div.plot').forEach(function(div){
+        var info={canvases:0,painted:0,job:0,host:0};
+        div.querySelectorAll('canvas').forEach(function(cv){
+          info.canvases++;
+          var px=cv.getContext('2d').getImageData(0,0,cv.width,cv.height).data;
+          for(var i=0;i<px.length;i+=4){if(px[i+3]>0)info.painted++;
+            if(near(px,i,%s)||near(px,i,%s))info.job++;if(near(px,i,%s))info.host++;}
+        });
+        out.charts[div.id]=info;
+      });
+      var pre=document.createElement('pre');pre.id='probe';pre.textContent=JSON.stringify(out);
+      document.body.appendChild(pre);})();</script>""" % (list(JOB_COLORS[0]), list(JOB_COLORS[1]), list(HOST_COLOR))
+    with open(page, "w") as f:
+        f.write(text.replace("<head>", "<head>" + errors, 1).replace("</body>", probe + "</body>"))
+    netlog = os.path.join(d, "net.json")
+    p = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                        "--disable-background-networking", "--disable-component-update", "--no-first-run",
+                        "--no-default-browser-check", "--disable-sync", "--disable-extensions",
+                        "--user-data-dir=" + os.path.join(d, "profile"), "--log-net-log=" + netlog,
+                        "--proxy-server=127.0.0.1:9",  # no network: every request fails here
+                        "--window-size=1280,2400", "--virtual-time-budget=5000", "--dump-dom",
+                        "file://" + page], capture_output=True, timeout=120,
+                       env=dict(os.environ, HOME=d))
+    m = re.search(r'<pre id="probe">(.*?)</pre>', p.stdout.decode(errors="replace"), re.S)
+    if not m:
+        raise AssertionError("no probe output from chromium:\n" + p.stderr.decode(errors="replace")[-3000:])
+    return json.loads(html.unescape(m.group(1))), page_requests(netlog)
+
+
 @unittest.skipUnless(CHROMIUM, "chromium is not installed (scripts/setup.d/60-chromium.sh)")
 class Report(unittest.TestCase):
     @classmethod
@@ -244,52 +284,12 @@ class Report(unittest.TestCase):
                 text = f.read()
         return text, err, elapsed
 
-    # ---- the browser ----
-
-    def render(self, text):
-        """chromium --dump-dom of a copy with a probe script; returns the
-        probe's findings and the requests the page made (network log)."""
-        d = tempfile.mkdtemp(prefix="browser-", dir=self.tmp)
-        page = os.path.join(d, "report.html")
-        errors = "<script>window.rtErrors=[];window.onerror=function(m){rtErrors.push(String(m));};</script>"
-        probe = """<script>(function(){
-          function near(d,i,c){return d[i+3]>128&&Math.abs(d[i]-c[0])<40&&Math.abs(d[i+1]-c[1])<40&&
-            Math.abs(d[i+2]-c[2])<40;}
-          var out={errors:window.rtErrors,graphs:(window.rtGraphs||[]).length,charts:{},
-            fetched:performance.getEntriesByType('resource').map(function(e){return e.name;})};
-          document.querySelectorAll('div.plot').forEach(function(div){
-            var info={canvases:0,painted:0,job:0,host:0};
-            div.querySelectorAll('canvas').forEach(function(cv){
-              info.canvases++;
-              var px=cv.getContext('2d').getImageData(0,0,cv.width,cv.height).data;
-              for(var i=0;i<px.length;i+=4){if(px[i+3]>0)info.painted++;
-                if(near(px,i,%s)||near(px,i,%s))info.job++;if(near(px,i,%s))info.host++;}
-            });
-            out.charts[div.id]=info;
-          });
-          var pre=document.createElement('pre');pre.id='probe';pre.textContent=JSON.stringify(out);
-          document.body.appendChild(pre);})();</script>""" % (list(JOB_COLORS[0]), list(JOB_COLORS[1]), list(HOST_COLOR))
-        with open(page, "w") as f:
-            f.write(text.replace("<head>", "<head>" + errors, 1).replace("</body>", probe + "</body>"))
-        netlog = os.path.join(d, "net.json")
-        p = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                            "--disable-background-networking", "--disable-component-update", "--no-first-run",
-                            "--no-default-browser-check", "--disable-sync", "--disable-extensions",
-                            "--user-data-dir=" + os.path.join(d, "profile"), "--log-net-log=" + netlog,
-                            "--proxy-server=127.0.0.1:9",  # no network: every request fails here
-                            "--window-size=1280,2400", "--virtual-time-budget=5000", "--dump-dom",
-                            "file://" + page], capture_output=True, timeout=120,
-                           env=dict(os.environ, HOME=d))
-        m = re.search(r'<pre id="probe">(.*?)</pre>', p.stdout.decode(errors="replace"), re.S)
-        self.assertIsNotNone(m, "no probe output from chromium:\n" + p.stderr.decode(errors="replace")[-3000:])
-        return json.loads(html.unescape(m.group(1))), page_requests(netlog)
-
     def test_report_in_a_browser(self):
         type(self).keeper_mode = "ok"
         self.keeper.requests.clear()
         text, err, _ = self.report(str(self.ids[-1]))
         self.assertLess(len(text), 1 << 20, "a mailable file")
-        found, requests = self.render(text)
+        found, requests = render(text, self.tmp)
         self.assertEqual(found["errors"], [])
         charts = found["charts"]
         self.assertEqual(sorted(charts), ["chart-cpu", "chart-disk-io", "chart-disk-space", "chart-memory",
@@ -509,6 +509,64 @@ class Report(unittest.TestCase):
             rc, out, err = run_ctl(self.d, "recommend", *args)
             self.assertEqual((rc, out), (2, ""), err)
             self.assertIn(msg, err)
+
+
+@unittest.skipUnless(CHROMIUM, "chromium is not installed (scripts/setup.d/60-chromium.sh)")
+class GpuReport(unittest.TestCase):
+    """A job on a host with a GPU (the fake libnvidia-ml.so.1 of the GPU
+    tests): the GPU charts drawn, the GPU figures, and GPUs in the
+    recommendation and the price request."""
+
+    def test_gpu_charts_and_recommendation(self):
+        fake = os.environ.get("RT_FAKE_NVML_DIR")
+        if not fake or not os.path.exists(os.path.join(fake, "libnvidia-ml.so.1")):
+            self.fail("RT_FAKE_NVML_DIR does not hold the fake libnvidia-ml.so.1")
+        tmp = tempfile.mkdtemp(prefix="rt-report-gpu-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        job = subprocess.Popen(["sleep", "60"])
+        self.addCleanup(lambda: (job.kill(), job.wait()))
+        cfg = os.path.join(tmp, "nvml.conf")
+        with open(cfg, "w") as f:  # the job uses 30 % of the GPU and 2 GiB of its memory
+            f.write("device\nname=NVIDIA H100 80GB HBM3\nuuid=GPU-aaaa\npci=00000000:17:00.0\n"
+                    "util=40\nmem_total=%d\nmem_used=%d\n"
+                    "process\npid=%d\nvram=%d\nsm=30\nlist=compute\n"
+                    % (80 * 1024 * MIB, 3 * 1024 * MIB, job.pid, 2048 * MIB))
+        keeper = StandIn(lambda path, q, h: (200, [SERVER], 0))
+        self.addCleanup(keeper.close)
+        d = Daemon(interval=0.2, env={"LD_LIBRARY_PATH": fake, "FAKE_NVML_CONFIG": cfg,
+                                      "RESOURCE_TRACKERD_TEST_IMDS_BASE": "http://127.0.0.1:9",
+                                      "RESOURCE_TRACKERD_TEST_ALICLOUD_BASE": "http://127.0.0.1:9"}).start()
+        try:
+            jid = d.call("StartJob", {"pid": job.pid, "name": "gpu"})["job"]["id"]
+            wait_for(lambda: d.call("GetJob", {"id": jid})["job"]["summary"]["samples"] >= 5)
+            s = d.call("StopJob", {"id": jid})["job"]["summary"]
+            self.assertEqual((s["gpu_peak_usage"], s["gpu_avg_vram_bytes"], s["gpu_peak_vram_bytes"]),
+                             (0.3, 2048 * MIB, 2048 * MIB))
+            rc, text, err = run_ctl(d, "report", "-o", "-", "gpu", env={"RESOURCE_TRACKER_KEEPER_URL": keeper.url},
+                                    check=0)
+            found, requests = render(text, tmp)
+            self.assertEqual((found["errors"], found["fetched"], requests), ([], [], []))
+            charts = found["charts"]
+            self.assertEqual(sorted(charts), ["chart-cpu", "chart-disk-io", "chart-disk-space", "chart-gpu",
+                                              "chart-gpus", "chart-memory", "chart-network", "chart-vram"])
+            for name in ("chart-gpu", "chart-gpus", "chart-vram"):
+                self.assertGreater(charts[name]["job"], 20, name)
+            for name in ("chart-gpu", "chart-vram"):  # in use: one GPU, the job's, drawn over the host's
+                self.assertGreater(charts[name]["host"], 20, name)
+            c = Cells(text)
+            self.assertEqual(c.value(jid, "gpu_mean"), s["gpu_avg_usage"])
+            self.assertEqual(c.value(jid, "gpu_peak"), 0.3)
+            self.assertEqual(c.text(jid, "vram_peak_bytes"), "2.00 GiB")
+            self.assertIn("<td>1 × NVIDIA H100 80GB HBM3, 80.0 GiB VRAM in all</td>", text)
+            # GPUs = max(1, round(0.3)); VRAM = 2048 MiB x 1.2 -> 3072.
+            self.assertRegex(c.ids["rec-slurm"][1], r"^--cpus-per-task=1 --mem=128M --gres=gpu:1$")
+            self.assertEqual(c.ids["rec-metaflow"][1], "@resources(cpu=1, memory=128, gpu=1)")
+            self.assertIn("1 GPU with 3072 MiB VRAM", c.ids["rec-people"][1])
+            self.assertEqual(keeper.requests[0][1]["gpu_min"], ["1"])
+            self.assertEqual(keeper.requests[0][1]["gpu_memory_total"], ["3.000"])
+            d.stop()
+        finally:
+            d.cleanup()
 
 
 class LongJob(unittest.TestCase):
