@@ -18,6 +18,15 @@ bool insight_opt_history(const char *verb, const char *arg, unsigned *out)
     return true;
 }
 
+bool insight_opt_job(const char *verb, int argc, char **argv, int optind_)
+{
+    if (argc - optind_ > 1)
+        CTL_ERR("%s: unexpected argument %s (one JOB only)", verb, argv[optind_ + 1]);
+    else if (argc - optind_ < 1)
+        CTL_ERR("%s needs a JOB (an id or a name)", verb);
+    return argc - optind_ == 1;
+}
+
 void insight_opt_error(const char *verb, int c, char **argv, int optind_, int optopt_)
 {
     const char *arg = argv[optind_ - 1];

@@ -126,11 +126,7 @@ int ctl_recommend(struct ctl *ctl, int argc, char **argv)
             return RT_EXIT_USAGE;
         }
     }
-    if (argc - optind != 1) {
-        if (argc - optind > 1)
-            CTL_ERR("recommend: unexpected argument %s (one JOB only)", argv[optind + 1]);
-        else
-            CTL_ERR("recommend needs a JOB (an id or a name)");
+    if (!insight_opt_job("recommend", argc, argv, optind)) {
         fputs(usage, stderr);
         return RT_EXIT_USAGE;
     }

@@ -76,11 +76,7 @@ static int parse(int argc, char **argv, struct opts *o)
             return RT_EXIT_USAGE;
         }
     }
-    if (argc - optind != 1) {
-        if (argc - optind > 1)
-            CTL_ERR("report: unexpected argument %s (one JOB only)", argv[optind + 1]);
-        else
-            CTL_ERR("report needs a JOB (an id or a name)");
+    if (!insight_opt_job("report", argc, argv, optind)) {
         fputs(usage, stderr);
         return RT_EXIT_USAGE;
     }

@@ -36,7 +36,7 @@ from rtlib import CTL, TOOLS, Daemon, TestUsers, job_samples, run_ctl, wait_for 
 
 MIB = 1048576
 CHROMIUM = shutil.which("chromium")
-JOB_COLORS, HOST_COLOR = [(5, 150, 105), (52, 211, 153)], (37, 99, 235)  # report_charts.c
+JOB_COLORS, HOST_COLORS = [(5, 150, 105), (52, 211, 153)], [(37, 99, 235), (96, 165, 250)]  # report_charts.c
 AZURE = {"compute": {"vmSize": "Standard_D2s_v3", "location": "westeurope", "zone": "2"}}
 SERVER = {"vendor_id": "hcloud", "server_id": "cx22", "api_reference": "cx22", "display_name": "CX22",
           "vcpus": 2, "memory_amount": 4096, "gpu_count": 0, "min_price_ondemand": 0.0072}
@@ -192,12 +192,12 @@ def render(text, tmp):
           info.canvases++;
           var px=cv.getContext('2d').getImageData(0,0,cv.width,cv.height).data;
           for(var i=0;i<px.length;i+=4){if(px[i+3]>0)info.painted++;
-            if(near(px,i,%s)||near(px,i,%s))info.job++;if(near(px,i,%s))info.host++;}
+            if(near(px,i,%s)||near(px,i,%s))info.job++;if(near(px,i,%s)||near(px,i,%s))info.host++;}
         });
         out.charts[div.id]=info;
       });
       var pre=document.createElement('pre');pre.id='probe';pre.textContent=JSON.stringify(out);
-      document.body.appendChild(pre);})();</script>""" % (list(JOB_COLORS[0]), list(JOB_COLORS[1]), list(HOST_COLOR))
+      document.body.appendChild(pre);})();</script>""" % (list(JOB_COLORS[0]), list(JOB_COLORS[1]), list(HOST_COLORS[0]), list(HOST_COLORS[1]))
     with open(page, "w") as f:
         f.write(text.replace("<head>", "<head>" + errors, 1).replace("</body>", probe + "</body>"))
     netlog = os.path.join(d, "net.json")
