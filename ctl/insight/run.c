@@ -23,6 +23,7 @@ void insight_sample_values(const struct rt_sample *s, double *v)
         busy += s->gpus[i].utilization_pct > 0;
     }
     const struct rt_process *p = &s->proc;
+    /* NaN + x is NaN: a series is unknown where its part of the sample is absent. */
     double unknown = p->present ? 0 : NAN;
     v[INSIGHT_CORES_JOB] = unknown + p->cores_used;
     v[INSIGHT_CORES_HOST] = s->cpu.utilization_pct;
@@ -72,9 +73,8 @@ static void add_sample(struct insight_run *r, struct acc *a, struct rt_sample *s
         if (v[INSIGHT_GPU_JOB] > a->gpu_peak)
             a->gpu_peak = v[INSIGHT_GPU_JOB];
     }
-    double dt = rt_sample_interval_secs(s);
-    st->net_in_bytes += v[INSIGHT_NET_IN_HOST] * dt;
-    st->net_out_bytes += v[INSIGHT_NET_OUT_HOST] * dt;
+    st->net_in_bytes += (double)rt_sample_net_recv_bytes(s);
+    st->net_out_bytes += (double)rt_sample_net_sent_bytes(s);
     if (v[INSIGHT_SPACE_HOST] > st->space_peak_bytes)
         st->space_peak_bytes = v[INSIGHT_SPACE_HOST];
     if (s->n_gpus)

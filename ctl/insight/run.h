@@ -39,8 +39,8 @@ struct insight_run {
     struct insight_buckets charts; /* INSIGHT_SERIES series, when with_charts */
 };
 
-/* The series values of one job sample; interval_secs turns per-interval
- * byte counts into rates. */
+/* The series values of one job sample (byte counts of the interval become
+ * rates over its length). */
 void insight_sample_values(const struct rt_sample *s, double *v);
 
 /* Statistics of a job from its summary and, with charts, the host's

@@ -2,7 +2,6 @@
 
 #include "rt/util.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
