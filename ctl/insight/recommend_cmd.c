@@ -52,7 +52,8 @@ static void print_people(const struct insight_analysis *a)
     if (a->nhist)
         printf("this run and %zu earlier run%s with its name\n", a->nhist, a->nhist == 1 ? "" : "s");
     else
-        printf("this run only (%s)\n", name ? "no earlier ended runs with its name" : "no name to find earlier runs by");
+        printf("this run only (%s)\n",
+               name ? "no earlier ended runs with its name" : "no name to find earlier runs by");
     bool gpu = a->combined.has_gpu;
     printf("  %-12s %10s %12s", "", "mean cores", "peak PSS");
     if (gpu)
