@@ -412,10 +412,8 @@ bool insight_report_write(FILE *f, const struct insight_report *r)
     char when[32], dur[32];
     ctl_fmt_time(when, sizeof(when), num(job, "started_at"));
     ctl_fmt_duration(dur, sizeof(dur), r->a->run.st.duration_secs);
-    html_textf(f, "on %s, started %s, ran %s", rt_json_get_string(r->host->host, "hostname")
-                                                 ? rt_json_get_string(r->host->host, "hostname")
-                                                 : "an unknown host",
-               when, dur);
+    const char *host = rt_json_get_string(r->host->host, "hostname");
+    html_textf(f, "on %s, started %s, ran %s", host ? host : "an unknown host", when, dur);
     fputs("</p></header>\n<div class=\"grid\">", f);
     job_section(f, job);
     host_section(f, r->host);
