@@ -4,6 +4,7 @@
 #include "rt/json.h"
 
 #include <math.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -48,4 +49,14 @@ void ctl_print_json(FILE *f, struct json_object *o)
 {
     fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE), f);
     fputc('\n', f);
+}
+
+const char *ctl_fmt_user(int64_t uid, char *buf, size_t size)
+{
+    struct passwd *pw = getpwuid((uid_t)uid);
+    if (pw)
+        snprintf(buf, size, "%s", pw->pw_name);
+    else
+        snprintf(buf, size, "%lld", (long long)uid);
+    return buf;
 }

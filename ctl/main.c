@@ -1,5 +1,6 @@
 /* resource-trackerctl: the client of resource-trackerd. */
 #include "ctl.h"
+#include "insight/insight.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +17,14 @@ static void usage(FILE *f)
             "  status [JOB]                     live host figures, or those of JOB\n"
             "  samples JOB [--format json|csv] [--follow] [--offset N]\n"
             "                                   print JOB's samples\n"
-            "  info                             show the daemon\n\n"
+            "  info                             show the daemon\n"
+            "  report JOB [-o FILE]             a self-contained HTML report of JOB\n"
+            "  recommend JOB [--history N]      resources for JOB's next run\n\n"
             "Options:\n"
             "  --socket PATH   daemon socket ($RESOURCE_TRACKER_SOCKET; default: the system\n"
             "                  daemon, else your user daemon)\n"
-            "  --json          machine-readable output for jobs, status, start, stop, info\n"
+            "  --json          machine-readable output for jobs, status, start, stop, info,\n"
+            "                  recommend\n"
             "                  (also accepted after COMMAND)\n"
             "  -h, --help      this help; COMMAND --help for a command's options\n"
             "  --version       show the version\n\n"
@@ -65,6 +69,8 @@ int main(int argc, char **argv)
     } verbs[] = {
         {"run", ctl_run},       {"start", ctl_start},     {"stop", ctl_stop}, {"jobs", ctl_jobs},
         {"status", ctl_status}, {"samples", ctl_samples}, {"info", ctl_info},
+        {"report", ctl_report},
+        {"recommend", ctl_recommend},
     };
     for (size_t v = 0; v < sizeof(verbs) / sizeof(verbs[0]); v++)
         if (strcmp(argv[i], verbs[v].name) == 0)

@@ -6,7 +6,6 @@
 #include "rt/util.h"
 
 #include <errno.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -56,16 +55,6 @@ static int verb_args(struct ctl *ctl, int argc, char **argv, const char *usage, 
     for (int k = n; k < max; k++)
         pos[k] = NULL;
     return 0;
-}
-
-static const char *user_name(int64_t uid, char *buf, size_t size)
-{
-    struct passwd *pw = getpwuid((uid_t)uid);
-    if (pw)
-        snprintf(buf, size, "%s", pw->pw_name);
-    else
-        snprintf(buf, size, "%lld", (long long)uid);
-    return buf;
 }
 
 static double dbl(struct json_object *o, const char *k)
@@ -233,7 +222,7 @@ int ctl_jobs(struct ctl *ctl, int argc, char **argv)
                 ctl_fmt_bytes(mem, sizeof(mem), dbl(s, "peak_rss_bytes"));
                 printf("%-6lld %-20.20s %-9s %-8lld %-10.10s %-19s %9s %8.2f %8.2f %10s\n",
                        (long long)i64(j, "id"), name ? name : "-", rt_json_get_string(j, "state"),
-                       (long long)i64(j, "pid"), user_name(i64(j, "owner_uid"), user, sizeof(user)), started,
+                       (long long)i64(j, "pid"), ctl_fmt_user(i64(j, "owner_uid"), user, sizeof(user)), started,
                        dur, dbl(s, "avg_cores"), dbl(s, "peak_cores"), mem);
             }
         }
@@ -326,7 +315,7 @@ static void print_job(struct json_object *j, struct json_object *last)
     printf("\n");
     ctl_fmt_time(started, sizeof(started), dbl(j, "started_at"));
     ctl_fmt_duration(dur, sizeof(dur), dbl(s, "duration_secs"));
-    printf("Owner    %s, root pid %lld\n", user_name(i64(j, "owner_uid"), user, sizeof(user)),
+    printf("Owner    %s, root pid %lld\n", ctl_fmt_user(i64(j, "owner_uid"), user, sizeof(user)),
            (long long)i64(j, "pid"));
     printf("Started  %s, ran %s, %lld samples every %.3gs\n", started, dur, (long long)i64(s, "samples"),
            dbl(j, "interval_secs"));
@@ -562,7 +551,7 @@ int ctl_info(struct ctl *ctl, int argc, char **argv)
             printf("Uptime     %s, sampling every %.3gs\n", up, dbl(rp, "interval_secs"));
             printf("Jobs       %lld running\n", (long long)i64(rp, "jobs_running"));
             printf("GPUs       %lld\n", (long long)i64(rp, "gpus"));
-            printf("You        %s%s\n", user_name(i64(rp, "caller_uid"), user, sizeof(user)),
+            printf("You        %s%s\n", ctl_fmt_user(i64(rp, "caller_uid"), user, sizeof(user)),
                    admin ? " (administrator: all jobs)" : " (your jobs only)");
         }
     }

@@ -121,20 +121,38 @@ static void gpus_from_latest_sample(struct rt_daemon *d, struct rt_host_info *in
     rt_rcstr_unref(latest);
 }
 
-/* Worker thread: host and cloud facts for POST /runs. Cloud discovery starts
- * with the first upload, so a daemon that never uploads never probes. */
+void rt_daemon_host_info(struct rt_daemon *d, struct rt_host_info *out)
+{
+    *out = d->host;
+    gpus_from_latest_sample(d, out);
+}
+
+struct rt_cloud_discovery *rt_daemon_cloud(struct rt_daemon *d)
+{
+    /* Tests point the probes at a stand-in on loopback. */
+    struct rt_cloud_options o = {
+        .imds_base = getenv("RESOURCE_TRACKERD_TEST_IMDS_BASE"),
+        .alicloud_base = getenv("RESOURCE_TRACKERD_TEST_ALICLOUD_BASE"),
+    };
+    pthread_mutex_lock(&d->cloud_lock);
+    if (!d->cloud)
+        d->cloud = rt_cloud_discovery_start(&o);
+    struct rt_cloud_discovery *c = d->cloud;
+    pthread_mutex_unlock(&d->cloud_lock);
+    return c;
+}
+
+/* Worker thread: host and cloud facts for POST /runs. */
 static void complete_run_fields(struct json_object *fields, void *ctx)
 {
     struct rt_daemon *d = ctx;
-    struct rt_host_info hi = d->host;
-    gpus_from_latest_sample(d, &hi);
+    struct rt_host_info hi;
+    rt_daemon_host_info(d, &hi);
     struct json_object *host = rt_host_info_to_json(&hi);
     json_object_object_foreach(host, hk, hv) json_object_object_add(fields, hk, json_object_get(hv));
     json_object_put(host);
-    if (!d->cloud)
-        d->cloud = rt_cloud_discovery_start(&(struct rt_cloud_options){0});
     struct rt_cloud_info info;
-    rt_cloud_discovery_wait(d->cloud, 3000, &info);
+    rt_cloud_discovery_wait(rt_daemon_cloud(d), 3000, &info);
     struct json_object *cloud = rt_cloud_info_to_json(&info);
     json_object_object_foreach(cloud, ck, cv) json_object_object_add(fields, ck, json_object_get(cv));
     json_object_put(cloud);
@@ -454,6 +472,7 @@ int rt_daemon_run(struct rt_daemon *d)
     if (gethostname(d->hostname, sizeof(d->hostname)) < 0)
         rt_strlcpy(d->hostname, "unknown", sizeof(d->hostname));
     resolve_admin_group(d);
+    pthread_mutex_init(&d->cloud_lock, NULL);
     rt_jobs_init(&d->jobs);
     d->store.dir_fd = d->store.jobs_fd = -1;
     d->roots.proc_fd = d->roots.sys_fd = -1;

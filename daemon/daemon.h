@@ -10,6 +10,7 @@
 #include "sampler/sampler.h"
 #include "jobs/store.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -27,7 +28,8 @@ struct rt_daemon {
     struct rt_server *server;
     struct rt_upload_worker *upload;  /* NULL when the spool cannot be used */
     struct rt_host_info host;         /* for Sentinel runs; read-only after start */
-    struct rt_cloud_discovery *cloud;
+    struct rt_cloud_discovery *cloud; /* started on first use: rt_daemon_cloud() */
+    pthread_mutex_t cloud_lock;
     bool has_default_token;           /* the upload worker has a default token */
     uint64_t start_mono_ns;
     char hostname[256];
@@ -40,6 +42,13 @@ struct rt_daemon {
     volatile bool quit;
     char stop_reason[32];
 };
+
+/* Cloud discovery, started on the first call from any thread (the upload
+ * worker before a POST /runs, GetHostInfo): a daemon that is never asked
+ * never probes. */
+struct rt_cloud_discovery *rt_daemon_cloud(struct rt_daemon *d);
+/* The host facts with the GPUs of the latest host sample. */
+void rt_daemon_host_info(struct rt_daemon *d, struct rt_host_info *out);
 
 /* Run until SIGTERM/SIGINT (or idle exit). Returns the process exit code. */
 int rt_daemon_run(struct rt_daemon *d);

@@ -26,10 +26,12 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://sparecores.com")
-# Library dependencies come from dpkg-shlibdeps; procps provides the
-# /bin/kill of ExecReload=, ca-certificates the roots for HTTPS uploads.
+# Library dependencies come from dpkg-shlibdeps; the others are listed here:
+# procps provides the /bin/kill of ExecReload=, libjs-dygraphs the charts
+# `resource-trackerctl report` inlines; ca-certificates the roots for HTTPS.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "procps")
+set(RT_DEB_DEPENDS procps libjs-dygraphs)
+list(JOIN RT_DEB_DEPENDS ", " CPACK_DEBIAN_PACKAGE_DEPENDS)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "ca-certificates")
 
 # Maintainer scripts (the group, daemon-reload; no enable, no start) and

@@ -13,12 +13,14 @@ SUDO=
 
 BUILD_DEPS=(gcc make cmake pkg-config libsystemd-dev libcurl4-openssl-dev zlib1g-dev
             libjson-c-dev libconfig-dev libssl-dev libcmocka-dev)
+# Run time, beyond the libraries: `resource-trackerctl report` inlines dygraphs.
+RUN_DEPS=(libjs-dygraphs)
 # Tests: Debian's python3 drives integration tests; setpriv/runuser (util-linux)
 # and useradd (passwd) run clients as real unprivileged users.
 TEST_DEPS=(python3 util-linux passwd procps iproute2 curl ca-certificates)
 
 missing=()
-want=("${BUILD_DEPS[@]}")
+want=("${BUILD_DEPS[@]}" "${RUN_DEPS[@]}")
 [ "$mode" = test ] && want+=("${TEST_DEPS[@]}")
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

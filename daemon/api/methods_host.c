@@ -37,6 +37,23 @@ static void m_info(struct rt_call *c)
     rt_call_reply(c, p);
 }
 
+/* Facts do not change while the daemon runs, but for the GPUs of the latest
+ * sample and cloud discovery, which starts with the first call and may still
+ * be running (the caller asks again). */
+static void m_get_host_info(struct rt_call *c)
+{
+    struct rt_daemon *d = rt_call_daemon(c);
+    struct rt_host_info hi;
+    rt_daemon_host_info(d, &hi);
+    struct rt_cloud_info ci;
+    bool done = rt_cloud_discovery_wait(rt_daemon_cloud(d), 0, &ci);
+    struct json_object *p = json_object_new_object();
+    json_object_object_add(p, "host", rt_host_info_facts_json(&hi));
+    json_object_object_add(p, "cloud", done ? rt_cloud_info_facts_json(&ci) : NULL);
+    json_object_object_add(p, "cloud_discovery", json_object_new_string(done ? "done" : "running"));
+    rt_call_reply(c, p);
+}
+
 /* {"parameters":{"sample":<raw>}[,"continues":true]} */
 static void send_host_sample(struct rt_server *srv, struct rt_conn *conn, const struct rt_rcstr *s,
                              bool continues)
@@ -85,6 +102,7 @@ static void m_stream_host_samples(struct rt_call *c)
 static const struct rt_method methods[] = {
     {.name = "Ping", .fn = m_ping},
     {.name = "Info", .fn = m_info},
+    {.name = "GetHostInfo", .fn = m_get_host_info},
     {.name = "GetHostSample", .fn = m_get_host_sample},
     {.name = "StreamHostSamples", .fn = m_stream_host_samples, .flags = RT_M_NEEDS_MORE},
 };

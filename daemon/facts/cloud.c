@@ -180,3 +180,15 @@ struct json_object *rt_cloud_info_to_json(const struct rt_cloud_info *c)
     json_object_object_add(o, "cloud_instance_type", str_or_null(c->instance_type));
     return o;
 }
+
+struct json_object *rt_cloud_info_facts_json(const struct rt_cloud_info *c)
+{
+    if (!c->vendor_id[0])
+        return NULL;
+    struct json_object *o = json_object_new_object();
+    json_object_object_add(o, "vendor_id", str_or_null(c->vendor_id));
+    json_object_object_add(o, "region_id", str_or_null(c->region_id));
+    json_object_object_add(o, "zone_id", str_or_null(c->zone_id));
+    json_object_object_add(o, "instance_type", str_or_null(c->instance_type));
+    return o;
+}

@@ -54,4 +54,8 @@ void rt_cloud_discovery_free(struct rt_cloud_discovery *d);
  * unknown. The caller owns the object. */
 struct json_object *rt_cloud_info_to_json(const struct rt_cloud_info *c);
 
+/* GetHostInfo's CloudFacts (the IDL): vendor, region, zone and instance
+ * type, without the account id; NULL when no vendor was found. */
+struct json_object *rt_cloud_info_facts_json(const struct rt_cloud_info *c);
+
 #endif

@@ -1,5 +1,7 @@
 #include "facts/hostinfo.h"
 
+#include "facts/osrelease.h"
+
 #include "system/log.h"
 #include "rt/json.h"
 #include "rt/util.h"
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 /* Placeholders firmware vendors leave in DMI strings (compared lowercase):
@@ -90,6 +93,28 @@ static void read_hostname(const struct rt_roots *r, struct rt_host_info *h)
         buf[sizeof(buf) - 1] = '\0';
         rt_strlcpy(h->hostname, buf, sizeof(h->hostname));
     }
+}
+
+/* os-release(5): <etc>/os-release, else <etc>/../usr/lib/os-release (that
+ * is /usr/lib/os-release on the host itself). */
+static void read_os(const char *etc_dir, struct rt_host_info *h)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/os-release", etc_dir);
+    if (rt_os_release_name(path, h->os, sizeof(h->os)))
+        return;
+    snprintf(path, sizeof(path), "%s/../usr/lib/os-release", etc_dir);
+    if (!rt_os_release_name(path, h->os, sizeof(h->os)))
+        rt_warn("host info: no usable os-release in %s or %s/../usr/lib", etc_dir, etc_dir);
+}
+
+/* The proc root's osrelease first, like the hostname; else uname(2). */
+static void read_kernel(const struct rt_roots *r, struct rt_host_info *h)
+{
+    if (rt_read_str_at(r->proc_fd, "sys/kernel/osrelease", h->kernel, sizeof(h->kernel)) > 0)
+        return;
+    struct utsname u;
+    rt_strlcpy(h->kernel, uname(&u) == 0 ? u.release : "", sizeof(h->kernel));
 }
 
 bool rt_host_first_ipv4(const struct ifaddrs *list, char *buf, size_t size)
@@ -218,6 +243,8 @@ int rt_host_info_collect_at(const struct rt_roots *r, const char *etc_dir,
     memset(out, 0, sizeof(*out));
     read_host_id(r, etc_dir, out);
     read_hostname(r, out);
+    read_os(etc_dir, out);
+    read_kernel(r, out);
     read_ip(out);
     read_cpuinfo(r, out);
     read_memory(r, out);
@@ -264,5 +291,22 @@ struct json_object *rt_host_info_to_json(const struct rt_host_info *h)
     json_object_object_add(o, "host_gpu_memory_mib", h->gpu_count ? u64_or_null(h->gpu_memory_mib) : NULL);
     json_object_object_add(o, "host_storage_gb",
                            h->storage_bytes ? rt_json_double((double)h->storage_bytes / 1e9, -1) : NULL);
+    return o;
+}
+
+struct json_object *rt_host_info_facts_json(const struct rt_host_info *h)
+{
+    struct json_object *o = json_object_new_object();
+    json_object_object_add(o, "hostname", str_or_null(h->hostname));
+    json_object_object_add(o, "os", str_or_null(h->os));
+    json_object_object_add(o, "kernel", str_or_null(h->kernel));
+    json_object_object_add(o, "cpu_model", str_or_null(h->cpu_model));
+    json_object_object_add(o, "vcpus", u64_or_null(h->vcpus));
+    json_object_object_add(o, "memory_mib", u64_or_null(h->memory_mib));
+    json_object_object_add(o, "storage_gb",
+                           h->storage_bytes ? rt_json_double((double)h->storage_bytes / 1e9, 3) : NULL);
+    json_object_object_add(o, "gpu_model", h->gpu_count ? str_or_null(h->gpu_model) : NULL);
+    json_object_object_add(o, "gpu_count", json_object_new_int64(h->gpu_count));
+    json_object_object_add(o, "gpu_memory_mib", h->gpu_count ? u64_or_null(h->gpu_memory_mib) : NULL);
     return o;
 }

@@ -24,6 +24,8 @@ struct rt_host_info {
     unsigned vcpus;
     char cpu_model[RT_HOST_STR];
     uint64_t memory_mib;           /* MemTotal, floor MiB */
+    char os[RT_HOST_STR];          /* os-release PRETTY_NAME; not sent to Sentinel */
+    char kernel[RT_HOST_STR];      /* kernel release; not sent to Sentinel */
     uint64_t storage_bytes;        /* whole physical disks, see hostinfo.c */
     /* Filled by the GPU code through rt_host_info_set_gpus(). */
     char gpu_model[RT_HOST_STR];
@@ -52,6 +54,10 @@ bool rt_host_first_ipv4(const struct ifaddrs *list, char *buf, size_t size);
 /* Whether a DMI board_asset_tag value identifies the machine rather than
  * being a vendor placeholder ("Not Specified", "Default string", …). */
 bool rt_host_asset_tag_usable(const char *tag);
+
+/* GetHostInfo's HostFacts (the IDL): public facts for reports, without the
+ * host id and IP address. The caller owns the object. */
+struct json_object *rt_host_info_facts_json(const struct rt_host_info *h);
 
 /* The eleven host_* keys of the POST /runs body, in the documented order,
  * each always present (null when unknown; host_server_allocation always

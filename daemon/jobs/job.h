@@ -38,6 +38,13 @@ struct rt_job_summary {
     bool has_gpu_energy;
     double gpu_energy_joules;      /* the job's share of device energy */
     struct json_object *gpus;      /* UUIDs of the GPUs the job used (array), or NULL */
+    /* Sums over the samples as their lines have them, for means (reports
+     * and right-sizing read them instead of every sample). means_known is
+     * false for records from before these fields. */
+    bool means_known;
+    double pss_sum_bytes;
+    double gpu_peak_usage;         /* largest GPU use of a sample, fractional GPUs */
+    double gpu_vram_sum_bytes;
 };
 
 struct rt_job {

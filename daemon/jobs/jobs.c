@@ -117,6 +117,7 @@ struct rt_job *rt_job_new(void)
     struct rt_job *j = rt_xcalloc(1, sizeof(*j));
     j->pidfd = -1;
     j->samples_fd = -1;
+    j->summary.means_known = true;
     return j;
 }
 
@@ -200,6 +201,11 @@ static struct json_object *summary_json(const struct rt_job *j, double now)
     add(o, "gpu_peak_vram_bytes", s->has_gpu ? rt_json_u64(s->gpu_peak_vram_bytes) : NULL);
     add(o, "gpu_energy_joules", s->has_gpu_energy ? rt_json_double(s->gpu_energy_joules, 3) : NULL);
     add(o, "gpus", s->has_gpu ? (s->gpus ? json_object_get(s->gpus) : json_object_new_array()) : NULL);
+    double n = s->samples ? (double)s->samples : 1;
+    add(o, "avg_pss_bytes", s->means_known ? rt_json_u64((uint64_t)llround(s->pss_sum_bytes / n)) : NULL);
+    bool gpu_means = s->means_known && s->has_gpu;
+    add(o, "gpu_peak_usage", gpu_means ? rt_json_double(s->gpu_peak_usage, 4) : NULL);
+    add(o, "gpu_avg_vram_bytes", gpu_means ? rt_json_u64((uint64_t)llround(s->gpu_vram_sum_bytes / n)) : NULL);
     return o;
 }
 
@@ -248,6 +254,11 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
     add(t, "has_gpu_energy", json_object_new_boolean(s->has_gpu_energy));
     add(t, "gpu_energy_joules", json_object_new_double(s->gpu_energy_joules));
     add(t, "gpus", s->gpus ? json_object_get(s->gpus) : NULL);
+    if (s->means_known) {
+        add(t, "pss_sum_bytes", json_object_new_double(s->pss_sum_bytes));
+        add(t, "gpu_peak_usage", json_object_new_double(s->gpu_peak_usage));
+        add(t, "gpu_vram_sum_bytes", json_object_new_double(s->gpu_vram_sum_bytes));
+    }
     add(o, "totals", t);
     add(o, "wants_upload", json_object_new_boolean(j->wants_upload));
     return o;
@@ -307,6 +318,9 @@ struct rt_job *rt_job_from_record(struct json_object *o)
         rt_json_get_double(t, "gpu_energy_joules", &s->gpu_energy_joules);
         struct json_object *g = rt_json_get_array(t, "gpus");
         s->gpus = g ? json_object_get(g) : NULL;
+        s->means_known = rt_json_get_double(t, "pss_sum_bytes", &s->pss_sum_bytes) || !s->samples;
+        rt_json_get_double(t, "gpu_peak_usage", &s->gpu_peak_usage);
+        rt_json_get_double(t, "gpu_vram_sum_bytes", &s->gpu_vram_sum_bytes);
     }
     return j;
 }

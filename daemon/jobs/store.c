@@ -287,6 +287,7 @@ void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_
         sum->peak_rss_bytes = rss * RT_MIB;
     if (pss * RT_MIB > sum->peak_pss_bytes)
         sum->peak_pss_bytes = pss * RT_MIB;
+    sum->pss_sum_bytes += (double)(pss * RT_MIB);
     sum->disk_read_bytes += rb;
     sum->disk_write_bytes += wb;
     if (rt_json_get_double(cpu, "process_gpu_usage", &gpu)) {
@@ -296,6 +297,9 @@ void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_
         rt_json_get_double(cpu, "process_gpu_vram_mib", &vram);
         if ((uint64_t)(vram * (double)RT_MIB) > sum->gpu_peak_vram_bytes)
             sum->gpu_peak_vram_bytes = (uint64_t)(vram * (double)RT_MIB);
+        if (gpu > sum->gpu_peak_usage)
+            sum->gpu_peak_usage = gpu;
+        sum->gpu_vram_sum_bytes += vram * (double)RT_MIB;
     }
     json_object_put(o);
 }

@@ -213,6 +213,14 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
         sum->samples++;
         rt_job_note_sample(j, index, j->samples_bytes);
         j->samples_bytes += len + 1;
+        /* The line's values, so that a restart rebuilds the same sums. */
+        sum->pss_sum_bytes += (double)(p->pss_mib * RT_MIB);
+        if (sm->proc_gpu.present) {
+            double usage = rt_round_dec(sm->proc_gpu.usage, RT_DEC_CORES);
+            if (usage > sum->gpu_peak_usage)
+                sum->gpu_peak_usage = usage;
+            sum->gpu_vram_sum_bytes += rt_round_dec(sm->proc_gpu.vram_mib, RT_DEC_MIB) * (double)RT_MIB;
+        }
     }
     sum->cpu_secs += p->utime_secs + p->stime_secs;
     /* The span as the line has it, so a restart rebuilds the same peak. */

@@ -22,8 +22,9 @@ if(TARGET test_gpu_nvml)
     "RT_FAKE_NVML_OLD=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake-old/libnvidia-ml.so.1")
 endif()
 
-# The daemon with the fake NVIDIA driver, end to end.
-if(TEST integration.test_gpu_daemon)
-  set_property(TEST integration.test_gpu_daemon APPEND PROPERTY ENVIRONMENT
-    "RT_FAKE_NVML_DIR=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake")
-endif()
+# The daemon with the fake NVIDIA driver, end to end; and its report.
+foreach(t integration.test_gpu_daemon integration.test_report)
+  if(TEST ${t})
+    set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "RT_FAKE_NVML_DIR=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake")
+  endif()
+endforeach()

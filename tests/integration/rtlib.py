@@ -244,9 +244,10 @@ class DaemonTest(unittest.TestCase):
 
     interval = 0.2
     daemon_args = ()
+    daemon_env = None
 
     def setUp(self):
-        self.d = Daemon(interval=self.interval, args=self.daemon_args).start()
+        self.d = Daemon(interval=self.interval, args=self.daemon_args, env=self.daemon_env).start()
 
     def tearDown(self):
         try:

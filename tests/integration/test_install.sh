@@ -81,9 +81,13 @@ comp resource-trackerctl run -q --job-name x py
 comp resource-trackerctl run -- python3 tr
 comp resource-trackerctl start --pid ""
 comp resource-trackerctl samples train --f
+comp resource-trackerctl re
+comp resource-trackerctl report train --h
+comp resource-trackerctl report -o ""
+comp resource-trackerctl recommend --history 3 train --j
 COMP
 printf '%s\n' "start stop status" "jobs" "--format" "json csv" "<command at 5>" "<command at 3>" "<pids>" \
-  "--format --follow" >"$tmp/comp.want"
+  "--format --follow" "report recommend" "--history --help" "<files>" "--json" >"$tmp/comp.want"
 bash "$tmp/comp.sh" "$complete" >"$tmp/comp.got" 2>&1 || fail "completion failed: $(cat "$tmp/comp.got")"
 diff -u "$tmp/comp.want" "$tmp/comp.got" || fail "completion completes the wrong words"
 
@@ -115,6 +119,7 @@ if command -v dpkg-deb >/dev/null && command -v dpkg-shlibdeps >/dev/null; then
   depends=$(dpkg-deb -f "$deb" Depends)
   [[ $depends == *"libc6 (>="* ]] || fail "no shlibdeps dependencies: $depends"
   [[ $depends == *procps* ]] || fail "no procps dependency (ExecReload's kill): $depends"
+  [[ $depends == *libjs-dygraphs* ]] || fail "no libjs-dygraphs dependency (report): $depends"
   dpkg-deb -e "$deb" "$tmp/control"
   conf=$confdir/resource-trackerd.conf
   [ "$(cat "$tmp/control/conffiles")" = "$conf" ] || fail "conffiles: $(cat "$tmp/control/conffiles")"

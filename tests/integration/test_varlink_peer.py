@@ -29,8 +29,8 @@ try:
 except ImportError:
     varlink = None
 
-METHODS = ["Ping", "Info", "GetHostSample", "StreamHostSamples", "StartJob", "FinishJob", "StopJob",
-           "ListJobs", "GetJob", "GetJobSamples"]
+METHODS = ["Ping", "Info", "GetHostInfo", "GetHostSample", "StreamHostSamples", "StartJob", "FinishJob",
+           "StopJob", "ListJobs", "GetJob", "GetJobSamples"]
 IDL_PATH = os.path.join(os.environ.get("RT_SOURCE_DIR", "."), "daemon", "api", IFACE + ".varlink")
 
 
@@ -62,6 +62,10 @@ def strip_none(v, opaque=("sample", "samples")):
 
 
 class VarlinkPeer(DaemonTest):
+    # GetHostInfo's cloud discovery asks a closed port on loopback.
+    daemon_env = {"RESOURCE_TRACKERD_TEST_IMDS_BASE": "http://127.0.0.1:9",
+                  "RESOURCE_TRACKERD_TEST_ALICLOUD_BASE": "http://127.0.0.1:9"}
+
     @classmethod
     def setUpClass(cls):
         if varlink is None:
@@ -179,7 +183,9 @@ class VarlinkPeer(DaemonTest):
         job_id = self.d.call("StartJob", {"pid": p.pid, "name": "typed", "metadata": {"team": "t"}})["job"]["id"]
         wait_for(lambda: self.d.call("GetJob", {"id": job_id})["job"]["summary"]["samples"] >= 2)
         self.d.call("StopJob", {"id": job_id})
-        calls = [("Info", {}), ("GetHostSample", {}), ("ListJobs", {}), ("GetJob", {"id": job_id}),
+        wait_for(lambda: self.d.call("GetHostInfo")["cloud_discovery"] == "done", what="cloud discovery")
+        calls = [("Info", {}), ("GetHostInfo", {}), ("GetHostSample", {}), ("ListJobs", {}),
+                 ("GetJob", {"id": job_id}),
                  ("GetJobSamples", {"id": job_id, "limit": 2}),
                  ("GetJobSamples", {"id": job_id, "format": "csv"})]
         with varlink.Client(address=self.addr()) as client, client.open(IFACE) as con:
@@ -233,7 +239,8 @@ class GoIdlGrammar(unittest.TestCase):
             # Every method, type and error made it into the generated code.
             for m in METHODS:
                 self.assertIn("type %s_methods struct{}" % m, go)
-            for t in ("JobMetadata", "JobSummary", "Upload", "Job", "NoSuchJob", "LimitExceeded", "InvalidRequest"):
+            for t in ("JobMetadata", "JobSummary", "Upload", "Job", "HostFacts", "CloudFacts", "NoSuchJob",
+                      "LimitExceeded", "InvalidRequest"):
                 self.assertIn("type %s struct" % t, go)
         finally:
             shutil.rmtree(tmp)

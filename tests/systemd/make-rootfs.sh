@@ -8,8 +8,9 @@
 set -euo pipefail
 
 # systemd as PID 1, plus what the project's binaries link (the ASan build
-# also needs libasan/libubsan), passwd for a real unprivileged user.
-PKGS=systemd,systemd-sysv,dbus,libsystemd0,libcurl4,libjson-c5,libconfig9,libssl3,zlib1g,passwd,procps,libasan8,libubsan1
+# also needs libasan/libubsan) and the package's other dependencies
+# (libjs-dygraphs), passwd for a real unprivileged user.
+PKGS=systemd,systemd-sysv,dbus,libsystemd0,libcurl4,libjson-c5,libconfig9,libssl3,zlib1g,passwd,procps,libasan8,libubsan1,libjs-dygraphs
 
 cache=${RT_TEST_CACHE:-/var/cache/resource-tracker-tests}
 key=$(printf '%s\n' "bookworm minbase $PKGS" | sha256sum | cut -c1-12)

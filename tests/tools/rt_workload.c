@@ -14,6 +14,10 @@
  *     --reuse-pid BURN:SLEEP   a child burns BURN ms, lives SLEEP ms, is reaped; a second
  *                              child is then created with the same PID (clone3 set_tid)
  *                              and burns BURN ms
+ *     --grow MIB:MS            touch MIB of new memory, 1 MiB at a time over MS ms, and
+ *                              keep it until the end (a memory grower)
+ *     --write MIB:FILE         write MIB to FILE, 1 MiB at a time, each fdatasync'ed (a
+ *                              disk writer: the bytes reach the disk as ours)
  *     --sleep-ms MS            sleep MS before reporting
  *     --out FILE               write {"pid","starttime","start_realtime","cpu_secs",…} there
  *
@@ -33,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -164,12 +169,48 @@ static int spawn_at(pid_t pid, char **cmd)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* mmap, not malloc: the memory stays until exit without a leak report. */
+static void grow(const char *spec)
+{
+    double mib = 0, ms = 0;
+    if (sscanf(spec, "%lf:%lf", &mib, &ms) != 2 || mib < 1) {
+        fprintf(stderr, "rt_workload: --grow MIB:MS, not %s\n", spec);
+        exit(2);
+    }
+    for (int i = 0; i < (int)mib; i++) {
+        char *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            die("mmap");
+        memset(p, i + 1, 1 << 20);
+        sleep_ms(ms / mib);
+    }
+}
+
+static void write_file(const char *spec)
+{
+    int mib = atoi(spec);
+    const char *path = strchr(spec, ':');
+    int fd = path ? open(path + 1, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+    if (mib < 1 || fd < 0) {
+        fprintf(stderr, "rt_workload: --write MIB:FILE, not %s\n", spec);
+        exit(2);
+    }
+    static char chunk[1 << 20];
+    for (int i = 0; i < mib; i++) {
+        memset(chunk, 'a' + i % 26, sizeof(chunk));
+        if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk) || fdatasync(fd) < 0)
+            die("write");
+    }
+    close(fd);
+}
+
 int main(int argc, char **argv)
 {
     double start_real = clock_secs(CLOCK_REALTIME);
     double start_burn = 0, child_ms = 5, burn_secs = 3, sleep_end = 0;
     int children = 0, nburners = 0;
     const char *first = NULL, *lazy = NULL, *nested = NULL, *reuse = NULL, *out = NULL;
+    const char *grow_spec = NULL, *write_spec = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--spawn-at") == 0 && v && i + 3 < argc && strcmp(argv[i + 2], "--") == 0)
@@ -197,6 +238,10 @@ int main(int argc, char **argv)
             nested = v;
         else if (strcmp(a, "--reuse-pid") == 0)
             reuse = v;
+        else if (strcmp(a, "--grow") == 0)
+            grow_spec = v;
+        else if (strcmp(a, "--write") == 0)
+            write_spec = v;
         else if (strcmp(a, "--sleep-ms") == 0)
             sleep_end = atof(v);
         else if (strcmp(a, "--out") == 0)
@@ -307,6 +352,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "rt_workload: reused pid %d: %s\n", (int)c, again == c ? "yes" : "no");
         reuse = again == c ? "yes" : "no";
     }
+    if (grow_spec)
+        grow(grow_spec);
+    if (write_spec)
+        write_file(write_spec);
     /* Everything else (the plain children, the burner) is reaped here. */
     while (wait(NULL) > 0 || errno == EINTR) {
     }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysinfo.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 /* Collect from fixture case `name`; returns the number of unknown fields. */
@@ -46,6 +47,8 @@ static void test_cloud_vm_with_mixed_disks(void **state)
     assert_int_equal(h.vcpus, 4);
     assert_string_equal(h.cpu_model, "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz");
     assert_int_equal(h.memory_mib, 15737); /* 16114816 kB / 1024, floored */
+    assert_string_equal(h.os, "Amazon Linux 2023.6.20250107");
+    assert_string_equal(h.kernel, "6.1.119-129.201.amzn2023.x86_64");
     /* nvme0n1 (via a symlink) + nvme1n1 (4Kn, size still in 512 B units) +
      * sda + sdb; not dm-0 (over nvme1n1), md0 (over sda, sdb), the hidden
      * multipath path, loop, ram, zram, sr. */
@@ -62,6 +65,15 @@ static void test_cloud_vm_with_mixed_disks(void **state)
         "\"host_memory_mib\":15737,\"host_gpu_model\":\"NVIDIA H100 80GB HBM3\","
         "\"host_gpu_count\":8,\"host_gpu_memory_mib\":652472,"
         "\"host_storage_gb\":2107.794792448}");
+    json_object_put(o);
+    /* GetHostInfo's facts: no id, no address. */
+    o = rt_host_info_facts_json(&h);
+    assert_string_equal(rt_json_plain(o),
+        "{\"hostname\":\"ip-10-0-0-5\",\"os\":\"Amazon Linux 2023.6.20250107\","
+        "\"kernel\":\"6.1.119-129.201.amzn2023.x86_64\","
+        "\"cpu_model\":\"Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz\",\"vcpus\":4,"
+        "\"memory_mib\":15737,\"storage_gb\":2107.795,\"gpu_model\":\"NVIDIA H100 80GB HBM3\","
+        "\"gpu_count\":8,\"gpu_memory_mib\":652472}");
     json_object_put(o);
 }
 
@@ -84,6 +96,11 @@ static void test_no_dmi_no_model_no_disks(void **state)
     assert_string_equal(h.cpu_model, ""); /* aarch64: no "model name" */
     assert_int_equal(h.memory_mib, 1023);
     assert_int_equal(h.storage_bytes, 0);
+    /* /usr/lib/os-release without PRETTY_NAME; no osrelease in the proc root. */
+    assert_string_equal(h.os, "Ubuntu \"Noble\" 24.04");
+    struct utsname u;
+    assert_int_equal(uname(&u), 0);
+    assert_string_equal(h.kernel, u.release);
 
     rt_host_info_set_gpus(&h, "ignored", 0, 4096); /* no GPU: all three null */
     rt_strlcpy(h.ip, "", sizeof(h.ip));
@@ -107,6 +124,7 @@ static void test_garbage_degrades_to_unknown(void **state)
     assert_string_equal(h.cpu_model, "");
     assert_int_equal(h.memory_mib, 0); /* "MemTotal:" without a value */
     assert_int_equal(h.storage_bytes, 0); /* no sys/block at all */
+    assert_string_equal(h.os, ""); /* an unterminated quote, an empty NAME */
     assert_int_equal(unknown, 5 + !h.ip[0]);
 }
 
@@ -171,6 +189,7 @@ static void test_live_machine(void **state)
     struct json_object *o = rt_host_info_to_json(&h);
     assert_int_equal(json_object_object_length(o), 11);
     json_object_put(o);
+    assert_true(h.os[0] && h.kernel[0]);
 }
 
 int main(void)

@@ -82,6 +82,57 @@ static void test_avg_cores_within_host(void **state)
     json_object_put(o);
 }
 
+/* The means and peaks the report and right-sizing read: rebuilt from
+ * lines, kept in the record across a restart, null for records from before
+ * them. */
+static void test_means_rebuilt_and_recorded(void **state)
+{
+    (void)state;
+    static const char *const lines[] = {
+        "{\"cpu\":{\"process_pss_mib\":100,\"process_gpu_usage\":0.5,\"process_gpu_vram_mib\":1000.0}}",
+        "{\"cpu\":{\"process_pss_mib\":300,\"process_gpu_usage\":1.25,\"process_gpu_vram_mib\":3000.5}}",
+        "{\"cpu\":{\"process_pss_mib\":201,\"process_gpu_usage\":0.0,\"process_gpu_vram_mib\":0.0}}",
+    };
+    struct rt_job *j = rt_job_new();
+    j->id = 7;
+    j->state = RT_JOB_FINISHED;
+    for (size_t i = 0; i < 3; i++)
+        rt_job_summary_add_line(&j->summary, lines[i], strlen(lines[i]), 1.0);
+    const double mib = 1048576.0;
+    struct json_object *o = rt_job_to_json(j, 0), *s, *v;
+    assert_true(json_object_object_get_ex(o, "summary", &s));
+    assert_true(json_object_object_get_ex(s, "avg_pss_bytes", &v));
+    assert_int_equal(json_object_get_int64(v), (int64_t)(601 * mib / 3 + 0.5));
+    assert_true(json_object_object_get_ex(s, "gpu_peak_usage", &v));
+    assert_true(json_object_get_double(v) == 1.25);
+    assert_true(json_object_object_get_ex(s, "gpu_avg_vram_bytes", &v));
+    assert_int_equal(json_object_get_int64(v), (int64_t)(4000.5 * mib / 3 + 0.5));
+    json_object_put(o);
+    /* Through the record: the same figures. */
+    struct json_object *rec = rt_job_to_record(j);
+    struct rt_job *back = rt_job_from_record(rec);
+    assert_non_null(back);
+    assert_true(back->summary.means_known);
+    assert_true(back->summary.pss_sum_bytes == j->summary.pss_sum_bytes);
+    assert_true(back->summary.gpu_peak_usage == 1.25);
+    assert_true(back->summary.gpu_vram_sum_bytes == j->summary.gpu_vram_sum_bytes);
+    rt_job_free(back);
+    /* A record from before the sums: unknown, not zero. */
+    struct json_object *totals;
+    assert_true(json_object_object_get_ex(rec, "totals", &totals));
+    json_object_object_del(totals, "pss_sum_bytes");
+    back = rt_job_from_record(rec);
+    assert_false(back->summary.means_known);
+    o = rt_job_to_json(back, 0);
+    assert_true(json_object_object_get_ex(o, "summary", &s));
+    assert_true(json_object_object_get_ex(s, "avg_pss_bytes", &v) && v == NULL);
+    assert_true(json_object_object_get_ex(s, "gpu_peak_usage", &v) && v == NULL);
+    json_object_put(o);
+    rt_job_free(back);
+    json_object_put(rec);
+    rt_job_free(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -89,6 +140,7 @@ int main(void)
         cmocka_unit_test(test_only_short_intervals),
         cmocka_unit_test(test_rebuilt_from_lines),
         cmocka_unit_test(test_avg_cores_within_host),
+        cmocka_unit_test(test_means_rebuilt_and_recorded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,100 @@
+#include "insight/recommend.h"
+
+#include <math.h>
+#include <stdio.h>
+
+uint64_t insight_round_memory(double mib)
+{
+    static const uint64_t steps[] = {128, 256, 512, 1024, 2048};
+    if (!(mib > 0)) /* also NaN */
+        return steps[0];
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+        if (mib <= (double)steps[i])
+            return steps[i];
+    return (uint64_t)ceil(mib / 1024.0) * 1024;
+}
+
+double insight_round_half_even(double x)
+{
+    double r = round(x);
+    if (fabs(x - trunc(x)) == 0.5)
+        r = 2.0 * round(x / 2.0);
+    return r;
+}
+
+void insight_recommend(const struct insight_stats *c, struct insight_rec *out)
+{
+    double cpus = insight_round_half_even(c->cores_mean);
+    out->cpus = cpus >= 1 ? (unsigned)cpus : 1;
+    out->memory_mib = insight_round_memory(c->mem_peak_bytes / 1048576.0 * 1.2);
+    out->gpus = 0;
+    out->vram_mib = 0;
+    if (c->has_gpu && c->gpu_peak > 0) {
+        double g = insight_round_half_even(c->gpu_peak);
+        out->gpus = g >= 1 ? (unsigned)g : 1;
+    }
+    if (c->has_gpu && c->vram_peak_bytes > 0)
+        out->vram_mib = insight_round_memory(c->vram_peak_bytes / 1048576.0 * 1.2);
+}
+
+void insight_rec_people(const struct insight_rec *r, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "%u vCPU%s, %llu MiB memory", r->cpus, r->cpus == 1 ? "" : "s",
+                     (unsigned long long)r->memory_mib);
+    if (r->gpus && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ", %u GPU%s with %llu MiB VRAM", r->gpus, r->gpus == 1 ? "" : "s",
+                 (unsigned long long)r->vram_mib);
+}
+
+void insight_rec_slurm(const struct insight_rec *r, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "--cpus-per-task=%u --mem=%lluM", r->cpus, (unsigned long long)r->memory_mib);
+    if (r->gpus && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, " --gres=gpu:%u", r->gpus);
+}
+
+void insight_rec_kubernetes(const struct insight_rec *r, const char *ind, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "%sresources:\n%s  requests:\n%s    cpu: \"%u\"\n%s    memory: %lluMi\n", ind, ind,
+                     ind, r->cpus, ind, (unsigned long long)r->memory_mib);
+    if (r->gpus && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, "%s    nvidia.com/gpu: %u\n%s  limits:\n%s    nvidia.com/gpu: %u\n", ind,
+                 r->gpus, ind, ind, r->gpus);
+}
+
+void insight_rec_metaflow(const struct insight_rec *r, char *buf, size_t size)
+{
+    if (r->gpus)
+        snprintf(buf, size, "@resources(cpu=%u, memory=%llu, gpu=%u)", r->cpus, (unsigned long long)r->memory_mib,
+                 r->gpus);
+    else
+        snprintf(buf, size, "@resources(cpu=%u, memory=%llu)", r->cpus, (unsigned long long)r->memory_mib);
+}
+
+struct json_object *insight_rec_json(const struct insight_rec *r)
+{
+    char buf[512];
+    struct json_object *o = json_object_new_object();
+    json_object_object_add(o, "cpus", json_object_new_int64(r->cpus));
+    json_object_object_add(o, "memory_mib", json_object_new_int64((int64_t)r->memory_mib));
+    json_object_object_add(o, "gpus", json_object_new_int64(r->gpus));
+    json_object_object_add(o, "vram_mib", json_object_new_int64((int64_t)r->vram_mib));
+    insight_rec_slurm(r, buf, sizeof(buf));
+    json_object_object_add(o, "slurm", json_object_new_string(buf));
+    struct json_object *k8s = json_object_new_object(), *req = json_object_new_object();
+    snprintf(buf, sizeof(buf), "%u", r->cpus);
+    json_object_object_add(req, "cpu", json_object_new_string(buf));
+    snprintf(buf, sizeof(buf), "%lluMi", (unsigned long long)r->memory_mib);
+    json_object_object_add(req, "memory", json_object_new_string(buf));
+    json_object_object_add(k8s, "requests", req);
+    if (r->gpus) {
+        struct json_object *lim = json_object_new_object();
+        json_object_object_add(req, "nvidia.com/gpu", json_object_new_int64(r->gpus));
+        json_object_object_add(lim, "nvidia.com/gpu", json_object_new_int64(r->gpus));
+        json_object_object_add(k8s, "limits", lim);
+    }
+    json_object_object_add(o, "kubernetes", k8s);
+    insight_rec_metaflow(r, buf, sizeof(buf));
+    json_object_object_add(o, "metaflow", json_object_new_string(buf));
+    return o;
+}

@@ -1,0 +1,44 @@
+/* Right-sizing for the next run: the Python tracker's rules
+ * (reference/python.md §3.2) over a run combined with its history, and the
+ * requests that ask for it in Slurm, Kubernetes and Metaflow. docs/insight.md */
+#ifndef RT_INSIGHT_RECOMMEND_H
+#define RT_INSIGHT_RECOMMEND_H
+
+#include "insight/stats.h"
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct insight_rec {
+    unsigned cpus;
+    uint64_t memory_mib;
+    unsigned gpus;
+    uint64_t vram_mib;  /* 0 without GPUs */
+};
+
+/* Round a memory size up to 128, 256, 512, 1024 or 2048 MiB, above that to
+ * the next whole GiB (Python's round_memory). */
+uint64_t insight_round_memory(double mib);
+/* Round half to even, as Python's round(): 0.5 -> 0, 1.5 -> 2, 2.5 -> 2. */
+double insight_round_half_even(double x);
+
+/* CPUs = max(1, round(mean cores)); memory = round_memory(peak PSS x 1.2);
+ * GPUs = max(1, round(peak GPU use)) when a GPU was used, else 0;
+ * VRAM = round_memory(peak VRAM x 1.2) when any was used, else 0. */
+void insight_recommend(const struct insight_stats *combined, struct insight_rec *out);
+
+/* "2 vCPUs, 1024 MiB memory[, 1 GPU with 2048 MiB VRAM]" */
+void insight_rec_people(const struct insight_rec *r, char *buf, size_t size);
+/* "--cpus-per-task=2 --mem=1024M[ --gres=gpu:1]" */
+void insight_rec_slurm(const struct insight_rec *r, char *buf, size_t size);
+/* resources.requests of a Kubernetes container, YAML (GPUs as limits too:
+ * extended resources need them); each line starts with indent. */
+void insight_rec_kubernetes(const struct insight_rec *r, const char *indent, char *buf, size_t size);
+/* "@resources(cpu=2, memory=1024[, gpu=1])" */
+void insight_rec_metaflow(const struct insight_rec *r, char *buf, size_t size);
+/* {"cpus", "memory_mib", "gpus", "vram_mib", "slurm", "kubernetes": {"requests",
+ * "limits"}, "metaflow"} */
+struct json_object *insight_rec_json(const struct insight_rec *r);
+
+#endif

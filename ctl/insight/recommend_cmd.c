@@ -1,0 +1,150 @@
+/* resource-trackerctl recommend JOB [--history N] [--json] */
+#include "insight/analysis.h"
+#include "insight/insight.h"
+#include "insight/options.h"
+
+#include "rt/json.h"
+
+#include <getopt.h>
+#include <string.h>
+
+static const char usage[] =
+    "Usage: resource-trackerctl recommend JOB [--history N] [--json]\n"
+    "Resources for JOB's next run from this run and its last N (default 5) ended runs\n"
+    "with the same name: for people, and as Slurm, Kubernetes and Metaflow requests.\n"
+    "  -n, --history N   earlier runs to combine (0 to 100)\n"
+    "      --json        machine-readable output\n";
+
+int ctl_insight_recommend_line(struct rt_vl_client *c, struct json_object *job, unsigned history, char *buf,
+                               size_t size)
+{
+    struct insight_analysis a;
+    int rc = insight_analysis_load(c, job, history, false, &a);
+    if (!rc) {
+        char people[256], slurm[256];
+        insight_rec_people(&a.rec, people, sizeof(people));
+        insight_rec_slurm(&a.rec, slurm, sizeof(slurm));
+        snprintf(buf, size, "next run: %s (Slurm: %s)", people, slurm);
+    }
+    insight_analysis_free(&a);
+    return rc;
+}
+
+static void print_row(const char *label, const struct insight_stats *s, bool gpu)
+{
+    char pss[32], vram[32];
+    ctl_fmt_bytes(pss, sizeof(pss), s->mem_peak_bytes);
+    printf("  %-12s %10.2f %12s", label, s->cores_mean, pss);
+    if (gpu) {
+        ctl_fmt_bytes(vram, sizeof(vram), s->vram_peak_bytes);
+        if (s->has_gpu)
+            printf(" %10.2f %12s", s->gpu_peak, vram);
+        else
+            printf(" %10s %12s", "-", "-");
+    }
+    printf("\n");
+}
+
+static void print_people(const struct insight_analysis *a)
+{
+    const char *name = rt_json_get_string(a->run.job, "name");
+    printf("Job %llu%s%s%s: ", (unsigned long long)a->run.st.id, name ? " (" : "", name ? name : "", name ? ")" : "");
+    if (a->nhist)
+        printf("this run and %zu earlier run%s with its name\n", a->nhist, a->nhist == 1 ? "" : "s");
+    else
+        printf("this run only (%s)\n",
+               name ? "no earlier ended runs with its name" : "no name to find earlier runs by");
+    bool gpu = a->combined.has_gpu;
+    printf("  %-12s %10s %12s", "", "mean cores", "peak PSS");
+    if (gpu)
+        printf(" %10s %12s", "peak GPUs", "peak VRAM");
+    printf("\n");
+    char label[32];
+    snprintf(label, sizeof(label), "job %llu", (unsigned long long)a->run.st.id);
+    print_row(label, &a->run.st, gpu);
+    for (size_t i = 0; i < a->nhist; i++) {
+        snprintf(label, sizeof(label), "job %llu", (unsigned long long)a->hist[i].st.id);
+        print_row(label, &a->hist[i].st, gpu);
+    }
+    if (a->nhist)
+        print_row("combined", &a->combined, gpu);
+    char buf[512];
+    insight_rec_people(&a->rec, buf, sizeof(buf));
+    printf("\nNext run: %s\n", buf);
+    printf("  CPUs: the mean cores rounded (at least 1); memory: the peak PSS x 1.2, rounded up\n");
+    if (gpu)
+        printf("  GPUs: the peak GPU use rounded (at least 1 if used); VRAM: the peak x 1.2, rounded up\n");
+    insight_rec_slurm(&a->rec, buf, sizeof(buf));
+    printf("\nSlurm:       %s\n", buf);
+    insight_rec_kubernetes(&a->rec, "  ", buf, sizeof(buf));
+    printf("Kubernetes:\n%s", buf);
+    insight_rec_metaflow(&a->rec, buf, sizeof(buf));
+    printf("Metaflow:    %s\n", buf);
+}
+
+static void print_json(const struct insight_analysis *a)
+{
+    struct json_object *o = json_object_new_object(), *runs = json_object_new_array();
+    json_object_object_add(o, "id", json_object_new_int64((int64_t)a->run.st.id));
+    json_object_array_add(runs, insight_stats_json(&a->run.st));
+    for (size_t i = 0; i < a->nhist; i++)
+        json_object_array_add(runs, insight_stats_json(&a->hist[i].st));
+    json_object_object_add(o, "runs", runs);
+    json_object_object_add(o, "combined", insight_stats_json(&a->combined));
+    json_object_object_add(o, "memory_figure", json_object_new_string("pss"));
+    json_object_object_add(o, "recommendation", insight_rec_json(&a->rec));
+    ctl_print_json(stdout, o);
+    json_object_put(o);
+}
+
+int ctl_recommend(struct ctl *ctl, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"history", required_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    unsigned history = INSIGHT_DEFAULT_HISTORY;
+    int c;
+    optind = 0; /* a fresh scan of this verb's arguments */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":n:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            if (!insight_opt_history("recommend", optarg, &history))
+                return RT_EXIT_USAGE;
+            break;
+        case 'j':
+            ctl->json = true;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            insight_opt_error("recommend", c, argv, optind, optopt);
+            fputs(usage, stderr);
+            return RT_EXIT_USAGE;
+        }
+    }
+    if (!insight_opt_job("recommend", argc, argv, optind)) {
+        fputs(usage, stderr);
+        return RT_EXIT_USAGE;
+    }
+    struct rt_vl_client cl = {.fd = -1};
+    struct insight_analysis a = {0};
+    int rc = insight_analysis_fetch(ctl, argv[optind], history, false, &cl, &a);
+    if (!rc && !a.run.st.samples) {
+        CTL_ERR("recommend: job %llu has no samples yet", (unsigned long long)a.run.st.id);
+        rc = RT_EXIT_FAILURE;
+    }
+    if (!rc) {
+        if (ctl->json)
+            print_json(&a);
+        else
+            print_people(&a);
+    }
+    insight_analysis_free(&a);
+    rt_vl_client_close(&cl);
+    return rc;
+}
