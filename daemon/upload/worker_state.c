@@ -155,7 +155,8 @@ void rt_upload_rejected(struct rt_upload_worker *w, struct rt_upload_job *j, con
 {
     rt_upload_failed(w, j, what, resp->error);
     if (++j->rejections >= RT_UPLOAD_MAX_REJECTIONS) {
-        rt_upload_on_abandoned(j->id, j->run_id, j->last_error);
+        /* Logged once it is true: the spool is gone. */
         rt_upload_done(w, j, false);
+        rt_upload_on_abandoned(j->id, j->run_id, j->last_error);
     }
 }
