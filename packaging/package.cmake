@@ -26,11 +26,20 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://sparecores.com")
-# Library dependencies come from dpkg-shlibdeps; procps provides the
-# /bin/kill of ExecReload=, ca-certificates the roots for HTTPS uploads.
+# Depends: every shared library the binaries link comes from dpkg-shlibdeps
+# (dpkg-dev, installed by scripts/setup.sh). Run-time dependencies that are
+# not linked libraries are listed here by hand, one per line with the reason:
+set(RT_DEB_RUNTIME_DEPENDS
+    procps          # /bin/kill of the unit's ExecReload=
+)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "procps")
+list(JOIN RT_DEB_RUNTIME_DEPENDS ", " CPACK_DEBIAN_PACKAGE_DEPENDS)
+# The roots for HTTPS uploads.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "ca-certificates")
+# Stripped binaries; their debug information goes into
+# resource-tracker-dbgsym_<version>_<arch>.ddeb, found by build ID
+# (/usr/lib/debug/.build-id/). Needs a build with -g (Release has it).
+set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
 
 # Maintainer scripts (the group, daemon-reload; no enable, no start) and
 # the configuration file as a conffile, so upgrades keep local edits.
