@@ -6,6 +6,7 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* Exit codes of the client's own failures (run exits with the command's). */
@@ -77,6 +78,8 @@ int ctl_info(struct ctl *ctl, int argc, char **argv);
 void ctl_fmt_bytes(char *buf, size_t size, double bytes);
 void ctl_fmt_duration(char *buf, size_t size, double secs);
 void ctl_fmt_time(char *buf, size_t size, double unix_secs);
+/* Disk use as df(1) shows it: used / (used + available), rounded up. */
+int ctl_df_pct(uint64_t used, uint64_t avail);
 void ctl_print_json(FILE *f, struct json_object *o);
 
 #define CTL_ERR(...) (fprintf(stderr, "resource-trackerctl: " __VA_ARGS__), fputc('\n', stderr))

@@ -280,8 +280,8 @@ static void print_host(struct json_object *s)
         for (size_t k = 0; mounts && k < json_object_array_length(mounts); k++) {
             struct json_object *m = json_object_array_get_idx(mounts, k);
             ctl_fmt_bytes(b3, sizeof(b3), dbl(m, "total_bytes"));
-            printf("%s %s %.0f%% of %s", k ? "," : ";", rt_json_get_string(m, "mount_point"),
-                   dbl(m, "used_pct"), b3);
+            printf("%s %s %d%% of %s", k ? "," : ";", rt_json_get_string(m, "mount_point"),
+                   ctl_df_pct((uint64_t)i64(m, "used_bytes"), (uint64_t)i64(m, "available_bytes")), b3);
         }
         printf("\n");
     }
