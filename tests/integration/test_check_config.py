@@ -130,6 +130,15 @@ class CheckConfig(Files):
         rc2, out2, err2 = run_daemon("--check-config", "--config", self.conf(out, "printed.conf"))
         self.assertEqual((rc2, err2, out2), (0, "", out))
 
+    def test_quiet_prints_only_the_error(self):
+        # What the unit's ExecReload= runs before it signals the daemon.
+        path = self.conf('interval = "2s";\n')
+        self.assertEqual(run_daemon("--check-config", "--quiet", "--config", path), (0, "", ""))
+        _, text, line, message = BAD_FILES[1]
+        path = self.conf(text)
+        self.assertEqual(run_daemon("--check-config", "-q", "--config", path),
+                         (EX_CONFIG, "", "resource-trackerd: %s:%d: %s\n" % (path, line, message)))
+
     def test_flags_override_the_file(self):
         path = self.conf('interval = "2s";\nretention: { max_age = "7d"; max_size = "2G"; };\n'
                          'upload: { s3_region = "eu-west-1"; };\n')

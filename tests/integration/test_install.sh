@@ -36,6 +36,8 @@ cmp -s "$root$confdir/resource-trackerd.conf" "$RT_SOURCE_DIR/etc/resource-track
 # The unit starts the binary that was installed.
 grep -qx "ExecStart=$prefix/sbin/resource-trackerd" "$unitdir/resource-trackerd.service" ||
   fail "ExecStart= does not name $prefix/sbin/resource-trackerd"
+grep -qx "ExecReload=$prefix/sbin/resource-trackerd --check-config --quiet" "$unitdir/resource-trackerd.service" ||
+  fail "ExecReload= does not check with $prefix/sbin/resource-trackerd"
 
 # Man pages: valid gzip, and man renders them without a warning.
 for page in "$root$prefix"/share/man/man*/*.gz; do
