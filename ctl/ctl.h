@@ -37,6 +37,9 @@ int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_pa
  * reply's parameters, owned by *reply which the caller puts. */
 int ctl_call(struct rt_vl_client *c, const char *method, struct json_object *params,
              struct json_object **reply, struct json_object **out_params);
+/* The same, sending the descriptor fd with the call when fd >= 0. */
+int ctl_call_fd(struct rt_vl_client *c, const char *method, struct json_object *params, int fd,
+                struct json_object **reply, struct json_object **out_params);
 /* Every job ListJobs gives for filter (taken), all pages: 0 with *jobs (an
  * array the caller puts), or an RT_EXIT_* code after printing why. */
 int ctl_list_jobs(struct rt_vl_client *c, struct json_object *filter, struct json_object **jobs);

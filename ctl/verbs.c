@@ -9,6 +9,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define M(name) RT_VL_INTERFACE "." name
@@ -143,9 +144,21 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
         json_object_object_add(p, "interval_secs", json_object_new_double(meta.interval));
     json_object_object_add(p, "metadata", json_object_get(meta.metadata));
     ctl_upload_params(p);
+    /* The process, pinned now: the daemon then tracks this one even if it
+     * ends and its PID is reused before the call arrives. Without pidfds
+     * (kernel < 5.3, seccomp) the daemon goes by the PID. */
+    int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    if (pidfd >= 0)
+        json_object_object_add(p, "pidfd", json_object_new_int(0));
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
-    rc = simple_call(ctl, M("StartJob"), p, &c, &reply, &rp);
+    rc = ctl_connect(ctl, &c, false);
+    if (rc)
+        json_object_put(p);
+    else
+        rc = ctl_call_fd(&c, M("StartJob"), p, pidfd, &reply, &rp);
+    if (pidfd >= 0)
+        close(pidfd);
     if (!rc) {
         struct json_object *job = rt_json_get_object(rp, "job");
         if (ctl->json)
