@@ -276,14 +276,15 @@ static void test_overrides_and_reload(void **state)
     struct rt_config adopted = running;
     assert_int_equal(rt_config_adopt(&adopted, &c), RT_CFG_SOCKET_PATH);
     assert_string_equal(adopted.socket_path, running.socket_path);
-    /* A live key is taken at once, a restart key waits. */
-    conf("log_level = \"debug\";\nlimits: { max_jobs_per_user = 3; };\ninterval = 2;\n");
+    /* A live key is taken at once, a restart key waits. (Not interval:
+     * the flag in o holds it.) */
+    conf("log_level = \"debug\";\nlimits: { max_jobs_per_user = 3; };\nupload: { interval = 90; };\n");
     assert_int_equal(rt_config_reload(path, &o, &c, err, sizeof(err)), 0);
     adopted = running;
-    assert_int_equal(rt_config_adopt(&adopted, &c), RT_CFG_INTERVAL);
+    assert_int_equal(rt_config_adopt(&adopted, &c), RT_CFG_UPLOAD_INTERVAL);
     assert_int_equal(adopted.log_level, c.log_level);
     assert_int_equal(adopted.max_jobs_per_uid, 3);
-    assert_true(adopted.interval_secs == running.interval_secs);
+    assert_int_equal(adopted.upload_interval_secs, running.upload_interval_secs);
     assert_string_equal(rt_config_key_name(RT_CFG_SOCKET_PATH), "socket");
     assert_string_equal(rt_config_key_name(RT_CFG_UPLOAD_INTERVAL), "upload.interval");
 
