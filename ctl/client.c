@@ -103,8 +103,18 @@ int ctl_report_error(struct json_object *reply)
 int ctl_call(struct rt_vl_client *c, const char *method, struct json_object *params,
              struct json_object **reply, struct json_object **out_params)
 {
+    return ctl_call_fd(c, method, params, -1, reply, out_params);
+}
+
+int ctl_call_fd(struct rt_vl_client *c, const char *method, struct json_object *params, int fd,
+                struct json_object **reply, struct json_object **out_params)
+{
     *reply = NULL;
-    int r = rt_vl_client_call(c, method, params, reply, CALL_TIMEOUT_MS);
+    if (out_params)
+        *out_params = NULL;
+    int r = rt_vl_client_send_fds(c, method, params, 0, &fd, fd >= 0 ? 1 : 0);
+    if (r >= 0)
+        r = rt_vl_client_recv(c, reply, CALL_TIMEOUT_MS);
     if (r < 0) {
         CTL_ERR("lost the connection to the daemon: %s", strerror(-r));
         return RT_EXIT_UNREACHABLE;

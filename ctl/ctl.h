@@ -37,6 +37,9 @@ int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_pa
  * reply's parameters, owned by *reply which the caller puts. */
 int ctl_call(struct rt_vl_client *c, const char *method, struct json_object *params,
              struct json_object **reply, struct json_object **out_params);
+/* The same, sending the descriptor fd with the call when fd >= 0. */
+int ctl_call_fd(struct rt_vl_client *c, const char *method, struct json_object *params, int fd,
+                struct json_object **reply, struct json_object **out_params);
 /* Every job ListJobs gives for filter (taken), all pages: 0 with *jobs (an
  * array the caller puts), or an RT_EXIT_* code after printing why. */
 int ctl_list_jobs(struct rt_vl_client *c, struct json_object *filter, struct json_object **jobs);
@@ -80,6 +83,8 @@ void ctl_fmt_duration(char *buf, size_t size, double secs);
 void ctl_fmt_time(char *buf, size_t size, double unix_secs);
 /* The user's name, else the uid as digits; returns buf. */
 const char *ctl_fmt_user(int64_t uid, char *buf, size_t size);
+/* Disk use as df(1) shows it: used / (used + available), rounded up. */
+int ctl_df_pct(uint64_t used, uint64_t avail);
 void ctl_print_json(FILE *f, struct json_object *o);
 
 #define CTL_ERR(...) (fprintf(stderr, "resource-trackerctl: " __VA_ARGS__), fputc('\n', stderr))

@@ -22,6 +22,14 @@ void ctl_fmt_bytes(char *buf, size_t size, double bytes)
         snprintf(buf, size, "%.*f %s", bytes < 10 ? 2 : bytes < 100 ? 1 : 0, bytes, units[u]);
 }
 
+/* The space reserved for root is neither used nor available to users, so
+ * df's Use% (and this) is not used / size: 19% where used/size says 7%. */
+int ctl_df_pct(uint64_t used, uint64_t avail)
+{
+    uint64_t total = used + avail;
+    return total ? (int)((used * 100 + total - 1) / total) : 0;
+}
+
 void ctl_fmt_duration(char *buf, size_t size, double secs)
 {
     if (secs < 60) {

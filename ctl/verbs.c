@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define M(name) RT_VL_INTERFACE "." name
@@ -132,9 +133,21 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
         json_object_object_add(p, "interval_secs", json_object_new_double(meta.interval));
     json_object_object_add(p, "metadata", json_object_get(meta.metadata));
     ctl_upload_params(p);
+    /* The process, pinned now: the daemon then tracks this one even if it
+     * ends and its PID is reused before the call arrives. Without pidfds
+     * (kernel < 5.3, seccomp) the daemon goes by the PID. */
+    int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    if (pidfd >= 0)
+        json_object_object_add(p, "pidfd", json_object_new_int(0));
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
-    rc = simple_call(ctl, M("StartJob"), p, &c, &reply, &rp);
+    rc = ctl_connect(ctl, &c, false);
+    if (rc)
+        json_object_put(p);
+    else
+        rc = ctl_call_fd(&c, M("StartJob"), p, pidfd, &reply, &rp);
+    if (pidfd >= 0)
+        close(pidfd);
     if (!rc) {
         struct json_object *job = rt_json_get_object(rp, "job");
         if (ctl->json)
@@ -269,8 +282,8 @@ static void print_host(struct json_object *s)
         for (size_t k = 0; mounts && k < json_object_array_length(mounts); k++) {
             struct json_object *m = json_object_array_get_idx(mounts, k);
             ctl_fmt_bytes(b3, sizeof(b3), dbl(m, "total_bytes"));
-            printf("%s %s %.0f%% of %s", k ? "," : ";", rt_json_get_string(m, "mount_point"),
-                   dbl(m, "used_pct"), b3);
+            printf("%s %s %d%% of %s", k ? "," : ";", rt_json_get_string(m, "mount_point"),
+                   ctl_df_pct((uint64_t)i64(m, "used_bytes"), (uint64_t)i64(m, "available_bytes")), b3);
         }
         printf("\n");
     }

@@ -30,7 +30,8 @@ int main(int argc, char **argv)
         return RT_EXIT_CONFIG;
     }
     if (o.check_config) {
-        rt_config_write(stdout, &d.cfg);
+        if (!o.quiet)
+            rt_config_write(stdout, &d.cfg);
         return 0;
     }
     rt_log_init(o.log_target == RT_LOGT_STDERR    ? RT_LOG_STDERR

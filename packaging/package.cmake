@@ -26,13 +26,21 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://sparecores.com")
-# Library dependencies come from dpkg-shlibdeps; the others are listed here:
-# procps provides the /bin/kill of ExecReload=, libjs-dygraphs the charts
-# `resource-trackerctl report` inlines; ca-certificates the roots for HTTPS.
+# Depends: every shared library the binaries link comes from dpkg-shlibdeps
+# (dpkg-dev, installed by scripts/setup.sh). Run-time dependencies that are
+# not linked libraries are listed here by hand, one per line with the reason:
+set(RT_DEB_RUNTIME_DEPENDS
+    procps          # /bin/kill of the unit's ExecReload=
+    libjs-dygraphs  # the charts `resource-trackerctl report` inlines
+)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(RT_DEB_DEPENDS procps libjs-dygraphs)
-list(JOIN RT_DEB_DEPENDS ", " CPACK_DEBIAN_PACKAGE_DEPENDS)
+list(JOIN RT_DEB_RUNTIME_DEPENDS ", " CPACK_DEBIAN_PACKAGE_DEPENDS)
+# The roots for HTTPS uploads.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "ca-certificates")
+# Stripped binaries; their debug information goes into
+# resource-tracker-dbgsym_<version>_<arch>.ddeb, found by build ID
+# (/usr/lib/debug/.build-id/). Needs a build with -g (Release has it).
+set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
 
 # Maintainer scripts (the group, daemon-reload; no enable, no start) and
 # the configuration file as a conffile, so upgrades keep local edits.

@@ -1,48 +1,57 @@
 #!/usr/bin/env bash
-# Install everything resource-tracker needs on Debian 12 and build it.
-#   scripts/setup.sh            build dependencies, release build in ./build
-#   scripts/setup.sh --test     also the test dependencies, ASan+UBSan build in ./build-asan
+# Install what resource-tracker needs on Debian 12 and build it, one line per step
+# (the output of apt and of the build is shown only when a step fails).
+#   scripts/setup.sh          build dependencies; the product in ./build: Release,
+#                             prefix /usr, no tests (what `cpack -G DEB` packages)
+#   scripts/setup.sh --test   also the test dependencies (scripts/setup.d/*.sh); the
+#                             test suite in ./build-asan (ASan+UBSan) and ./build-rel (Release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/apt.sh
 
-mode=release
+mode=product
 [ "${1:-}" = "--test" ] && mode=test
 
 SUDO=
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
+export SUDO
 
+# The compiler, CMake and the libraries; systemd for systemd.pc (where units
+# go); file and dpkg-dev (dpkg-shlibdeps) for `cpack -G DEB`.
 BUILD_DEPS=(gcc make cmake pkg-config libsystemd-dev libcurl4-openssl-dev zlib1g-dev
-            libjson-c-dev libconfig-dev libssl-dev libcmocka-dev)
-# Run time, beyond the libraries: `resource-trackerctl report` inlines dygraphs.
-RUN_DEPS=(libjs-dygraphs)
-# Tests: Debian's python3 drives integration tests; setpriv/runuser (util-linux)
-# and useradd (passwd) run clients as real unprivileged users.
-TEST_DEPS=(python3 util-linux passwd procps iproute2 curl ca-certificates)
+            libjson-c-dev libconfig-dev libssl-dev systemd file dpkg-dev
+            libjs-dygraphs)  # run time: `resource-trackerctl report` inlines dygraphs
+# Tests: cmocka for the unit tests; Debian's python3 drives integration tests;
+# setpriv/runuser (util-linux) and useradd (passwd) run clients as real
+# unprivileged users; git for the container test's clean clone.
+TEST_DEPS=(libcmocka-dev python3 util-linux passwd procps iproute2 curl ca-certificates git)
 
-missing=()
-want=("${BUILD_DEPS[@]}" "${RUN_DEPS[@]}")
-[ "$mode" = test ] && want+=("${TEST_DEPS[@]}")
-for p in "${want[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
-
-# Optional test fixtures install their own packages (see tests/fixtures/*.sh).
 if [ "$mode" = test ]; then
+  rt_apt_install setup "${BUILD_DEPS[@]}" "${TEST_DEPS[@]}"
+  # Test fixtures install their own packages.
   for f in scripts/setup.d/*.sh; do
-    [ -e "$f" ] && SUDO="$SUDO" bash "$f"
+    [ -e "$f" ] && bash "$f"
   done
+else
+  rt_apt_install setup "${BUILD_DEPS[@]}"
 fi
 
-jobs=$(nproc)
+# build DIR CMAKE-ARGS…: configure and build, the output in DIR/setup.log.
+build() {
+  local dir=$1
+  shift
+  echo "setup: building ./$dir"
+  mkdir -p "$dir"
+  if ! { cmake -S . -B "$dir" "$@" && cmake --build "$dir" -j"$(nproc)"; } >"$dir/setup.log" 2>&1; then
+    cat "$dir/setup.log" >&2
+    echo "setup: the build in ./$dir failed" >&2
+    exit 1
+  fi
+}
+
 if [ "$mode" = test ]; then
-  cmake -S . -B build-asan -DRT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-  cmake --build build-asan -j"$jobs"
+  build build-asan -DRT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+  build build-rel -DCMAKE_BUILD_TYPE=Release
 else
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-  cmake --build build -j"$jobs"
+  build build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DRT_BUILD_TESTS=OFF
 fi

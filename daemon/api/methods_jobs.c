@@ -4,6 +4,7 @@
 #include "api/job_access.h"
 #include "api/methods.h"
 #include "daemon.h"
+#include "proc/pidfd.h"
 #include "proc/procfs.h"
 #include "rt/json.h"
 #include "rt/util.h"
@@ -13,7 +14,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define LIST_LIMIT_DEFAULT 1000
@@ -31,11 +31,6 @@ static bool valid_name(const char *n)
         if (!isalnum((unsigned char)*p) && !strchr("._-@+:", *p))
             return false;
     return true;
-}
-
-static int pidfd_open_(pid_t pid)
-{
-    return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
 static void no_such_process(struct rt_call *c, int64_t pid)
@@ -110,11 +105,27 @@ static void m_start_job(struct rt_call *c)
     }
 
     /* Pin the process first, then check who it is: a PID reused after the
-     * pidfd was opened shows up as the pidfd becoming readable. Without
-     * pidfd_open (ENOSYS, EPERM from seccomp) the starttime check remains
-     * (poll ignores fd -1); other errors (ESRCH, EINVAL for a thread) mean
-     * no such process. */
-    int pidfd = pidfd_open_((pid_t)pid);
+     * pidfd was opened shows up as the pidfd becoming readable. The
+     * caller's pidfd, sent with the call, pins the process it meant; one
+     * opened here pins whatever has the PID now, which within the start
+     * time's clock tick may be another. Without pidfd_open (ENOSYS, EPERM
+     * from seccomp) the starttime check remains (poll ignores fd -1); other
+     * errors (ESRCH, EINVAL for a thread) mean no such process. */
+    int pidfd = rt_call_take_fd(c, "pidfd");
+    pid_t pinned = pidfd >= 0 ? rt_pidfd_pid(pidfd) : -1;
+    if (pidfd == -2 || (pidfd >= 0 && pinned != pid && pinned != 0)) {
+        if (pidfd >= 0)
+            close(pidfd);
+        rt_call_invalid_param(c, "pidfd"); /* no descriptor, not a pidfd, or another process's */
+        return;
+    }
+    if (pinned == 0) { /* the process it pins has exited */
+        close(pidfd);
+        no_such_process(c, pid);
+        return;
+    }
+    if (pidfd == -1)
+        pidfd = rt_pidfd_open((pid_t)pid);
     if (pidfd < 0 && errno != ENOSYS && errno != EPERM) {
         no_such_process(c, pid);
         return;
@@ -344,7 +355,8 @@ void rt_job_methods_request_done(struct rt_server *srv, struct rt_sreq *q)
 
 static const struct rt_method methods[] = {
     {.name = "StartJob", .fn = m_start_job,
-     .params = {RT_REQ("pid", RT_P_INT), RT_OPT("name", RT_P_STRING), RT_OPT("start_time", RT_P_INT),
+     .params = {RT_REQ("pid", RT_P_INT), RT_OPT("pidfd", RT_P_FD), RT_OPT("name", RT_P_STRING),
+                RT_OPT("start_time", RT_P_INT),
                 RT_OPT("interval_secs", RT_P_FLOAT), RT_OPT("metadata", RT_P_OBJECT),
                 RT_OPT("sentinel_token", RT_P_STRING), RT_OPT("sentinel_api_url", RT_P_STRING),
                 RT_OPT("upload_interval_secs", RT_P_INT)}},

@@ -3,6 +3,7 @@
  * the file, how its value is parsed and checked, and where it is stored. */
 #include "config/config.h"
 
+#include "config/dropins.h"
 #include "system/log.h"
 #include "rt/util.h"
 
@@ -13,6 +14,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #define USEC_PER_SEC 1000000ULL
@@ -561,10 +563,25 @@ static struct raw raw_from_setting(const config_setting_t *s)
     return r;
 }
 
-/* Where each file key was seen (0 = not in the file), for cross-field errors. */
+/* Where each key was last set (line 0 = in no file), for cross-field errors. */
 struct seen {
+    char *file[RT_ARRAY_SIZE(keys)];
     unsigned line[RT_ARRAY_SIZE(keys)];
 };
+
+static void seen_set(struct seen *seen, const struct key *k, const char *file, unsigned line)
+{
+    size_t i = (size_t)(k - keys);
+    free(seen->file[i]);
+    seen->file[i] = rt_xstrdup(file); /* an @include'd file's name dies with its parser */
+    seen->line[i] = line;
+}
+
+static void seen_free(struct seen *seen)
+{
+    for (size_t i = 0; i < RT_ARRAY_SIZE(keys); i++)
+        free(seen->file[i]);
+}
 
 static int load_setting(const char *file, const char *group, config_setting_t *s, struct rt_config *c,
                         struct seen *seen, char *err, size_t errlen)
@@ -601,23 +618,20 @@ static int load_setting(const char *file, const char *group, config_setting_t *s
         fmt_err(err, errlen, "%s:%u: %s: %s", file, line, full, why);
         return -1;
     }
-    seen->line[k - keys] = line;
+    seen_set(seen, k, file, line);
     return 0;
 }
 
-static int validate(const struct rt_config *c, const char *file, const struct seen *seen, char *err, size_t errlen)
+static int validate(const struct rt_config *c, const struct seen *seen, char *err, size_t errlen)
 {
     if (c->max_connections_per_uid > c->max_connections) {
-        const struct key *k = find_key("limits", "max_connections_per_user", false);
-        const struct key *t = find_key("limits", "max_connections", false);
-        unsigned line = seen ? seen->line[k - keys] : 0;
-        if (!line && seen)
-            line = seen->line[t - keys];
+        /* Name where the per-user limit was set, else where the total was. */
+        size_t k = (size_t)(find_key("limits", "max_connections_per_user", false) - keys);
+        if (seen && !seen->line[k])
+            k = (size_t)(find_key("limits", "max_connections", false) - keys);
         char where[PATH_MAX + 32] = "";
-        if (file && line)
-            snprintf(where, sizeof(where), "%s:%u: ", file, line);
-        else if (file)
-            snprintf(where, sizeof(where), "%s: ", file);
+        if (seen && seen->line[k])
+            snprintf(where, sizeof(where), "%s:%u: ", seen->file[k], seen->line[k]);
         fmt_err(err, errlen, "%slimits.max_connections_per_user: %u exceeds limits.max_connections (%u)", where,
                 c->max_connections_per_uid, c->max_connections);
         return -1;
@@ -627,7 +641,7 @@ static int validate(const struct rt_config *c, const char *file, const struct se
 
 int rt_config_validate(const struct rt_config *c, char *err, size_t errlen)
 {
-    return validate(c, NULL, NULL, err, errlen);
+    return validate(c, NULL, err, errlen);
 }
 
 /* The text of line (1-based) of file, trimmed, control characters replaced and
@@ -664,14 +678,23 @@ static bool source_line(const char *file, int line, char *buf, size_t size)
     return ok;
 }
 
-int rt_config_load(const char *path, struct rt_config *c, char *err, size_t errlen)
+/* One file on top of *c; a missing file is fine when optional. */
+static int load_file(const char *file, bool optional, struct rt_config *c, struct seen *seen, char *err,
+                     size_t errlen)
 {
-    const char *file = path ? path : RT_DEFAULT_CONFIG_FILE;
     FILE *f = fopen(file, "re");
     if (!f) {
-        if (!path && errno == ENOENT)
+        if (optional && errno == ENOENT)
             return 0;
         fmt_err(err, errlen, "%s: %s", file, strerror(errno));
+        return -1;
+    }
+    /* libconfig's scanner exits the process on a read error (a directory). */
+    struct stat st;
+    int e = fstat(fileno(f), &st) < 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (e) {
+        fmt_err(err, errlen, "%s: %s", file, strerror(e));
+        fclose(f);
         return -1;
     }
     config_t cfg;
@@ -689,20 +712,36 @@ int rt_config_load(const char *path, struct rt_config *c, char *err, size_t errl
             fmt_err(err, errlen, "%s:%d: %s", in ? in : file, config_error_line(&cfg), config_error_text(&cfg));
         goto out;
     }
-    /* Work on a copy: a refused file leaves the caller's configuration alone. */
-    struct rt_config tmp = *c;
-    struct seen seen = {{0}};
     config_setting_t *root = config_root_setting(&cfg);
     for (int i = 0; i < config_setting_length(root); i++)
-        if (load_setting(file, NULL, config_setting_get_elem(root, (unsigned)i), &tmp, &seen, err, errlen) < 0)
+        if (load_setting(file, NULL, config_setting_get_elem(root, (unsigned)i), c, seen, err, errlen) < 0)
             goto out;
-    if (validate(&tmp, file, &seen, err, errlen) < 0)
-        goto out;
-    *c = tmp;
     rc = 0;
 out:
     config_destroy(&cfg);
     fclose(f);
+    return rc;
+}
+
+int rt_config_load(const char *path, struct rt_config *c, char *err, size_t errlen)
+{
+    struct rt_config_files files;
+    if (rt_config_files_list(path ? path : RT_DEFAULT_CONFIG_FILE, &files, err, errlen) < 0)
+        return -1;
+    /* Work on a copy: a refused file leaves the caller's configuration alone. */
+    struct rt_config tmp = *c;
+    struct seen seen = {{0}, {0}};
+    int rc = -1;
+    for (size_t i = 0; i < files.n; i++)
+        if (load_file(files.paths[i], i == 0 && !path, &tmp, &seen, err, errlen) < 0)
+            goto out;
+    if (validate(&tmp, &seen, err, errlen) < 0)
+        goto out;
+    *c = tmp;
+    rc = 0;
+out:
+    seen_free(&seen);
+    rt_config_files_free(&files);
     return rc;
 }
 

@@ -86,12 +86,14 @@ struct rt_config_overrides {
     uint32_t set;
 };
 
-/* Read a configuration file on top of *c (callers start from
- * rt_config_defaults). path NULL means RT_DEFAULT_CONFIG_FILE, whose absence
- * is fine; an explicitly named file must exist. Returns 0, or -1 with a
- * one-line message "FILE:LINE: KEY: why" in err and *c untouched. A bad file
- * is a syntax error, a value of the wrong type, an unknown key or an
- * out-of-range value; all are refused, none is ignored. */
+/* Read a configuration file, then its drop-ins (PATH.d/NAME.conf in lexical
+ * order, each overriding the keys it sets: config/dropins.h) on top of *c
+ * (callers start from rt_config_defaults). path NULL means
+ * RT_DEFAULT_CONFIG_FILE, whose absence is fine; an explicitly named file
+ * must exist. Returns 0, or -1 with a one-line message "FILE:LINE: KEY: why"
+ * in err and *c untouched. A bad file is a syntax error, a value of the
+ * wrong type, an unknown key or an out-of-range value; all are refused, none
+ * is ignored, and one bad file refuses the whole configuration. */
 int rt_config_load(const char *path, struct rt_config *c, char *err, size_t errlen);
 
 /* Parse one value for KEY, with the file's units and ranges, into o->values

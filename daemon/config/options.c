@@ -23,6 +23,7 @@ void rt_options_usage(FILE *f)
             "over varlink on a Unix socket. Options override the configuration file.\n\n"
             "  --config FILE           configuration file (default " RT_DEFAULT_CONFIG_FILE ")\n"
             "  --check-config          validate the configuration, print it and exit\n"
+            "  -q, --quiet             with --check-config: print only errors\n"
             "  --user                  per-user daemon: socket under $XDG_RUNTIME_DIR, state under\n"
             "                          $XDG_STATE_HOME\n"
             "  --socket PATH           listen on PATH (default " RT_SYSTEM_SOCKET ")\n"
@@ -58,6 +59,7 @@ int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_optio
     static const struct option longopts[] = {
         {"config", required_argument, NULL, OPT_CONFIG},
         {"check-config", no_argument, NULL, OPT_CHECK},
+        {"quiet", no_argument, NULL, 'q'},
         {"user", no_argument, NULL, OPT_USER},
         {"socket", required_argument, NULL, OPT_SOCKET},
         {"state-dir", required_argument, NULL, OPT_STATE},
@@ -95,7 +97,7 @@ int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_optio
     int opt;
     opterr = 0;
     int li = 0;
-    while ((opt = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
+    while ((opt = getopt_long(argc, argv, "hq", longopts, &li)) != -1) {
         bool done = false;
         for (size_t i = 0; i < RT_ARRAY_SIZE(keyed) && !done; i++) {
             if (keyed[i].opt != opt)
@@ -114,6 +116,7 @@ int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_optio
         switch (opt) {
         case OPT_CONFIG: rt_strlcpy(d->config_path, optarg, sizeof(d->config_path)); break;
         case OPT_CHECK: o->check_config = true; break;
+        case 'q': o->quiet = true; break;
         case OPT_USER: rt_config_override_set(&d->overrides, "user_mode", "true", err, sizeof(err)); break;
         case OPT_LOG_TARGET:
             if (strcmp(optarg, "auto") == 0)

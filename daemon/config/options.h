@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 struct rt_options {
-    bool check_config;
+    bool check_config, quiet;
     bool help, version;
     enum rt_log_target_opt { RT_LOGT_AUTO, RT_LOGT_STDERR, RT_LOGT_JOURNAL } log_target;
 };

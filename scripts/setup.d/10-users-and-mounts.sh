@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # Integration tests of authorisation and durability: useradd/groupadd/userdel
-# (passwd), setpriv (util-linux), mount/umount of small tmpfs state dirs (mount).
+# (passwd), setpriv (util-linux), mount/umount of small tmpfs state dirs (mount),
+# mkfs.ext4 (e2fsprogs) for a file system with reserved blocks (disk use as df).
 set -euo pipefail
-missing=()
-for p in passwd util-linux mount; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-[ ${#missing[@]} -eq 0 ] && exit 0
-${SUDO:-} apt-get update -qq
-DEBIAN_FRONTEND=noninteractive ${SUDO:-} apt-get install -y -qq --no-install-recommends "${missing[@]}"
+source "$(dirname "$0")/../lib/apt.sh"
+rt_apt_install setup.d/users-and-mounts passwd util-linux mount e2fsprogs

@@ -7,6 +7,7 @@
 #  - varlink-go (main): its interface generator is a second IDL parser.
 # Idempotent: does nothing when both are installed.
 set -euo pipefail
+source "$(dirname "$0")/../lib/apt.sh"
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 installed python3-varlink && installed varlink-go && exit 0
 
@@ -23,7 +24,4 @@ if ! grep -rqs '^[^#]*bookworm-backports' /etc/apt/sources.list /etc/apt/sources
   printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
     "$mirror" | ${SUDO:-} tee /etc/apt/sources.list.d/bookworm-backports.sources >/dev/null
 fi
-echo "setup.d/python3-varlink: installing python3-varlink (bookworm-backports) and varlink-go"
-${SUDO:-} apt-get update -qq
-DEBIAN_FRONTEND=noninteractive ${SUDO:-} apt-get install -y -qq --no-install-recommends \
-  -t bookworm-backports python3-varlink varlink-go
+rt_apt_install setup.d/python3-varlink -t bookworm-backports python3-varlink varlink-go

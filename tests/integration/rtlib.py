@@ -66,7 +66,7 @@ class Connection:
     def __exit__(self, *a):
         self.close()
 
-    def send(self, method, params=None, more=False, oneway=False):
+    def send(self, method, params=None, more=False, oneway=False, fds=()):
         msg = {"method": method}
         if params is not None:
             msg["parameters"] = params
@@ -74,9 +74,12 @@ class Connection:
             msg["more"] = True
         if oneway:
             msg["oneway"] = True
-        self.send_raw(json.dumps(msg).encode() + b"\0")
+        self.send_raw(json.dumps(msg).encode() + b"\0", fds)
 
-    def send_raw(self, data):
+    def send_raw(self, data, fds=()):
+        """data, with the descriptors fds (SCM_RIGHTS) on its first bytes."""
+        if fds:
+            data = data[socket.send_fds(self.sock, [data], list(fds)):]
         self.sock.sendall(data)
 
     def recv(self):
@@ -89,9 +92,9 @@ class Connection:
         msg, self.buf = self.buf.split(b"\0", 1)
         return json.loads(msg)
 
-    def call(self, method, params=None):
+    def call(self, method, params=None, fds=()):
         """Parameters of the reply; raises VarlinkError on an error reply."""
-        self.send(method if "." in method else IFACE + "." + method, params)
+        self.send(method if "." in method else IFACE + "." + method, params, fds=fds)
         r = self.recv()
         if r is None:
             raise ConnectionError("connection closed")
@@ -151,9 +154,9 @@ class Daemon:
     def connect(self, timeout=30.0):
         return Connection(self.socket, timeout)
 
-    def call(self, method, params=None):
+    def call(self, method, params=None, fds=()):
         with self.connect() as c:
-            return c.call(method, params)
+            return c.call(method, params, fds)
 
     def read_log(self):
         with open(self.log_path, "rb") as f:

@@ -117,8 +117,11 @@ class PidReuse(DaemonTest):
     interval = 0.2
 
     def test_stale_start_time_is_refused(self):
+        # Without a pidfd from the caller: the start time tells a reused PID
+        # apart when the two processes started in different clock ticks.
         p = subprocess.Popen(["sleep", "30"])
         pid, old = p.pid, starttime(p.pid)
+        time.sleep(3.0 / os.sysconf("SC_CLK_TCK"))
         p.kill()
         p.wait()
         spawn_at(self, pid, "sleep", "30")
@@ -129,6 +132,46 @@ class PidReuse(DaemonTest):
         job = self.d.call("StartJob", {"pid": pid, "start_time": starttime(pid)})["job"]
         self.assertEqual(job["state"], "running")
         self.d.call("StopJob", {"id": job["id"]})
+
+    def test_callers_pidfd_pins_the_process_it_meant(self):
+        # The PID is reused at once, possibly within the same clock tick (the
+        # same start time): the caller's pidfd still names the old process.
+        p = subprocess.Popen(["sleep", "30"])
+        pid, old = p.pid, starttime(p.pid)
+        fd = os.pidfd_open(pid)
+        self.addCleanup(os.close, fd)
+        p.kill()
+        p.wait()
+        spawn_at(self, pid, "sleep", "30")
+        for params in ({"pid": pid, "pidfd": 0}, {"pid": pid, "pidfd": 0, "start_time": old}):
+            with self.assertRaises(VarlinkError) as e:
+                self.d.call("StartJob", params, fds=[fd])
+            self.assertEqual((e.exception.error, e.exception.parameters), (IFACE + ".NoSuchProcess", {"pid": pid}))
+        self.assertEqual(self.d.call("ListJobs", {"running_only": True})["jobs"], [])
+        # The new process's own pidfd: tracked.
+        new = os.pidfd_open(pid)
+        self.addCleanup(os.close, new)
+        job = self.d.call("StartJob", {"pid": pid, "pidfd": 0}, fds=[new])["job"]
+        self.assertEqual((job["state"], job["pid"]), ("running", pid))
+        self.d.call("StopJob", {"id": job["id"]})
+
+    def test_a_pidfd_that_is_not_the_pids_is_refused(self):
+        p = subprocess.Popen(["sleep", "30"])
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        other = os.pidfd_open(os.getpid())
+        r, w = os.pipe()
+        for fd in (other, r, w):
+            self.addCleanup(os.close, fd)
+        for params, fds in (({"pid": p.pid, "pidfd": 0}, [other]),   # another process's
+                            ({"pid": p.pid, "pidfd": 0}, [r]),       # no pidfd at all
+                            ({"pid": p.pid, "pidfd": 1}, [other]),   # no such descriptor
+                            ({"pid": p.pid, "pidfd": 0}, [])):
+            with self.subTest(params=params, fds=fds):
+                with self.assertRaises(VarlinkError) as e:
+                    self.d.call("StartJob", params, fds=fds)
+                self.assertEqual((e.exception.error, e.exception.parameters),
+                                 ("org.varlink.service.InvalidParameter", {"parameter": "pidfd"}))
+        self.assertEqual(self.d.call("ListJobs", {"running_only": True})["jobs"], [])
 
     def test_ended_job_does_not_adopt_a_new_process_with_its_pid(self):
         p = subprocess.Popen(["sleep", "30"])

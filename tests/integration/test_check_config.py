@@ -1,8 +1,9 @@
 """The configuration file end to end, through the real resource-trackerd:
 --check-config refuses each class of bad file with exit 78 and one line that
 names the file, the line and the key; a good file passes and is printed;
-command-line flags win over the file; SIGHUP applies a good file and keeps
-the running configuration when the file is bad. (The messages for every key
+command-line flags win over the file; drop-ins (FILE.d/*.conf) override it in
+order; SIGHUP applies a good file and keeps the running configuration when
+the file is bad. (The messages for every key
 and value are tests/unit/test_config.c's; this checks the binary.)"""
 
 import json
@@ -129,6 +130,15 @@ class CheckConfig(Files):
         rc2, out2, err2 = run_daemon("--check-config", "--config", self.conf(out, "printed.conf"))
         self.assertEqual((rc2, err2, out2), (0, "", out))
 
+    def test_quiet_prints_only_the_error(self):
+        # What the unit's ExecReload= runs before it signals the daemon.
+        path = self.conf('interval = "2s";\n')
+        self.assertEqual(run_daemon("--check-config", "--quiet", "--config", path), (0, "", ""))
+        _, text, line, message = BAD_FILES[1]
+        path = self.conf(text)
+        self.assertEqual(run_daemon("--check-config", "-q", "--config", path),
+                         (EX_CONFIG, "", "resource-trackerd: %s:%d: %s\n" % (path, line, message)))
+
     def test_flags_override_the_file(self):
         path = self.conf('interval = "2s";\nretention: { max_age = "7d"; max_size = "2G"; };\n'
                          'upload: { s3_region = "eu-west-1"; };\n')
@@ -149,6 +159,69 @@ class CheckConfig(Files):
         rc, out, err = run_daemon("--check-config", "--config", path, "--interval", "1s")
         self.assertEqual(rc, EX_CONFIG)
         self.assertEqual(err, "resource-trackerd: %s:%d: %s\n" % (path, line, message))
+
+
+class DropIns(Files):
+    """FILE.d/*.conf after the main file, in byte order, each overriding the
+    keys it sets: the same for --check-config, the start and SIGHUP."""
+
+    def dropin(self, name, text):
+        d = os.path.join(self.tmp, "resource-trackerd.conf.d")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_dropins_override_the_main_file_in_order(self):
+        path = self.conf('interval = "2s";\nretention: { max_age = "7d"; max_size = "2G"; };\n')
+        self.dropin("50-site.conf", 'interval = "3s";\nretention: { max_age = "1d"; };\n')
+        self.dropin("60-host.conf", 'interval = "500ms";\n')
+        self.dropin("70-off.conf.disabled", "bogus = 1;\n")  # not a drop-in: not read
+        rc, out, err = run_daemon("--check-config", "--config", path)
+        self.assertEqual((rc, err), (0, ""))
+        v = config_values(out)
+        self.assertEqual(v["interval"], '"500ms"')         # 60-host.conf
+        self.assertEqual(v["retention.max_age"], '"1d"')   # 50-site.conf
+        self.assertEqual(v["retention.max_size"], '"2G"')  # the main file
+        # Flags still win over every file.
+        rc, out, err = run_daemon("--check-config", "--config", path, "--interval", "4s")
+        self.assertEqual(config_values(out)["interval"], '"4s"')
+
+    def test_bad_dropin_refuses_the_start_naming_itself(self):
+        path = self.conf('interval = "2s";\n')
+        bad = self.dropin("50-bad.conf", "# site\nlimits: { max_connections = 0; };\n")
+        message = "resource-trackerd: %s:2: limits.max_connections: 0 is out of range 1..65536\n" % bad
+        rc, out, err = run_daemon("--check-config", "--config", path)
+        self.assertEqual((rc, out, err), (EX_CONFIG, "", message))
+        sock = os.path.join(self.tmp, "rt.sock")
+        rc, out, err = run_daemon("--config", path, "--socket", sock,
+                                  "--state-dir", os.path.join(self.tmp, "state"), "--log-target", "stderr")
+        self.assertEqual((rc, err), (EX_CONFIG, message))
+        self.assertFalse(os.path.exists(sock))
+
+    def test_sighup_reads_the_dropins(self):
+        path = self.conf('interval = "300ms";\n')
+        d = Daemon(interval=None, args=["--config", path])
+        self.addCleanup(d.cleanup)
+        d.start()
+        self.assertEqual(send_padded_ping(d)["error"], "org.varlink.service.InvalidParameter")
+
+        bad = self.dropin("50-limits.conf", "limits: { max_message_size = 1; };\n")
+        d.proc.send_signal(signal.SIGHUP)
+        refused = ("Configuration refused, keeping the running one: %s:1: limits.max_message_size: "
+                   "1 is out of range 4K..64M" % bad)
+        wait_for(lambda: refused in d.read_log(), timeout=20, what="the refused drop-in's message")
+        self.assertEqual(send_padded_ping(d)["error"], "org.varlink.service.InvalidParameter")
+
+        self.dropin("50-limits.conf", 'limits: { max_message_size = "4K"; };\n')
+        d.proc.send_signal(signal.SIGHUP)
+        reloaded = "Configuration %s reloaded: limits.max_message_size" % path
+        wait_for(lambda: reloaded in d.read_log(), timeout=20, what="the reload's message")
+        r = send_padded_ping(d)
+        self.assertEqual(r["error"], IFACE + ".InvalidRequest", r)
+        self.assertIsNone(d.proc.poll())
+        d.stop()
 
 
 PAD_CALL = {"method": IFACE + ".Ping", "parameters": {"pad": "x" * 10000}}  # about 10 KB

@@ -36,6 +36,8 @@ cmp -s "$root$confdir/resource-trackerd.conf" "$RT_SOURCE_DIR/etc/resource-track
 # The unit starts the binary that was installed.
 grep -qx "ExecStart=$prefix/sbin/resource-trackerd" "$unitdir/resource-trackerd.service" ||
   fail "ExecStart= does not name $prefix/sbin/resource-trackerd"
+grep -qx "ExecReload=$prefix/sbin/resource-trackerd --check-config --quiet" "$unitdir/resource-trackerd.service" ||
+  fail "ExecReload= does not check with $prefix/sbin/resource-trackerd"
 
 # Man pages: valid gzip, and man renders them without a warning.
 for page in "$root$prefix"/share/man/man*/*.gz; do
@@ -120,6 +122,36 @@ if command -v dpkg-deb >/dev/null && command -v dpkg-shlibdeps >/dev/null; then
   [[ $depends == *"libc6 (>="* ]] || fail "no shlibdeps dependencies: $depends"
   [[ $depends == *procps* ]] || fail "no procps dependency (ExecReload's kill): $depends"
   [[ $depends == *libjs-dygraphs* ]] || fail "no libjs-dygraphs dependency (report): $depends"
+  # Every library a packaged binary links is a dependency (the package that
+  # holds it on this machine), and the binaries are stripped and carry no
+  # path of this build tree.
+  dpkg-deb -x "$deb" "$tmp/deb"
+  multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+  for bin in "$tmp/deb$prefix/sbin/resource-trackerd" "$tmp/deb$prefix/bin/resource-trackerctl"; do
+    readelf -d "$bin" >"$tmp/dynamic"
+    for lib in $(sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' "$tmp/dynamic"); do
+      pkg=$({ dpkg -S "/lib/$multiarch/$lib" "/usr/lib/$multiarch/$lib" 2>/dev/null || true; } | cut -d: -f1 | head -n1)
+      [ -n "$pkg" ] || fail "no package holds $lib"
+      [[ ", $depends," == *", $pkg "* || ", $depends," == *", $pkg,"* ]] ||
+        fail "$(basename "$bin") links $lib ($pkg), not in Depends: $depends"
+    done
+    readelf -S "$bin" >"$tmp/sections"
+    ! grep -q '\.debug_info' "$tmp/sections" || fail "$(basename "$bin") is not stripped"
+    # (the sanitizers' own records keep absolute paths: not a build to ship)
+    if [ "$(cache RT_SANITIZE)" != ON ]; then
+      strings -a "$bin" >"$tmp/strings"
+      ! grep -qF -e "$RT_SOURCE_DIR/" -e "$RT_BUILD_DIR/" "$tmp/strings" || fail "$(basename "$bin") names the build tree"
+    fi
+  done
+  # Release builds (-g) put the debug information into the -dbgsym package.
+  if [ "$(cache CMAKE_BUILD_TYPE)" = Release ]; then
+    dbg=$(ls "$tmp"/pkg/resource-tracker-dbgsym_*.ddeb) || fail "no -dbgsym package"
+    ids=$(dpkg-deb -f "$dbg" Build-Ids)
+    for bin in resource-trackerd resource-trackerctl; do
+      id=$(file -L "$tmp/deb$prefix/"*"/$bin" | sed -n 's/.*BuildID\[sha1\]=\([0-9a-f]*\).*/\1/p')
+      [[ " $ids " == *" $id "* ]] || fail "-dbgsym lacks $bin's build ID $id: $ids"
+    done
+  fi
   dpkg-deb -e "$deb" "$tmp/control"
   conf=$confdir/resource-trackerd.conf
   [ "$(cat "$tmp/control/conffiles")" = "$conf" ] || fail "conffiles: $(cat "$tmp/control/conffiles")"

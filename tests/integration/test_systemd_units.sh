@@ -9,11 +9,12 @@ tmp=$(mktemp -d /tmp/rt-units.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-# verify needs ExecStart= to exist: point it at the built daemon.
+# verify needs the Exec binaries to exist: point them at the built daemon.
 stage() {
   rm -rf "$tmp/u" && mkdir "$tmp/u"
   cp "$units/resource-trackerd.service" "$units/resource-trackerd.socket" "$tmp/u/"
-  sed -i "s|^ExecStart=.*|ExecStart=$RT_DAEMON|" "$tmp/u/resource-trackerd.service"
+  sed -i -e "s|^ExecStart=.*|ExecStart=$RT_DAEMON|" \
+    -e "s|^ExecReload=[^ ]*/resource-trackerd |ExecReload=$RT_DAEMON |" "$tmp/u/resource-trackerd.service"
 }
 verify() {
   systemd-analyze verify --man=no "$tmp/u/resource-trackerd.service" "$tmp/u/resource-trackerd.socket" \
@@ -50,6 +51,10 @@ for line in Type=notify NotifyAccess=main WatchdogSec=30 Restart=on-failure Rest
   grep -qxF "$line" "$svc" || fail "$svc lacks '$line'"
 done
 grep -qx 'LoadCredential=sentinel-token:/.*/sentinel-token' "$svc" || fail "no LoadCredential= for the token"
+# A reload checks the configuration before it signals the daemon.
+reload=$(grep '^ExecReload=' "$svc" | sed 's|^ExecReload=/[^ ]*/sbin/resource-trackerd |ExecReload=DAEMON |')
+[ "$reload" = "ExecReload=DAEMON --check-config --quiet
+ExecReload=/bin/kill -HUP \$MAINPID" ] || fail "ExecReload= is not the check, then the signal: $reload"
 # Each of these hides other users' processes, host /proc files, the GPUs
 # or the network from the daemon.
 for bad in ProcSubset= ProtectProc= PrivateDevices= PrivateNetwork= PrivateUsers= DynamicUser= IPAddressDeny=; do

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Build (once) a minimal Debian 12 root file system that boots under
-# systemd-nspawn, cached outside any build dir so reruns are fast:
+# Build (once) a fresh Debian 12 root file system that boots under
+# systemd-nspawn, cached outside any build dir so reruns are fast. It has
+# nothing of the project: the container test builds the package in one copy
+# and installs it (with its Depends, from the mirror) in another.
 #   tests/systemd/make-rootfs.sh     -> prints the rootfs directory
 # The cache key is the package list, so changing it builds a fresh tree.
 # Overrides: RT_TEST_CACHE (default /var/cache/resource-tracker-tests),
 # RT_DEBIAN_MIRROR (default: the Debian URI apt already uses).
 set -euo pipefail
 
-# systemd as PID 1, plus what the project's binaries link (the ASan build
-# also needs libasan/libubsan) and the package's other dependencies
-# (libjs-dygraphs), passwd for a real unprivileged user.
-PKGS=systemd,systemd-sysv,dbus,libsystemd0,libcurl4,libjson-c5,libconfig9,libssl3,zlib1g,passwd,procps,libasan8,libubsan1,libjs-dygraphs
+# minbase (apt, dpkg, coreutils …) with systemd as PID 1, as a Debian 12
+# machine has it; passwd for a real unprivileged user.
+PKGS=systemd,systemd-sysv,dbus,passwd
 
 cache=${RT_TEST_CACHE:-/var/cache/resource-tracker-tests}
 key=$(printf '%s\n' "bookworm minbase $PKGS" | sha256sum | cut -c1-12)

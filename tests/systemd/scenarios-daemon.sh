@@ -1,18 +1,19 @@
 # Part C of test_container.sh (sourced there): the real resource-trackerd
-# under the shipped unit, driven by resource-trackerctl as root and as an
-# unprivileged user, against the documented CLI (resource-trackerctl(1)).
-# Every check runs: the unit stays Type=notify on the socket unit's socket,
-# so a daemon without READY=1, STATUS=, journal records, socket activation
-# or the watchdog fails here.
+# of the package, enabled by the README's command, under the shipped unit,
+# driven by resource-trackerctl as root and as an unprivileged user, against
+# the documented CLI (resource-trackerctl(1)). Every check runs: the unit
+# stays Type=notify on the socket unit's socket, so a daemon without READY=1,
+# STATUS=, journal records, socket activation or the watchdog fails here.
 
+ct systemctl disable -q --now resource-trackerd.service resource-trackerd.socket
 ct rm -f /etc/systemd/system/resource-trackerd.service.d/10-standin.conf
-{
-  printf '[Service]\nEnvironment=ASAN_OPTIONS=detect_leaks=0\n'
-  printf 'Environment=RESOURCE_TRACKERD_TEST_STALL_FILE=/run/resource-tracker/stall\n'
-} | ct sh -c 'cat > /etc/systemd/system/resource-trackerd.service.d/10-test.conf'
+ct sh -c 'printf "[Service]\nEnvironment=RESOURCE_TRACKERD_TEST_STALL_FILE=/run/resource-tracker/stall\n" \
+  > /etc/systemd/system/resource-trackerd.service.d/10-test.conf'
 ct systemctl daemon-reload
 starts=$(records MESSAGE_ID="$MSG_STARTED")
-ct systemctl restart resource-trackerd || fail "the real daemon does not start"
+step "C: ${readme[2]}"
+ct ${readme[2]} >"$work/enable.log" 2>&1 || fail "${readme[2]}: $(cat "$work/enable.log")"
+[ "$(ct systemctl is-enabled resource-trackerd.service)" = enabled ] || fail "the service is not enabled"
 # (timeout: a daemon that does not take the socket unit's fd leaves a socket nobody accepts on)
 ctl() { ct timeout 120 resource-trackerctl "$@"; }
 alice() { ct timeout 120 runuser -u alice -- resource-trackerctl "$@"; }
@@ -23,6 +24,9 @@ ct_wait 30 ct sh -c 'systemctl show -p StatusText --value resource-trackerd | gr
   fail "StatusText: '$(show StatusText)'"
 ct_wait 30 ct sh -c "[ \$(journalctl -o export MESSAGE_ID=$MSG_STARTED | grep -ac '^MESSAGE=') -gt $starts ]" ||
   fail "no daemon-started record from the real daemon"
+# The package's binaries name their sources relative to the tree.
+code_file=$(field CODE_FILE MESSAGE_ID="$MSG_STARTED")
+[[ $code_file == daemon/* ]] || fail "CODE_FILE of the daemon-started record: '$code_file'"
 
 step "C: run, jobs, status as root and as a user"
 ctl run --quiet --job-name rootjob -- sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done' ||
@@ -71,13 +75,30 @@ watchdog_restart
 ct rm -f /etc/systemd/system/resource-trackerd.service.d/20-watchdog.conf
 ct systemctl daemon-reload
 
-step "C: reload keeps the running configuration on a bad file"
+step "C: a refused file fails the reload; the daemon keeps its configuration"
 ct cp "$conf" "$conf.orig"
 ct sh -c "echo 'limits: { max_connections = 0; };' > $conf"
-ct systemctl reload resource-trackerd || fail "reload with a bad file"
-[ "$(show ActiveState)" = active ] || fail "not active after a refused reload"
-ct_wait 30 log_has "limits.max_connections: 0 is out of range 1..65536" || fail "the refused file was not reported"
+refused_reload "$conf:1: limits.max_connections: 0 is out of range 1..65536"
 ctl jobs >/dev/null || fail "no answer after a refused reload"
 ct mv "$conf.orig" "$conf"
 ct systemctl reload resource-trackerd || fail "reload"
+
+step "C: a drop-in overrides the main file"
+dropins=$conf.d
+ct cp "$conf" "$conf.orig"
+ct sh -c "echo 'interval = \"2s\";' > $conf"
+ct mkdir -p "$dropins"
+ct sh -c "printf 'interval = \"500ms\";\\n' > $dropins/50-test.conf"
+ct systemctl restart resource-trackerd || fail "restart with a drop-in"
+ct_wait 30 ct sh -c "resource-trackerctl info --json | grep -q '\"interval_secs\":0.5,'" ||
+  fail "the drop-in's interval is not in effect: $(ctl info --json)"
+# … on reload too, and a bad drop-in fails the reload naming itself.
+ct sh -c "printf 'limits: { max_jobs_per_user = 3; };\\n' > $dropins/60-test.conf"
+ct systemctl reload resource-trackerd || fail "reload with a new drop-in"
+ct_wait 30 ct sh -c "journalctl -o export MESSAGE_ID=$MSG_RELOADED CONFIG_CHANGED=limits.max_jobs_per_user | grep -q ^MESSAGE=" ||
+  fail "the reload did not apply the new drop-in"
+ct sh -c "printf '# site\\nlimits: { max_jobs_per_user = 0; };\\n' > $dropins/70-test.conf"
+refused_reload "$dropins/70-test.conf:2: limits.max_jobs_per_user: 0 is out of range 1..100000"
+ct rm -rf "$dropins"
+ct mv "$conf.orig" "$conf"
 ct systemctl stop resource-trackerd.service resource-trackerd.socket
