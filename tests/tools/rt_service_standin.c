@@ -150,9 +150,9 @@ static void reload(void)
     if (rt_config_reload(config_path, NULL, &next, err, sizeof(err)) < 0) {
         rt_event_config_rejected(shown, err);
     } else {
-        /* The stand-in applies every key, the interval included. */
-        rt_event_config_reloaded(shown, rt_config_diff(&cfg, &next), 0);
-        cfg = next;
+        /* As the daemon: what waits for a restart is named, not applied. */
+        uint32_t changed = rt_config_diff(&cfg, &next);
+        rt_event_config_reloaded(shown, changed, rt_config_adopt(&cfg, &next));
         rt_log_set_level(cfg.log_level);
         read_token();
     }
