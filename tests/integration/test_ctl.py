@@ -136,13 +136,14 @@ class Ctl(DaemonTest):
         rc, out, err = run_ctl(self.d, "jobs")
         self.assertEqual((rc, err), (0, ""))
         head, *rows = out.splitlines()
-        self.assertEqual(head.split(), ["ID", "NAME", "STATE", "PID", "USER", "STARTED", "DURATION", "AVG",
-                                        "CPU", "PEAK", "CPU", "PEAK", "MEM"])
+        self.assertEqual(head.split(), ["ID", "NAME", "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG",
+                                        "CPU", "PEAK", "CPU", "PEAK", "MEM", "COMMAND"])
         self.assertEqual(len(rows), 2)
         when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
-        self.assertRegex(rows[0], r"^%-6d tab-two +failed +%d +root +%s +\d+\.\ds +\d+\.\d\d +\d+\.\d\d +\S+ \S+$"
+        # start knows no command: "-".
+        self.assertRegex(rows[0], r"^%-6d tab-two +failed +3 +%d +root +%s +\d+\.\ds +\d+\.\d\d +\d+\.\d\d +\S+ \S+  -$"
                          % (j2, p2.pid, when))
-        self.assertRegex(rows[1], r"^%-6d tab-one +running +%d +root +%s " % (j1, p1.pid, when))
+        self.assertRegex(rows[1], r"^%-6d tab-one +running +- +%d +root +%s " % (j1, p1.pid, when))
         running = run_ctl(self.d, "jobs", "--running", check=0)[1].splitlines()[1:]
         self.assertEqual([r.split()[:7] for r in running], [rows[1].split()[:7]])  # the duration grows
         # status JOB: the summary and its last sample.

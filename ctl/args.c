@@ -1,0 +1,291 @@
+/* getopt_long from option descriptions; the shared options; messages. */
+#include "args.h"
+
+#include "rt/util.h"
+
+#include <string.h>
+
+#define OPT_JSON (CTL_OPT_LONG + 0xff)
+
+static const struct ctl_opt opt_help = {"help", 'h', NULL, NULL, CTL_KIND_NONE};
+static const struct ctl_opt opt_json = {"json", OPT_JSON, NULL, NULL, CTL_KIND_NONE};
+static const struct ctl_opt opt_format = {"format", 'f', "FORMAT", NULL, CTL_KIND_FORMAT};
+
+void ctl_args_each(const struct ctl_spec *spec, void (*fn)(const struct ctl_opt *, void *), void *data)
+{
+    for (const struct ctl_opt *o = spec->opts; o && o->name; o++)
+        fn(o, data);
+    for (const struct ctl_opt *o = spec->more; o && o->name; o++)
+        fn(o, data);
+    if (spec->formats) {
+        fn(&opt_json, data);
+        fn(&opt_format, data);
+    }
+    fn(&opt_help, data);
+}
+
+struct find {
+    int val;
+    const struct ctl_opt *found;
+};
+
+static void find_one(const struct ctl_opt *o, void *data)
+{
+    struct find *f = data;
+    if (o->val == f->val && !f->found)
+        f->found = o;
+}
+
+const struct ctl_opt *ctl_args_find(const struct ctl_spec *spec, int val)
+{
+    struct find f = {val, NULL};
+    ctl_args_each(spec, find_one, &f);
+    return f.found;
+}
+
+static void add_opt(const struct ctl_opt *o, void *data)
+{
+    struct ctl_args *a = data;
+    size_t n = 0;
+    while (a->longopts[n].name)
+        n++;
+    if (n >= RT_ARRAY_SIZE(a->longopts) - 1)
+        return; /* CTL_MAX_OPTS is sized for the largest verb */
+    a->longopts[n] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL, o->val};
+    if (o->val < CTL_OPT_LONG) {
+        size_t len = strlen(a->shortopts);
+        a->shortopts[len++] = (char)o->val;
+        if (o->arg)
+            a->shortopts[len++] = ':';
+        a->shortopts[len] = '\0';
+    }
+}
+
+void ctl_args_init(struct ctl_args *a, struct ctl *ctl, const struct ctl_spec *spec)
+{
+    memset(a, 0, sizeof(*a));
+    a->ctl = ctl;
+    a->spec = spec;
+    /* '+': stop at the first argument; ':': report a missing value apart. */
+    strcpy(a->shortopts, spec->in_order ? "+:" : ":");
+    ctl_args_each(spec, add_opt, a);
+    optind = 0; /* a fresh scan: the global options were parsed before */
+    opterr = 0; /* our own messages */
+}
+
+static const char *format_name(unsigned bit)
+{
+    return bit == CTL_FMT_TEXT ? "text" : bit == CTL_FMT_JSON ? "json" : "csv";
+}
+
+const char *ctl_format_names(unsigned mask, char *buf, size_t size)
+{
+    size_t n = 0, count = 0, total = (size_t)__builtin_popcount(mask);
+    buf[0] = '\0';
+    for (unsigned bit = CTL_FMT_TEXT; bit <= CTL_FMT_CSV; bit <<= 1) {
+        if (!(mask & bit))
+            continue;
+        count++;
+        const char *sep = count == 1 ? "" : count == total ? " or " : ", ";
+        n += (size_t)snprintf(buf + n, n < size ? size - n : 0, "%s%s", sep, format_name(bit));
+    }
+    return buf;
+}
+
+unsigned ctl_format_parse(const char *name)
+{
+    if (strcmp(name, "text") == 0)
+        return CTL_FMT_TEXT;
+    if (strcmp(name, "json") == 0)
+        return CTL_FMT_JSON;
+    if (strcmp(name, "csv") == 0)
+        return CTL_FMT_CSV;
+    return 0;
+}
+
+const struct ctl_verb *ctl_verb_find(const char *name)
+{
+    for (const struct ctl_verb *v = ctl_verbs; v->name; v++)
+        if (strcmp(v->name, name) == 0)
+            return v;
+    return NULL;
+}
+
+/* The option for messages: its long name. */
+static void opt_text(const struct ctl_opt *o, char *buf, size_t size)
+{
+    snprintf(buf, size, "--%s", o->name);
+}
+
+static const char *rule_of(const struct ctl_args *a, const struct ctl_opt *o, char *buf, size_t size)
+{
+    if (o->kind == CTL_KIND_FORMAT && !o->rule) {
+        char names[64];
+        snprintf(buf, size, "%s prints %s", a->spec->verb, ctl_format_names(a->spec->formats, names, sizeof(names)));
+        return buf;
+    }
+    return o->rule;
+}
+
+static void hint(const struct ctl_args *a)
+{
+    fprintf(stderr, "Try 'resource-trackerctl %s%s--help'.\n", a->spec->verb ? a->spec->verb : "",
+            a->spec->verb ? " " : "");
+}
+
+static const char *prefix(const struct ctl_args *a, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s%s", a->spec->verb ? a->spec->verb : "", a->spec->verb ? ": " : "");
+    return buf;
+}
+
+int ctl_args_invalid(const struct ctl_args *a, int val, const char *value)
+{
+    const struct ctl_opt *o = ctl_args_find(a->spec, val);
+    char name[64], rule[160], shown[160], pre[64];
+    opt_text(o, name, sizeof(name));
+    ctl_fmt_cut(shown, sizeof(shown), value, 48);
+    const char *r = rule_of(a, o, rule, sizeof(rule));
+    CTL_ERR("%s%s '%s': %s", prefix(a, pre, sizeof(pre)), name, shown, r ? r : "not a valid value");
+    hint(a);
+    return RT_EXIT_USAGE;
+}
+
+/* Whether name is one of the global options (a user may put one after the verb). */
+static const struct ctl_opt *global_opt(const char *name, size_t len)
+{
+    for (const struct ctl_opt *o = ctl_global_spec.opts; o->name; o++)
+        if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
+            return o;
+    return NULL;
+}
+
+/* Print why getopt_long refused argv at optind (c is ':' or '?'). */
+static void refused(const struct ctl_args *a, int c, char **argv)
+{
+    char pre[64], name[64], rule[160];
+    prefix(a, pre, sizeof(pre));
+    const struct ctl_opt *o = optopt ? ctl_args_find(a->spec, optopt) : NULL;
+    if (c == ':' && o) {
+        opt_text(o, name, sizeof(name));
+        const char *r = rule_of(a, o, rule, sizeof(rule));
+        if (r)
+            CTL_ERR("%s%s needs a value: %s", pre, name, r);
+        else
+            CTL_ERR("%s%s needs a value (%s)", pre, name, o->arg);
+    } else if (o) {
+        /* "--help=x": a flag given a value (a short one never is) */
+        CTL_ERR("%s--%s takes no value", pre, o->name);
+    } else if (optopt) {
+        CTL_ERR("%sunknown option -%c", pre, optopt);
+    } else {
+        const char *arg = argv[optind - 1];
+        size_t len = strcspn(arg, "=");
+        /* getopt_long takes unique prefixes of long names: name the candidates. */
+        char cands[256] = "";
+        int n = 0;
+        const struct ctl_opt *g;
+        for (const struct option *l = a->longopts; l->name; l++) {
+            if (len > 2 && strncmp(l->name, arg + 2, len - 2) == 0) {
+                size_t k = strlen(cands);
+                snprintf(cands + k, sizeof(cands) - k, "%s--%s", n ? ", " : "", l->name);
+                n++;
+            }
+        }
+        if (n > 1)
+            CTL_ERR("%s%.*s is ambiguous: %s", pre, (int)len, arg, cands);
+        else if (a->spec != &ctl_global_spec && (g = global_opt(arg + 2, len - 2)))
+            CTL_ERR("%s--%s goes before the command: resource-trackerctl --%s%s%s %s ...", pre, g->name, g->name,
+                    g->arg ? " " : "", g->arg ? g->arg : "", a->spec->verb);
+        else
+            CTL_ERR("%sunknown option %.*s", pre, (int)len, arg);
+    }
+    hint(a);
+}
+
+/* The options are over: settle the output format. */
+static int settle(struct ctl_args *a)
+{
+    struct ctl *ctl = a->ctl;
+    unsigned mask = a->spec->formats;
+    if (a->spec->operand == CTL_KIND_VERB)
+        return CTL_ARGS_END; /* the global options: the verb settles it */
+    if (ctl->format && !(ctl->format & mask)) {
+        char pre[64], names[64];
+        prefix(a, pre, sizeof(pre));
+        if (!mask)
+            CTL_ERR("%s%s takes no --json or --format", pre, a->spec->verb);
+        else
+            CTL_ERR("%s--format %s: %s prints %s", pre, format_name(ctl->format), a->spec->verb,
+                    ctl_format_names(mask, names, sizeof(names)));
+        hint(a);
+        a->rc = RT_EXIT_USAGE;
+        return CTL_ARGS_STOP;
+    }
+    if (!ctl->format)
+        ctl->format = mask & -mask; /* the first: the default */
+    ctl->json = ctl->format == CTL_FMT_JSON;
+    return CTL_ARGS_END;
+}
+
+int ctl_args_next(struct ctl_args *a, int argc, char **argv)
+{
+    for (;;) {
+        int c = getopt_long(argc, argv, a->shortopts, a->longopts, NULL);
+        switch (c) {
+        case -1:
+            return settle(a);
+        case 'h':
+            if (!a->spec->usage)
+                return c;
+            fputs(a->spec->usage, stdout);
+            a->rc = RT_EXIT_OK;
+            return CTL_ARGS_STOP;
+        case ':':
+        case '?':
+            refused(a, c, argv);
+            a->rc = RT_EXIT_USAGE;
+            return CTL_ARGS_STOP;
+        case OPT_JSON:
+            a->ctl->format = CTL_FMT_JSON;
+            break;
+        case 'f':
+            if (!a->spec->formats)
+                return c;
+            a->ctl->format = ctl_format_parse(optarg);
+            if (!a->ctl->format || !(a->ctl->format & a->spec->formats)) {
+                a->rc = ctl_args_invalid(a, 'f', optarg);
+                return CTL_ARGS_STOP;
+            }
+            break;
+        default:
+            return c;
+        }
+    }
+}
+
+int ctl_args_operands(struct ctl_args *a, int argc, char **argv, const char **out, int min, int max)
+{
+    char pre[64], shown[160];
+    prefix(a, pre, sizeof(pre));
+    int n = argc - optind;
+    if (n > max) { /* out holds max */
+        ctl_fmt_cut(shown, sizeof(shown), argv[optind + max], 48);
+        CTL_ERR("%sunexpected argument '%s'", pre, shown);
+        hint(a);
+        return RT_EXIT_USAGE;
+    }
+    if (n < min) {
+        if (a->spec->operand == CTL_KIND_JOB || a->spec->operand == CTL_KIND_RUNNING)
+            CTL_ERR("%sneeds a JOB: %s", pre, CTL_RULE_JOB);
+        else if (a->spec->operand == CTL_KIND_COMMAND)
+            CTL_ERR("%sneeds a COMMAND to run", pre);
+        else
+            CTL_ERR("%sneeds an argument", pre);
+        hint(a);
+        return RT_EXIT_USAGE;
+    }
+    for (int i = 0; out && i < max; i++)
+        out[i] = i < n ? argv[optind + i] : NULL;
+    return 0;
+}
