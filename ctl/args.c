@@ -3,6 +3,7 @@
 
 #include "rt/util.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 #define OPT_JSON (CTL_OPT_LONG + 0xff)
@@ -137,6 +138,18 @@ static const char *prefix(const struct ctl_args *a, char *buf, size_t size)
 {
     snprintf(buf, size, "%s%s", a->spec->verb ? a->spec->verb : "", a->spec->verb ? ": " : "");
     return buf;
+}
+
+int ctl_args_error(const struct ctl_args *a, const char *fmt, ...)
+{
+    char pre[64], msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    CTL_ERR("%s%s", prefix(a, pre, sizeof(pre)), msg);
+    hint(a);
+    return RT_EXIT_USAGE;
 }
 
 int ctl_args_invalid(const struct ctl_args *a, int val, const char *value)

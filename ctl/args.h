@@ -30,7 +30,6 @@
 
 /* Rules, said in messages and --help (one wording everywhere). */
 #define CTL_RULE_NAME "a name is 1-128 characters of A-Z a-z 0-9 . _ - @ + : and not all digits"
-#define CTL_RULE_NAME_SHORT "1-128 of A-Z a-z 0-9 . _ - @ + :, not all digits"
 #define CTL_RULE_PID "a process ID is a whole number above 0"
 #define CTL_RULE_INTERVAL "an interval is a number of seconds above 0, at most 3600"
 #define CTL_RULE_JOB "a JOB is a job's id or its name"
@@ -68,8 +67,17 @@ struct ctl_spec {
     enum ctl_kind operand;      /* what its arguments are */
 };
 
-/* run's and start's metadata options (metadata.c; ctl_meta_option takes them). */
+/* run's and start's metadata options (metadata.c; ctl_meta_option takes
+ * them), and their lines in --help. */
 extern const struct ctl_opt ctl_meta_opts[];
+#define CTL_META_USAGE                                                                   \
+    "  -n, --job-name NAME     the job's name ($TRACKER_JOB_NAME): 1-128 characters\n"    \
+    "                          of A-Z a-z 0-9 . _ - @ + :, not all digits\n"               \
+    "  -i, --interval SECS     the job's sampling interval (0 < SECS <= 3600)\n"           \
+    "  --project-name, --stage-name, --task-name, --team, --env, --language,\n"            \
+    "  --orchestrator, --executor, --external-run-id, --container-image VALUE\n"           \
+    "                          metadata ($TRACKER_PROJECT_NAME, ... likewise)\n"           \
+    "  --tag KEY=VALUE         a free-form tag, repeatable\n"
 
 /* The verbs (main.c's table, ending in a NULL name). */
 struct ctl_verb {
@@ -110,6 +118,9 @@ int ctl_args_next(struct ctl_args *a, int argc, char **argv);
  * 0, or RT_EXIT_USAGE after a message when there are fewer than min or more
  * than max. */
 int ctl_args_operands(struct ctl_args *a, int argc, char **argv, const char **out, int min, int max);
+/* "VERB: MESSAGE" and where to find help, for a command line the verb
+ * refuses; returns RT_EXIT_USAGE. */
+int ctl_args_error(const struct ctl_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "--pid 'x': a process ID is …" for a value the verb refused; returns RT_EXIT_USAGE. */
 int ctl_args_invalid(const struct ctl_args *a, int val, const char *value);
 /* The option with this val among the verb's and the shared ones, or NULL. */

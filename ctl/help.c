@@ -52,7 +52,8 @@ void ctl_usage(FILE *f)
 
 static const char help_usage[] =
     "Usage: resource-trackerctl help [COMMAND]\n"
-    "The overview of the commands and global options, or COMMAND's options.\n";
+    "The overview of the commands and global options, or COMMAND's options.\n\n"
+    "  -h, --help              this help\n";
 
 const struct ctl_spec ctl_help_spec = {.verb = "help", .usage = help_usage, .operand = CTL_KIND_VERB};
 
@@ -82,7 +83,8 @@ int ctl_help(struct ctl *ctl, int argc, char **argv)
 
 static const char version_usage[] =
     "Usage: resource-trackerctl version\n"
-    "Show the client's version ('info' shows the daemon's).\n";
+    "Show the client's version ('info' shows the daemon's).\n\n"
+    "  -h, --help              this help\n";
 
 const struct ctl_spec ctl_version_spec = {.verb = "version", .usage = version_usage};
 

@@ -4,7 +4,7 @@
 static const char usage[] =
     "Usage: resource-trackerctl info [--json]\n"
     "Show the daemon this client talks to, and whether you are an administrator.\n\n"
-    "  --json, -f FORMAT       text or json\n"
+    "  -f, --format FORMAT     text or json; --json is --format json\n"
     "  -h, --help              this help\n";
 
 const struct ctl_spec ctl_info_spec = {

@@ -15,12 +15,14 @@ static const char usage[] =
     "List the jobs you may see, newest first.\n\n"
     "  -r, --running           running jobs only\n"
     "  -n, --name NAME         jobs of that name\n"
-    "  -u, --user USER         jobs of USER, a name or a uid (yours; an administrator's: anyone's)\n"
+    "  -u, --user USER         jobs of USER, a name or a uid (yours; an\n"
+    "                          administrator: anyone's)\n"
     "  -s, --since TIME        jobs started since TIME: a date/time (2026-01-31,\n"
-    "                          \"2026-01-31 14:00\", 14:00, today, yesterday, @UNIX-SECONDS)\n"
-    "                          or a duration ago (90s, 30m, 2h, 3d, 1w, 1h30m)\n"
+    "                          \"2026-01-31 14:00\", 14:00, today, yesterday,\n"
+    "                          @UNIX-SECONDS) or a duration ago (90s, 30m, 2h, 3d,\n"
+    "                          1w, 1h30m)\n"
     "  -l, --limit N           the newest N only\n"
-    "  --json, -f FORMAT       text (a table), json or csv\n"
+    "  -f, --format FORMAT     text (a table), json or csv; --json is --format json\n"
     "  -h, --help              this help\n\n"
     "In a terminal (or with $COLUMNS) the COMMAND column is cut to the width.\n";
 

@@ -11,8 +11,8 @@ enum { FOLLOW = 'F', OFFSET = CTL_OPT_LONG };
 
 static const char usage[] =
     "Usage: resource-trackerctl samples [OPTIONS] JOB\n"
-    "Print JOB's samples on stdout as JSON Lines or CSV (with its header, also from an\n"
-    "offset).\n\n"
+    "Print JOB's samples on stdout as JSON Lines or CSV (with its header, also from\n"
+    "an offset).\n\n"
     "  -f, --format json|csv   sample format (default json); --json is --format json\n"
     "  -F, --follow            wait for new samples until the job ends\n"
     "  --offset N              skip the first N samples\n"

@@ -6,7 +6,7 @@
 static const char usage[] =
     "Usage: resource-trackerctl status [--json] [JOB]\n"
     "Live host figures, or JOB's summary, metadata, tags and latest sample.\n\n"
-    "  --json, -f FORMAT       text or json\n"
+    "  -f, --format FORMAT     text or json; --json is --format json\n"
     "  -h, --help              this help\n";
 
 const struct ctl_spec ctl_status_spec = {

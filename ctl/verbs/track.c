@@ -8,11 +8,9 @@ static const char start_usage[] =
     "Usage: resource-trackerctl start [OPTIONS] --pid PID\n"
     "Track the process tree of an existing process you own as a job; print its id.\n\n"
     "  -p, --pid PID           the tree's root process\n"
-    "  --name NAME             the job's name (as -n, --job-name)\n"
-    "  --json, -f FORMAT       print the job as text (its id) or json\n"
-    "  -h, --help              this help\n"
-    "and run's metadata options: -n/--job-name, -i/--interval, --tag, --project-name, ...\n"
-    "(resource-trackerctl run --help), also from the TRACKER_* variables.\n";
+    "  --name NAME             the job's name, as --job-name\n" CTL_META_USAGE
+    "  -f, --format FORMAT     text (the job's id) or json; --json is --format json\n"
+    "  -h, --help              this help\n";
 
 static const struct ctl_opt start_opts[] = {
     {"pid", 'p', "PID", CTL_RULE_PID, CTL_KIND_PID},
@@ -57,7 +55,7 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
     if (ctl_args_operands(&a, argc, argv, NULL, 0, 0))
         goto out;
     if (!pid) {
-        CTL_ERR("start: needs --pid PID: the process whose tree to track");
+        ctl_args_error(&a, "needs --pid PID: the process whose tree to track");
         goto out;
     }
     ctl_meta_from_env(&meta);
@@ -112,7 +110,7 @@ static void print_summary_line(struct json_object *job)
 static const char stop_usage[] =
     "Usage: resource-trackerctl stop [--json] JOB\n"
     "Stop tracking JOB (an id or a name); its processes keep running.\n\n"
-    "  --json, -f FORMAT       print the job as text (a summary line) or json\n"
+    "  -f, --format FORMAT     text (a summary line) or json; --json is --format json\n"
     "  -h, --help              this help\n";
 
 const struct ctl_spec ctl_stop_spec = {
