@@ -24,14 +24,13 @@
 
 struct comp {
     struct ctl *ctl;
-    const char *cur;    /* the word being completed */
-    const char *prefix; /* printed before each candidate ("--format=") */
+    const char *cur; /* the word being completed: after '=' in "--opt=", which bash completes apart */
 };
 
 static void offer(const struct comp *c, const char *word)
 {
     if (strncmp(word, c->cur, strlen(c->cur)) == 0)
-        printf("%s%s\n", c->prefix, word);
+        printf("%s\n", word);
 }
 
 static void offer_opt(const struct ctl_opt *o, void *data)
@@ -154,7 +153,7 @@ int ctl_complete(struct ctl *ctl, int argc, char **argv)
         return RT_EXIT_OK;
     }
     char **words = argv + 2;
-    struct comp c = {.ctl = ctl, .cur = cword < (uint64_t)argc - 2 ? words[cword] : "", .prefix = ""};
+    struct comp c = {.ctl = ctl, .cur = cword < (uint64_t)argc - 2 ? words[cword] : ""};
     const struct ctl_spec *spec = &ctl_global_spec;
     const struct ctl_verb *verb = NULL;
     bool options = true;
@@ -216,9 +215,6 @@ int ctl_complete(struct ctl *ctl, int argc, char **argv)
     if (options && c.cur[0] == '-' && c.cur[1] == '-' && strchr(c.cur, '=')) {
         const struct ctl_opt *o = long_opt(spec, c.cur);
         if (o && o->arg) {
-            char prefix[64];
-            snprintf(prefix, sizeof(prefix), "%.*s=", (int)strcspn(c.cur, "="), c.cur);
-            c.prefix = prefix;
             c.cur = strchr(c.cur, '=') + 1;
             offer_kind(&c, o->kind, spec);
             return RT_EXIT_OK;
