@@ -112,12 +112,6 @@ const struct ctl_verb *ctl_verb_find(const char *name)
     return NULL;
 }
 
-/* The option for messages: its long name. */
-static void opt_text(const struct ctl_opt *o, char *buf, size_t size)
-{
-    snprintf(buf, size, "--%s", o->name);
-}
-
 static const char *rule_of(const struct ctl_args *a, const struct ctl_opt *o, char *buf, size_t size)
 {
     if (o->kind == CTL_KIND_FORMAT && !o->rule) {
@@ -128,40 +122,33 @@ static const char *rule_of(const struct ctl_args *a, const struct ctl_opt *o, ch
     return o->rule;
 }
 
-static void hint(const struct ctl_args *a)
+/* "VERB: MESSAGE" and where help is; every refusal of a command line. */
+static int verror(const struct ctl_args *a, const char *fmt, va_list ap)
 {
-    fprintf(stderr, "Try 'resource-trackerctl %s%s--help'.\n", a->spec->verb ? a->spec->verb : "",
-            a->spec->verb ? " " : "");
-}
-
-static const char *prefix(const struct ctl_args *a, char *buf, size_t size)
-{
-    snprintf(buf, size, "%s%s", a->spec->verb ? a->spec->verb : "", a->spec->verb ? ": " : "");
-    return buf;
+    const char *verb = a->spec->verb;
+    char msg[1024];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    CTL_ERR("%s%s%s", verb ? verb : "", verb ? ": " : "", msg);
+    fprintf(stderr, "Try 'resource-trackerctl %s%s--help'.\n", verb ? verb : "", verb ? " " : "");
+    return RT_EXIT_USAGE;
 }
 
 int ctl_args_error(const struct ctl_args *a, const char *fmt, ...)
 {
-    char pre[64], msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    int rc = verror(a, fmt, ap);
     va_end(ap);
-    CTL_ERR("%s%s", prefix(a, pre, sizeof(pre)), msg);
-    hint(a);
-    return RT_EXIT_USAGE;
+    return rc;
 }
 
 int ctl_args_invalid(const struct ctl_args *a, int val, const char *value)
 {
     const struct ctl_opt *o = ctl_args_find(a->spec, val);
-    char name[64], rule[160], shown[160], pre[64];
-    opt_text(o, name, sizeof(name));
+    char rule[160], shown[160];
     ctl_fmt_cut(shown, sizeof(shown), value, 48);
-    const char *r = rule_of(a, o, rule, sizeof(rule));
-    CTL_ERR("%s%s '%s': %s", prefix(a, pre, sizeof(pre)), name, shown, r ? r : "not a valid value");
-    hint(a);
-    return RT_EXIT_USAGE;
+    const char *r = o ? rule_of(a, o, rule, sizeof(rule)) : NULL;
+    return ctl_args_error(a, "--%s '%s': %s", o ? o->name : "?", shown, r ? r : "not a valid value");
 }
 
 /* Whether name is one of the global options (a user may put one after the verb). */
@@ -176,44 +163,38 @@ static const struct ctl_opt *global_opt(const char *name, size_t len)
 /* Print why getopt_long refused argv at optind (c is ':' or '?'). */
 static void refused(const struct ctl_args *a, int c, char **argv)
 {
-    char pre[64], name[64], rule[160];
-    prefix(a, pre, sizeof(pre));
+    char rule[160];
     const struct ctl_opt *o = optopt ? ctl_args_find(a->spec, optopt) : NULL;
-    if (c == ':' && o) {
-        opt_text(o, name, sizeof(name));
-        const char *r = rule_of(a, o, rule, sizeof(rule));
-        if (r)
-            CTL_ERR("%s%s needs a value: %s", pre, name, r);
-        else
-            CTL_ERR("%s%s needs a value (%s)", pre, name, o->arg);
-    } else if (o) {
-        /* "--help=x": a flag given a value (a short one never is) */
-        CTL_ERR("%s--%s takes no value", pre, o->name);
-    } else if (optopt) {
-        CTL_ERR("%sunknown option -%c", pre, optopt);
-    } else {
+    const char *r = o ? rule_of(a, o, rule, sizeof(rule)) : NULL;
+    if (c == ':' && o && r)
+        ctl_args_error(a, "--%s needs a value: %s", o->name, r);
+    else if (c == ':' && o)
+        ctl_args_error(a, "--%s needs a value (%s)", o->name, o->arg);
+    else if (o) /* "--help=x": a flag given a value (a short one never is) */
+        ctl_args_error(a, "--%s takes no value", o->name);
+    else if (optopt)
+        ctl_args_error(a, "unknown option -%c", optopt);
+    else {
         const char *arg = argv[optind - 1];
-        size_t len = strcspn(arg, "=");
+        int len = (int)strcspn(arg, "=");
         /* getopt_long takes unique prefixes of long names: name the candidates. */
         char cands[256] = "";
         int n = 0;
-        const struct ctl_opt *g;
         for (const struct option *l = a->longopts; l->name; l++) {
-            if (len > 2 && strncmp(l->name, arg + 2, len - 2) == 0) {
+            if (len > 2 && strncmp(l->name, arg + 2, (size_t)len - 2) == 0) {
                 size_t k = strlen(cands);
-                snprintf(cands + k, sizeof(cands) - k, "%s--%s", n ? ", " : "", l->name);
-                n++;
+                snprintf(cands + k, sizeof(cands) - k, "%s--%s", n++ ? ", " : "", l->name);
             }
         }
+        const struct ctl_opt *g = a->spec != &ctl_global_spec ? global_opt(arg + 2, (size_t)len - 2) : NULL;
         if (n > 1)
-            CTL_ERR("%s%.*s is ambiguous: %s", pre, (int)len, arg, cands);
-        else if (a->spec != &ctl_global_spec && (g = global_opt(arg + 2, len - 2)))
-            CTL_ERR("%s--%s goes before the command: resource-trackerctl --%s%s%s %s ...", pre, g->name, g->name,
-                    g->arg ? " " : "", g->arg ? g->arg : "", a->spec->verb);
+            ctl_args_error(a, "%.*s is ambiguous: %s", len, arg, cands);
+        else if (g)
+            ctl_args_error(a, "--%s goes before the command: resource-trackerctl --%s%s%s %s ...", g->name,
+                           g->name, g->arg ? " " : "", g->arg ? g->arg : "", a->spec->verb);
         else
-            CTL_ERR("%sunknown option %.*s", pre, (int)len, arg);
+            ctl_args_error(a, "unknown option %.*s", len, arg);
     }
-    hint(a);
 }
 
 /* The options are over: settle the output format. */
@@ -221,18 +202,15 @@ static int settle(struct ctl_args *a)
 {
     struct ctl *ctl = a->ctl;
     unsigned mask = a->spec->formats;
-    if (a->spec->operand == CTL_KIND_VERB)
-        return CTL_ARGS_END; /* the global options: the verb settles it */
+    if (a->spec == &ctl_global_spec)
+        return CTL_ARGS_END; /* the verb settles it */
     if (ctl->format && !(ctl->format & mask)) {
-        char pre[64], names[64];
-        prefix(a, pre, sizeof(pre));
+        char names[64];
         if (!mask)
-            CTL_ERR("%s%s takes no --json or --format", pre, a->spec->verb);
+            a->rc = ctl_args_error(a, "%s takes no --json or --format", a->spec->verb);
         else
-            CTL_ERR("%s--format %s: %s prints %s", pre, format_name(ctl->format), a->spec->verb,
-                    ctl_format_names(mask, names, sizeof(names)));
-        hint(a);
-        a->rc = RT_EXIT_USAGE;
+            a->rc = ctl_args_error(a, "--format %s: %s prints %s", format_name(ctl->format), a->spec->verb,
+                                   ctl_format_names(mask, names, sizeof(names)));
         return CTL_ARGS_STOP;
     }
     if (!ctl->format)
@@ -279,24 +257,17 @@ int ctl_args_next(struct ctl_args *a, int argc, char **argv)
 
 int ctl_args_operands(struct ctl_args *a, int argc, char **argv, const char **out, int min, int max)
 {
-    char pre[64], shown[160];
-    prefix(a, pre, sizeof(pre));
+    char shown[160];
     int n = argc - optind;
     if (n > max) { /* out holds max */
         ctl_fmt_cut(shown, sizeof(shown), argv[optind + max], 48);
-        CTL_ERR("%sunexpected argument '%s'", pre, shown);
-        hint(a);
-        return RT_EXIT_USAGE;
+        return ctl_args_error(a, "unexpected argument '%s'", shown);
     }
     if (n < min) {
-        if (a->spec->operand == CTL_KIND_JOB || a->spec->operand == CTL_KIND_RUNNING)
-            CTL_ERR("%sneeds a JOB: %s", pre, CTL_RULE_JOB);
-        else if (a->spec->operand == CTL_KIND_COMMAND)
-            CTL_ERR("%sneeds a COMMAND to run", pre);
-        else
-            CTL_ERR("%sneeds an argument", pre);
-        hint(a);
-        return RT_EXIT_USAGE;
+        enum ctl_kind k = a->spec->operand;
+        if (k == CTL_KIND_JOB || k == CTL_KIND_RUNNING)
+            return ctl_args_error(a, "needs a JOB: %s", CTL_RULE_JOB);
+        return ctl_args_error(a, "%s", k == CTL_KIND_COMMAND ? "needs a COMMAND to run" : "needs an argument");
     }
     for (int i = 0; out && i < max; i++)
         out[i] = i < n ? argv[optind + i] : NULL;

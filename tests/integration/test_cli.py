@@ -104,13 +104,14 @@ class Messages(unittest.TestCase):
         self.refused(["run", "--format", "xml", "--", "true"], "run: --format 'xml': run prints json or csv", "run")
         self.refused(["stop", "-f", "csv", "x"], "stop: --format 'csv': stop prints text or json", "stop")
         self.refused(["--json", "version"], "version: version takes no --json or --format", "version")
+        self.refused(["--json", "help"], "help: help takes no --json or --format", "help")
         self.refused(["run", "--format"], "run: --format needs a value: run prints json or csv", "run")
 
     def test_help_and_version(self):
         rc, overview, err = self.ctl("--help")
         self.assertEqual((rc, err), (0, ""))
         self.assertTrue(overview.startswith("Usage: resource-trackerctl [GLOBAL OPTIONS] COMMAND"), overview)
-        for args in (["-h"], ["help"], ["--json", "help"]):
+        for args in (["-h"], ["help"]):
             self.assertEqual(self.ctl(*args), (0, overview, ""), args)
         listed = re.findall(r"^  ([a-z_]+)", overview.split("Commands:\n")[1].split("\n\n")[0], re.M)
         self.assertEqual(listed, VERBS)
