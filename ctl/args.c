@@ -273,3 +273,14 @@ int ctl_args_operands(struct ctl_args *a, int argc, char **argv, const char **ou
         out[i] = i < n ? argv[optind + i] : NULL;
     return 0;
 }
+
+int ctl_args_simple(struct ctl *ctl, const struct ctl_spec *spec, int argc, char **argv, const char **out, int min,
+                    int max)
+{
+    struct ctl_args a;
+    ctl_args_init(&a, ctl, spec);
+    for (int o; (o = ctl_args_next(&a, argc, argv)) != CTL_ARGS_END;)
+        if (o == CTL_ARGS_STOP)
+            return a.rc ? a.rc : -1;
+    return ctl_args_operands(&a, argc, argv, out, min, max);
+}

@@ -118,6 +118,10 @@ int ctl_args_next(struct ctl_args *a, int argc, char **argv);
  * 0, or RT_EXIT_USAGE after a message when there are fewer than min or more
  * than max. */
 int ctl_args_operands(struct ctl_args *a, int argc, char **argv, const char **out, int min, int max);
+/* The whole command line of a verb with no options of its own: 0 with its
+ * arguments in out[0..max), -1 after --help (exit 0), or RT_EXIT_USAGE. */
+int ctl_args_simple(struct ctl *ctl, const struct ctl_spec *spec, int argc, char **argv, const char **out, int min,
+                    int max);
 /* "VERB: MESSAGE" and where to find help, for a command line the verb
  * refuses; returns RT_EXIT_USAGE. */
 int ctl_args_error(const struct ctl_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -60,14 +60,9 @@ const struct ctl_spec ctl_help_spec = {.verb = "help", .usage = help_usage, .ope
 int ctl_help(struct ctl *ctl, int argc, char **argv)
 {
     const char *name;
-    struct ctl_args a;
-    ctl_args_init(&a, ctl, &ctl_help_spec);
-    for (int o; (o = ctl_args_next(&a, argc, argv)) != CTL_ARGS_END;)
-        if (o == CTL_ARGS_STOP)
-            return a.rc;
-    int rc = ctl_args_operands(&a, argc, argv, &name, 0, 1);
+    int rc = ctl_args_simple(ctl, &ctl_help_spec, argc, argv, &name, 0, 1);
     if (rc)
-        return rc;
+        return rc < 0 ? 0 : rc;
     if (!name) {
         ctl_usage(stdout);
         return RT_EXIT_OK;
@@ -90,13 +85,8 @@ const struct ctl_spec ctl_version_spec = {.verb = "version", .usage = version_us
 
 int ctl_version(struct ctl *ctl, int argc, char **argv)
 {
-    struct ctl_args a;
-    ctl_args_init(&a, ctl, &ctl_version_spec);
-    for (int o; (o = ctl_args_next(&a, argc, argv)) != CTL_ARGS_END;)
-        if (o == CTL_ARGS_STOP)
-            return a.rc;
-    int rc = ctl_args_operands(&a, argc, argv, NULL, 0, 0);
+    int rc = ctl_args_simple(ctl, &ctl_version_spec, argc, argv, NULL, 0, 0);
     if (!rc)
         printf("resource-trackerctl %s\n", RT_VERSION);
-    return rc;
+    return rc < 0 ? 0 : rc;
 }

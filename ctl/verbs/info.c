@@ -15,14 +15,9 @@ const struct ctl_spec ctl_info_spec = {
 
 int ctl_info(struct ctl *ctl, int argc, char **argv)
 {
-    struct ctl_args a;
-    ctl_args_init(&a, ctl, &ctl_info_spec);
-    for (int o; (o = ctl_args_next(&a, argc, argv)) != CTL_ARGS_END;)
-        if (o == CTL_ARGS_STOP)
-            return a.rc;
-    int rc = ctl_args_operands(&a, argc, argv, NULL, 0, 0);
+    int rc = ctl_args_simple(ctl, &ctl_info_spec, argc, argv, NULL, 0, 0);
     if (rc)
-        return rc;
+        return rc < 0 ? 0 : rc;
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
     rc = ctl_simple_call(ctl, M("Info"), NULL, &c, &reply, &rp);

@@ -182,14 +182,9 @@ static void print_job(struct json_object *j, struct json_object *last)
 int ctl_status(struct ctl *ctl, int argc, char **argv)
 {
     const char *ref;
-    struct ctl_args a;
-    ctl_args_init(&a, ctl, &ctl_status_spec);
-    for (int o; (o = ctl_args_next(&a, argc, argv)) != CTL_ARGS_END;)
-        if (o == CTL_ARGS_STOP)
-            return a.rc;
-    int rc = ctl_args_operands(&a, argc, argv, &ref, 0, 1);
+    int rc = ctl_args_simple(ctl, &ctl_status_spec, argc, argv, &ref, 0, 1);
     if (rc)
-        return rc;
+        return rc < 0 ? 0 : rc;
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
     if (!ref) {

@@ -123,14 +123,9 @@ const struct ctl_spec ctl_stop_spec = {
 int ctl_stop(struct ctl *ctl, int argc, char **argv)
 {
     const char *job;
-    struct ctl_args a;
-    ctl_args_init(&a, ctl, &ctl_stop_spec);
-    for (int o; (o = ctl_args_next(&a, argc, argv)) != CTL_ARGS_END;)
-        if (o == CTL_ARGS_STOP)
-            return a.rc;
-    int rc = ctl_args_operands(&a, argc, argv, &job, 1, 1);
+    int rc = ctl_args_simple(ctl, &ctl_stop_spec, argc, argv, &job, 1, 1);
     if (rc)
-        return rc;
+        return rc < 0 ? 0 : rc;
     struct json_object *p = json_object_new_object();
     ctl_job_ref(p, job);
     struct rt_vl_client c = {.fd = -1};
