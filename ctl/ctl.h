@@ -81,7 +81,7 @@ int ctl_parse_bool(const char *s, bool *out);
 /* verbs, and their command lines (args.h) */
 struct ctl_spec;
 extern const struct ctl_spec ctl_run_spec, ctl_start_spec, ctl_stop_spec, ctl_jobs_spec, ctl_status_spec,
-    ctl_samples_spec, ctl_info_spec, ctl_help_spec, ctl_version_spec, ctl_complete_spec;
+    ctl_samples_spec, ctl_info_spec, ctl_help_spec, ctl_version_spec;
 int ctl_run(struct ctl *ctl, int argc, char **argv);
 int ctl_start(struct ctl *ctl, int argc, char **argv);
 int ctl_stop(struct ctl *ctl, int argc, char **argv);

@@ -66,11 +66,19 @@ void ctl_print_json(FILE *f, struct json_object *o)
 
 const char *ctl_fmt_user(int64_t uid, char *buf, size_t size)
 {
-    struct passwd *pw = getpwuid((uid_t)uid);
-    if (pw)
-        snprintf(buf, size, "%s", pw->pw_name);
-    else
-        snprintf(buf, size, "%lld", (long long)uid);
+    /* A table asks for the same few users row after row: each getpwuid
+     * reads the user database again. */
+    static int64_t last_uid = -1;
+    static char last[256];
+    if (uid != last_uid) {
+        struct passwd *pw = getpwuid((uid_t)uid);
+        if (pw)
+            snprintf(last, sizeof(last), "%s", pw->pw_name);
+        else
+            snprintf(last, sizeof(last), "%lld", (long long)uid);
+        last_uid = uid;
+    }
+    snprintf(buf, size, "%s", last);
     return buf;
 }
 

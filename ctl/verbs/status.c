@@ -93,10 +93,10 @@ static const char *clean(const char *s, char *buf, size_t size)
 
 static void print_metadata(struct json_object *md)
 {
-    static const char *const keys[] = {"project_name", "stage_name",   "task_name", "team",
-                                       "env",          "language",     "orchestrator", "executor",
+    static const char *const keys[] = {"project_name", "stage_name", "task_name",       "team",
+                                       "env",          "language",   "orchestrator",    "executor",
                                        "external_run_id", "container_image"};
-    char buf[8192];
+    char buf[8192]; /* a value is at most 4096 bytes */
     struct json_object *cmd = rt_json_get_array(md, "command");
     if (cmd) {
         printf("Command ");
