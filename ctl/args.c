@@ -12,6 +12,21 @@ static const struct ctl_opt opt_help = {"help", 'h', NULL, NULL, CTL_KIND_NONE};
 static const struct ctl_opt opt_json = {"json", OPT_JSON, NULL, NULL, CTL_KIND_NONE};
 static const struct ctl_opt opt_format = {"format", 'f', "FORMAT", NULL, CTL_KIND_FORMAT};
 
+static const struct ctl_opt global_opts[] = {
+    {"socket", CTL_GLOBAL_SOCKET, "PATH", NULL, CTL_KIND_FILE},
+    {"json", CTL_GLOBAL_JSON, NULL, NULL, CTL_KIND_NONE},
+    {"format", 'f', "FORMAT", "a format is text, json or csv", CTL_KIND_FORMAT},
+    {"version", 'V', NULL, NULL, CTL_KIND_NONE},
+    {NULL, 0, NULL, NULL, CTL_KIND_NONE},
+};
+
+/* The options before the verb; main() and completion read them. */
+const struct ctl_spec ctl_global_spec = {
+    .opts = global_opts,
+    .in_order = true,
+    .operand = CTL_KIND_VERB,
+};
+
 void ctl_args_each(const struct ctl_spec *spec, void (*fn)(const struct ctl_opt *, void *), void *data)
 {
     for (const struct ctl_opt *o = spec->opts; o && o->name; o++)
@@ -104,14 +119,6 @@ unsigned ctl_format_parse(const char *name)
     return 0;
 }
 
-const struct ctl_verb *ctl_verb_find(const char *name)
-{
-    for (const struct ctl_verb *v = ctl_verbs; v->name; v++)
-        if (strcmp(v->name, name) == 0)
-            return v;
-    return NULL;
-}
-
 static const char *rule_of(const struct ctl_args *a, const struct ctl_opt *o, char *buf, size_t size)
 {
     if (o->kind == CTL_KIND_FORMAT && !o->rule) {
@@ -189,6 +196,8 @@ static void refused(const struct ctl_args *a, int c, char **argv)
         const struct ctl_opt *g = a->spec != &ctl_global_spec ? global_opt(arg + 2, (size_t)len - 2) : NULL;
         if (n > 1)
             ctl_args_error(a, "%.*s is ambiguous: %s", len, arg, cands);
+        else if (g && (g->val == CTL_GLOBAL_JSON || g->val == 'f')) /* a verb that has them knows them */
+            ctl_args_error(a, "%s takes no --json or --format", a->spec->verb);
         else if (g)
             ctl_args_error(a, "--%s goes before the command: resource-trackerctl --%s%s%s %s ...", g->name,
                            g->name, g->arg ? " " : "", g->arg ? g->arg : "", a->spec->verb);

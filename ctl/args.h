@@ -88,11 +88,11 @@ struct ctl_verb {
     const char *summary;         /* NULL: hidden */
 };
 extern const struct ctl_verb ctl_verbs[];
-const struct ctl_verb *ctl_verb_find(const char *name);
-/* The options before the verb (help.c). */
+const struct ctl_verb *ctl_verb_find(const char *name); /* help.c */
+/* The options before the verb. */
 enum { CTL_GLOBAL_SOCKET = CTL_OPT_LONG, CTL_GLOBAL_JSON };
 extern const struct ctl_spec ctl_global_spec;
-/* The overview: verbs, global options, exit status. */
+/* The overview: verbs, global options, exit status (help.c). */
 void ctl_usage(FILE *f);
 
 #define CTL_MAX_OPTS 40

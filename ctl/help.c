@@ -4,20 +4,13 @@
 
 #include <string.h>
 
-static const struct ctl_opt global_opts[] = {
-    {"socket", CTL_GLOBAL_SOCKET, "PATH", NULL, CTL_KIND_FILE},
-    {"json", CTL_GLOBAL_JSON, NULL, NULL, CTL_KIND_NONE},
-    {"format", 'f', "FORMAT", "a format is text, json or csv", CTL_KIND_FORMAT},
-    {"version", 'V', NULL, NULL, CTL_KIND_NONE},
-    {NULL, 0, NULL, NULL, CTL_KIND_NONE},
-};
-
-/* The options before the verb; main() and completion read them. */
-const struct ctl_spec ctl_global_spec = {
-    .opts = global_opts,
-    .in_order = true,
-    .operand = CTL_KIND_VERB,
-};
+const struct ctl_verb *ctl_verb_find(const char *name)
+{
+    for (const struct ctl_verb *v = ctl_verbs; v->name; v++)
+        if (strcmp(v->name, name) == 0)
+            return v;
+    return NULL;
+}
 
 void ctl_usage(FILE *f)
 {
@@ -38,8 +31,8 @@ void ctl_usage(FILE *f)
             "                      system daemon, else your user daemon)\n"
             "  --json              JSON output, as --format json\n"
             "  -f, --format FMT    text, json or csv, where COMMAND prints it: text or json\n"
-            "                      for jobs, status, info, start and stop; json or csv for\n"
-            "                      samples and run; csv for jobs too\n"
+            "                      for jobs, status, info, start, stop and recommend; json\n"
+            "                      or csv for samples and run; csv for jobs too\n"
             "  -h, --help          this overview\n"
             "  -V, --version       the version\n\n"
             "A command's options go after it ('help COMMAND' or 'COMMAND --help' lists them);\n"

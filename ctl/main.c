@@ -17,8 +17,8 @@ const struct ctl_verb ctl_verbs[] = {
     {"samples", ctl_samples, &ctl_samples_spec, "[--format json|csv] [--follow] [--offset N] JOB",
      "print JOB's samples"},
     {"info", ctl_info, &ctl_info_spec, "", "show the daemon"},
-    {"report", ctl_report, NULL, "JOB [-o FILE]", "a self-contained HTML report of JOB"},
-    {"recommend", ctl_recommend, NULL, "JOB [--history N]", "resources for JOB's next run"},
+    {"report", ctl_report, &ctl_report_spec, "[-o FILE] JOB", "a self-contained HTML report of JOB"},
+    {"recommend", ctl_recommend, &ctl_recommend_spec, "[--history N] JOB", "resources for JOB's next run"},
     {"help", ctl_help, &ctl_help_spec, "[COMMAND]", "this overview, or COMMAND's options"},
     {"version", ctl_version, &ctl_version_spec, "", "show the version"},
     {"__complete", ctl_complete, NULL, NULL, NULL}, /* for the bash completion */

@@ -17,7 +17,7 @@ from rtlib import CTL, DaemonTest, read_json_lines, run_ctl, wait_for  # noqa: E
 NAME_RULE = "a name is 1-128 characters of A-Z a-z 0-9 . _ - @ + : and not all digits"
 PID_RULE = "a process ID is a whole number above 0"
 SOURCE = os.environ.get("RT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-VERBS = ["run", "start", "stop", "jobs", "status", "samples", "info", "help", "version"]
+VERBS = ["run", "start", "stop", "jobs", "status", "samples", "info", "report", "recommend", "help", "version"]
 
 
 def options_of(verb):
@@ -105,6 +105,8 @@ class Messages(unittest.TestCase):
         self.refused(["stop", "-f", "csv", "x"], "stop: --format 'csv': stop prints text or json", "stop")
         self.refused(["--json", "version"], "version: version takes no --json or --format", "version")
         self.refused(["--json", "help"], "help: help takes no --json or --format", "help")
+        self.refused(["version", "--json"], "version: version takes no --json or --format", "version")
+        self.refused(["version", "--format=csv"], "version: version takes no --json or --format", "version")
         self.refused(["run", "--format"], "run: --format needs a value: run prints json or csv", "run")
 
     def test_help_and_version(self):

@@ -131,7 +131,7 @@ class Completion(unittest.TestCase):
             "resource-trackerctl info --json ''",
         )
         self.assertEqual(got, [
-            ["help", "info", "jobs", "run", "samples", "start", "status", "stop", "version"],
+            ["help", "info", "jobs", "recommend", "report", "run", "samples", "start", "status", "stop", "version"],
             ["start", "status", "stop"],
             ["jobs"],
             ["--format", "--help", "--json", "--socket", "--version"],
@@ -143,7 +143,7 @@ class Completion(unittest.TestCase):
             ["csv", "json", "text"],
             ["csv"],
             ["--follow", "--format"],
-            ["help", "info", "jobs", "run", "samples", "start", "status", "stop", "version"],
+            ["help", "info", "jobs", "recommend", "report", "run", "samples", "start", "status", "stop", "version"],
             ["samples"],
             [],
             [],
