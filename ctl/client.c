@@ -1,6 +1,8 @@
 /* Finding and talking to the daemon. */
 #include "ctl.h"
 
+#include "args.h"
+
 #include "rt/json.h"
 #include "rt/paths.h"
 #include "rt/util.h"
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #define CALL_TIMEOUT_MS 30000
+#define LIST_PAGE_MAX 10000 /* ListJobs' largest limit */
 
 static bool try_connect(struct ctl *ctl, struct rt_vl_client *c, const char *path, int *err)
 {
@@ -93,7 +96,7 @@ int ctl_report_error(struct json_object *reply)
         return RT_EXIT_FAILURE;
     }
     if (strcmp(tail, "InvalidParameter") == 0) {
-        CTL_ERR("invalid value for %s", rt_json_get_string(p, "parameter"));
+        ctl_args_report_param(rt_json_get_string(p, "parameter"));
         return RT_EXIT_USAGE;
     }
     CTL_ERR("%s%s%s", err ? err : "malformed reply", reason ? ": " : "", reason ? reason : "");
@@ -130,6 +133,18 @@ int ctl_call_fd(struct rt_vl_client *c, const char *method, struct json_object *
     return 0;
 }
 
+int ctl_simple_call(struct ctl *ctl, const char *method, struct json_object *params, struct rt_vl_client *c,
+                    struct json_object **reply, struct json_object **p)
+{
+    *reply = NULL;
+    int rc = ctl_connect(ctl, c, false);
+    if (rc) {
+        json_object_put(params);
+        return rc;
+    }
+    return ctl_call(c, method, params, reply, p);
+}
+
 void ctl_job_ref(struct json_object *params, const char *arg)
 {
     uint64_t id;
@@ -143,7 +158,14 @@ int ctl_list_jobs(struct rt_vl_client *c, struct json_object *filter, struct jso
 {
     *jobs = json_object_new_array();
     struct json_object *page = filter;
+    int64_t want = 0; /* 0: all */
+    rt_json_get_i64(filter, "limit", &want);
     for (;;) {
+        size_t have = json_object_array_length(*jobs);
+        if (want > 0) {
+            int64_t left = want - (int64_t)have;
+            json_object_object_add(page, "limit", json_object_new_int64(left < LIST_PAGE_MAX ? left : LIST_PAGE_MAX));
+        }
         struct json_object *reply, *rp;
         int rc = ctl_call(c, RT_VL_INTERFACE ".ListJobs", json_object_get(page), &reply, &rp);
         if (rc) {
@@ -156,7 +178,8 @@ int ctl_list_jobs(struct rt_vl_client *c, struct json_object *filter, struct jso
         for (size_t i = 0; got && i < json_object_array_length(got); i++)
             json_object_array_add(*jobs, json_object_get(json_object_array_get_idx(got, i)));
         uint64_t next;
-        bool more = rt_json_get_u64(rp, "next_before_id", &next);
+        bool more = rt_json_get_u64(rp, "next_before_id", &next) &&
+                    (want <= 0 || (int64_t)json_object_array_length(*jobs) < want);
         json_object_put(reply);
         if (!more) {
             json_object_put(page);

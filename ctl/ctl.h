@@ -19,9 +19,13 @@ enum {
     RT_EXIT_NOT_FOUND = 5,
 };
 
+/* Output formats (bits: a verb's set is a mask). */
+enum ctl_format { CTL_FMT_TEXT = 1, CTL_FMT_JSON = 2, CTL_FMT_CSV = 4 };
+
 struct ctl {
     const char *socket;        /* --socket or $RESOURCE_TRACKER_SOCKET, else NULL */
-    bool json;                 /* --json */
+    unsigned format;           /* --json, --format: a CTL_FMT_* bit; 0 until chosen or settled */
+    bool json;                 /* format is CTL_FMT_JSON */
     char used_socket[4096];    /* the socket we connected to */
 };
 
@@ -40,8 +44,12 @@ int ctl_call(struct rt_vl_client *c, const char *method, struct json_object *par
 /* The same, sending the descriptor fd with the call when fd >= 0. */
 int ctl_call_fd(struct rt_vl_client *c, const char *method, struct json_object *params, int fd,
                 struct json_object **reply, struct json_object **out_params);
-/* Every job ListJobs gives for filter (taken), all pages: 0 with *jobs (an
- * array the caller puts), or an RT_EXIT_* code after printing why. */
+/* Connect (no autostart) and call; params are taken. */
+int ctl_simple_call(struct ctl *ctl, const char *method, struct json_object *params, struct rt_vl_client *c,
+                    struct json_object **reply, struct json_object **p);
+/* Every job ListJobs gives for filter (taken), all pages, at most the
+ * filter's "limit" in all: 0 with *jobs (an array the caller puts), or an
+ * RT_EXIT_* code after printing why. */
 int ctl_list_jobs(struct rt_vl_client *c, struct json_object *filter, struct json_object **jobs);
 /* Exit code and message for an error reply. */
 int ctl_report_error(struct json_object *reply);
@@ -49,7 +57,9 @@ int ctl_report_error(struct json_object *reply);
 /* JOB argument: an id when numeric, else a name. Adds "id" or "name". */
 void ctl_job_ref(struct json_object *params, const char *arg);
 
-/* Metadata flags and TRACKER_* variables, shared by run and start. */
+/* Metadata flags and TRACKER_* variables, shared by run and start
+ * (ctl_meta_opts in args.h, in their specs). */
+struct ctl_args;
 struct ctl_meta {
     struct json_object *metadata; /* JobMetadata */
     const char *job_name;
@@ -57,9 +67,9 @@ struct ctl_meta {
 };
 void ctl_meta_init(struct ctl_meta *m);
 void ctl_meta_free(struct ctl_meta *m);
-/* Try to consume a metadata option at argv[*i]. 1 consumed, 0 not ours,
- * -1 usage error (printed). */
-int ctl_meta_option(struct ctl_meta *m, int argc, char **argv, int *i);
+/* Take option val (one of ctl_meta_opts) with its value: 1 taken, 0 not
+ * ours, -1 after printing why the value is refused. */
+int ctl_meta_option(struct ctl_meta *m, const struct ctl_args *a, int val, const char *value);
 /* Fill unset fields from TRACKER_* environment variables. */
 int ctl_meta_from_env(struct ctl_meta *m);
 /* StartJob's upload parameters from SENTINEL_API_TOKEN, SENTINEL_API_URL and
@@ -68,7 +78,10 @@ void ctl_upload_params(struct json_object *params);
 /* Parse a boolean the way TRACKER_* variables accept them: 1/0/true/false/yes/no/on/off, any case. */
 int ctl_parse_bool(const char *s, bool *out);
 
-/* verbs */
+/* verbs, and their command lines (args.h) */
+struct ctl_spec;
+extern const struct ctl_spec ctl_run_spec, ctl_start_spec, ctl_stop_spec, ctl_jobs_spec, ctl_status_spec,
+    ctl_samples_spec, ctl_info_spec, ctl_help_spec, ctl_version_spec;
 int ctl_run(struct ctl *ctl, int argc, char **argv);
 int ctl_start(struct ctl *ctl, int argc, char **argv);
 int ctl_stop(struct ctl *ctl, int argc, char **argv);
@@ -76,6 +89,9 @@ int ctl_jobs(struct ctl *ctl, int argc, char **argv);
 int ctl_status(struct ctl *ctl, int argc, char **argv);
 int ctl_samples(struct ctl *ctl, int argc, char **argv);
 int ctl_info(struct ctl *ctl, int argc, char **argv);
+int ctl_help(struct ctl *ctl, int argc, char **argv);
+int ctl_version(struct ctl *ctl, int argc, char **argv);
+int ctl_complete(struct ctl *ctl, int argc, char **argv);
 
 /* formatting */
 void ctl_fmt_bytes(char *buf, size_t size, double bytes);
@@ -86,6 +102,14 @@ const char *ctl_fmt_user(int64_t uid, char *buf, size_t size);
 /* Disk use as df(1) shows it: used / (used + available), rounded up. */
 int ctl_df_pct(uint64_t used, uint64_t avail);
 void ctl_print_json(FILE *f, struct json_object *o);
+/* Columns for a table: $COLUMNS, else the terminal's width, else 0 (no limit). */
+size_t ctl_term_width(void);
+/* s in at most width characters (UTF-8: a character is never cut), ending in
+ * "…" when cut; control characters as '?'. Returns the characters written.
+ * A wide (CJK) character counts as one. */
+size_t ctl_fmt_cut(char *buf, size_t size, const char *s, size_t width);
+/* ctl_fmt_cut padded with spaces to width characters; NULL shows as "-". */
+void ctl_fmt_cell(char *buf, size_t size, const char *s, size_t width);
 
 #define CTL_ERR(...) (fprintf(stderr, "resource-trackerctl: " __VA_ARGS__), fputc('\n', stderr))
 

@@ -1,12 +1,17 @@
-/* Human-readable numbers for tables. */
+/* Human-readable numbers and text cells for tables. */
 #include "ctl.h"
 
 #include "rt/json.h"
+#include "rt/util.h"
 
 #include <math.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <time.h>
+#include <unistd.h>
 
 void ctl_fmt_bytes(char *buf, size_t size, double bytes)
 {
@@ -61,10 +66,82 @@ void ctl_print_json(FILE *f, struct json_object *o)
 
 const char *ctl_fmt_user(int64_t uid, char *buf, size_t size)
 {
-    struct passwd *pw = getpwuid((uid_t)uid);
-    if (pw)
-        snprintf(buf, size, "%s", pw->pw_name);
-    else
-        snprintf(buf, size, "%lld", (long long)uid);
+    /* A table asks for the same few users row after row: each getpwuid
+     * reads the user database again. */
+    static int64_t last_uid = -1;
+    static char last[256];
+    if (uid != last_uid) {
+        struct passwd *pw = getpwuid((uid_t)uid);
+        if (pw)
+            snprintf(last, sizeof(last), "%s", pw->pw_name);
+        else
+            snprintf(last, sizeof(last), "%lld", (long long)uid);
+        last_uid = uid;
+    }
+    snprintf(buf, size, "%s", last);
     return buf;
+}
+
+size_t ctl_term_width(void)
+{
+    const char *env = getenv("COLUMNS");
+    uint64_t v;
+    struct winsize ws;
+    if (env && rt_parse_u64(env, &v) && v > 0 && v < 100000)
+        return (size_t)v;
+    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 0;
+}
+
+/* Bytes in the UTF-8 character at p: 1 for a byte that starts no
+ * well-formed sequence (shown as itself, never split off its tail). */
+static size_t char_len(const unsigned char *p)
+{
+    size_t len = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 1;
+    for (size_t i = 1; i < len; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 1;
+    return len;
+}
+
+/* C0 and C1 controls and DEL would move the cursor in a table. */
+static bool is_control(const unsigned char *p, size_t len)
+{
+    return (len == 1 && (*p < 0x20 || *p == 0x7f)) || (len == 2 && p[0] == 0xc2 && p[1] < 0xa0);
+}
+
+size_t ctl_fmt_cut(char *buf, size_t size, const char *s, size_t width)
+{
+    size_t chars = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p += char_len(p))
+        chars++;
+    size_t keep = chars <= width ? chars : width ? width - 1 : 0, n = 0, c = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    for (; *p && c < keep; c++) {
+        size_t len = char_len(p);
+        if (n + len + sizeof("…") > size)
+            break; /* room for the ellipsis and the NUL */
+        if (is_control(p, len))
+            buf[n++] = '?';
+        else
+            memcpy(buf + n, p, len), n += len;
+        p += len;
+    }
+    if (c < chars && width && n + sizeof("…") <= size) {
+        memcpy(buf + n, "…", sizeof("…") - 1);
+        n += sizeof("…") - 1;
+        c++;
+    }
+    if (size)
+        buf[n] = '\0';
+    return c;
+}
+
+void ctl_fmt_cell(char *buf, size_t size, const char *s, size_t width)
+{
+    size_t c = ctl_fmt_cut(buf, size, s ? s : "-", width), n = strlen(buf);
+    for (; c < width && n + 1 < size; c++)
+        buf[n++] = ' ';
+    buf[n] = '\0';
 }

@@ -1,81 +1,68 @@
 /* resource-trackerctl: the client of resource-trackerd. */
+#include "args.h"
 #include "ctl.h"
 #include "insight/insight.h"
 
 #include <stdlib.h>
-#include <string.h>
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "Usage: resource-trackerctl [--socket PATH] [--json] COMMAND [ARGS...]\n\n"
-            "Commands:\n"
-            "  run [OPTIONS] -- CMD [ARGS...]   run CMD as a tracked job, exit with its status\n"
-            "  start --pid PID [--name NAME]    track an existing process tree\n"
-            "  stop JOB                         stop tracking JOB (id or name)\n"
-            "  jobs [--running]                 list jobs\n"
-            "  status [JOB]                     live host figures, or those of JOB\n"
-            "  samples JOB [--format json|csv] [--follow] [--offset N]\n"
-            "                                   print JOB's samples\n"
-            "  info                             show the daemon\n"
-            "  report JOB [-o FILE]             a self-contained HTML report of JOB\n"
-            "  recommend JOB [--history N]      resources for JOB's next run\n\n"
-            "Options:\n"
-            "  --socket PATH   daemon socket ($RESOURCE_TRACKER_SOCKET; default: the system\n"
-            "                  daemon, else your user daemon)\n"
-            "  --json          machine-readable output for jobs, status, start, stop, info,\n"
-            "                  recommend\n"
-            "                  (also accepted after COMMAND)\n"
-            "  -h, --help      this help; COMMAND --help for a command's options\n"
-            "  --version       show the version\n\n"
-            "Exit status: 0 success, 1 failure, 2 invalid arguments (also a job name in use),\n"
-            "3 daemon unreachable, 4 permission denied, 5 no such job or process; run exits\n"
-            "with CMD's status.\n");
-}
+/* The verbs: a name, the function, its command line (NULL when the verb
+ * parses its options by itself), and its line in the overview. */
+const struct ctl_verb ctl_verbs[] = {
+    {"run", ctl_run, &ctl_run_spec, "[OPTIONS] [--] CMD [ARGS...]", "run CMD as a tracked job, exit with its status"},
+    {"start", ctl_start, &ctl_start_spec, "--pid PID [--name NAME]", "track an existing process tree"},
+    {"stop", ctl_stop, &ctl_stop_spec, "JOB", "stop tracking JOB (an id or a name)"},
+    {"jobs", ctl_jobs, &ctl_jobs_spec, "[--running] [--name NAME] [--user USER] [--since TIME] [--limit N]",
+     "list jobs, newest first"},
+    {"status", ctl_status, &ctl_status_spec, "[JOB]", "live host figures, or those of JOB"},
+    {"samples", ctl_samples, &ctl_samples_spec, "[--format json|csv] [--follow] [--offset N] JOB",
+     "print JOB's samples"},
+    {"info", ctl_info, &ctl_info_spec, "", "show the daemon"},
+    {"report", ctl_report, &ctl_report_spec, "[-o FILE] JOB", "a self-contained HTML report of JOB"},
+    {"recommend", ctl_recommend, &ctl_recommend_spec, "[--history N] JOB", "resources for JOB's next run"},
+    {"help", ctl_help, &ctl_help_spec, "[COMMAND]", "this overview, or COMMAND's options"},
+    {"version", ctl_version, &ctl_version_spec, "", "show the version"},
+    {"__complete", ctl_complete, NULL, NULL, NULL}, /* for the bash completion */
+    {NULL, NULL, NULL, NULL, NULL},
+};
 
 int main(int argc, char **argv)
 {
     struct ctl ctl = {.socket = getenv("RESOURCE_TRACKER_SOCKET")};
     if (ctl.socket && !*ctl.socket)
         ctl.socket = NULL;
-    int i = 1;
-    for (; i < argc && argv[i][0] == '-'; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--socket") == 0 && i + 1 < argc) {
-            ctl.socket = argv[++i];
-        } else if (strncmp(a, "--socket=", 9) == 0) {
-            ctl.socket = a + 9;
-        } else if (strcmp(a, "--json") == 0) {
-            ctl.json = true;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--version") == 0) {
-            printf("resource-trackerctl %s\n", RT_VERSION);
-            return 0;
-        } else {
-            CTL_ERR("unknown option: %s", a);
-            usage(stderr);
-            return RT_EXIT_USAGE;
+    struct ctl_args a;
+    ctl_args_init(&a, &ctl, &ctl_global_spec);
+    for (int o; (o = ctl_args_next(&a, argc, argv)) != CTL_ARGS_END;) {
+        switch (o) {
+        case CTL_ARGS_STOP:
+            return a.rc;
+        case 'h':
+            ctl_usage(stdout);
+            return RT_EXIT_OK;
+        case 'V':
+            return ctl_version(&ctl, 1, (char *[]){"version", NULL});
+        case CTL_GLOBAL_SOCKET:
+            ctl.socket = optarg;
+            break;
+        case CTL_GLOBAL_JSON:
+            ctl.format = CTL_FMT_JSON;
+            break;
+        case 'f':
+            if (!(ctl.format = ctl_format_parse(optarg)))
+                return ctl_args_invalid(&a, o, optarg);
+            break;
         }
     }
-    if (i >= argc) {
-        usage(stderr);
+    if (optind >= argc) {
+        CTL_ERR("a COMMAND is missing");
+        ctl_usage(stderr);
         return RT_EXIT_USAGE;
     }
-    static const struct {
-        const char *name;
-        int (*fn)(struct ctl *, int, char **);
-    } verbs[] = {
-        {"run", ctl_run},       {"start", ctl_start},     {"stop", ctl_stop}, {"jobs", ctl_jobs},
-        {"status", ctl_status}, {"samples", ctl_samples}, {"info", ctl_info},
-        {"report", ctl_report},
-        {"recommend", ctl_recommend},
-    };
-    for (size_t v = 0; v < sizeof(verbs) / sizeof(verbs[0]); v++)
-        if (strcmp(argv[i], verbs[v].name) == 0)
-            return verbs[v].fn(&ctl, argc - i, argv + i);
-    CTL_ERR("unknown command: %s", argv[i]);
-    usage(stderr);
-    return RT_EXIT_USAGE;
+    const struct ctl_verb *v = ctl_verb_find(argv[optind]);
+    if (!v) {
+        CTL_ERR("unknown command '%s'", argv[optind]);
+        fprintf(stderr, "Try 'resource-trackerctl help'.\n");
+        return RT_EXIT_USAGE;
+    }
+    return v->fn(&ctl, argc - optind, argv + optind);
 }

@@ -1,29 +1,52 @@
 /* Job metadata from flags and TRACKER_* variables (the Rust tracker's set). */
 #include "ctl.h"
 
+#include "args.h"
+
 #include "rt/util.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#define META(n) (CTL_OPT_LONG + 0x40 + (n))
+#define TAG META(0)
+
+const struct ctl_opt ctl_meta_opts[] = {
+    {"job-name", 'n', "NAME", CTL_RULE_NAME, CTL_KIND_NONE},
+    {"interval", 'i', "SECS", CTL_RULE_INTERVAL, CTL_KIND_NONE},
+    {"tag", TAG, "KEY=VALUE", "a tag is KEY=VALUE", CTL_KIND_NONE},
+    {"project-name", META(1), "VALUE", NULL, CTL_KIND_NONE},
+    {"stage-name", META(2), "VALUE", NULL, CTL_KIND_NONE},
+    {"task-name", META(3), "VALUE", NULL, CTL_KIND_NONE},
+    {"team", META(4), "VALUE", NULL, CTL_KIND_NONE},
+    {"env", META(5), "VALUE", NULL, CTL_KIND_NONE},
+    {"language", META(6), "VALUE", NULL, CTL_KIND_NONE},
+    {"orchestrator", META(7), "VALUE", NULL, CTL_KIND_NONE},
+    {"executor", META(8), "VALUE", NULL, CTL_KIND_NONE},
+    {"external-run-id", META(9), "VALUE", NULL, CTL_KIND_NONE},
+    {"container-image", META(10), "VALUE", NULL, CTL_KIND_NONE},
+    {NULL, 0, NULL, NULL, CTL_KIND_NONE},
+};
+
 struct meta_field {
-    const char *flag;   /* long option */
+    int val;
+    const char *flag;   /* for messages */
     const char *key;    /* JobMetadata key */
     const char *env;
 };
 
 static const struct meta_field fields[] = {
-    {"--project-name", "project_name", "TRACKER_PROJECT_NAME"},
-    {"--stage-name", "stage_name", "TRACKER_STAGE_NAME"},
-    {"--task-name", "task_name", "TRACKER_TASK_NAME"},
-    {"--team", "team", "TRACKER_TEAM"},
-    {"--env", "env", "TRACKER_ENV"},
-    {"--language", "language", "TRACKER_LANGUAGE"},
-    {"--orchestrator", "orchestrator", "TRACKER_ORCHESTRATOR"},
-    {"--executor", "executor", "TRACKER_EXECUTOR"},
-    {"--external-run-id", "external_run_id", "TRACKER_EXTERNAL_RUN_ID"},
-    {"--container-image", "container_image", "TRACKER_CONTAINER_IMAGE"},
+    {META(1), "--project-name", "project_name", "TRACKER_PROJECT_NAME"},
+    {META(2), "--stage-name", "stage_name", "TRACKER_STAGE_NAME"},
+    {META(3), "--task-name", "task_name", "TRACKER_TASK_NAME"},
+    {META(4), "--team", "team", "TRACKER_TEAM"},
+    {META(5), "--env", "env", "TRACKER_ENV"},
+    {META(6), "--language", "language", "TRACKER_LANGUAGE"},
+    {META(7), "--orchestrator", "orchestrator", "TRACKER_ORCHESTRATOR"},
+    {META(8), "--executor", "executor", "TRACKER_EXECUTOR"},
+    {META(9), "--external-run-id", "external_run_id", "TRACKER_EXTERNAL_RUN_ID"},
+    {META(10), "--container-image", "container_image", "TRACKER_CONTAINER_IMAGE"},
 };
 
 void ctl_meta_init(struct ctl_meta *m)
@@ -55,51 +78,24 @@ int ctl_parse_bool(const char *s, bool *out)
     return -1;
 }
 
-/* "--flag VALUE" or "--flag=VALUE" at argv[*i]; NULL when not this flag. */
-static const char *flag_value(const char *flag, const char *alias, int argc, char **argv, int *i,
-                              bool *missing)
+int ctl_meta_option(struct ctl_meta *m, const struct ctl_args *a, int val, const char *v)
 {
-    const char *a = argv[*i];
-    size_t n = strlen(flag);
-    *missing = false;
-    if (strncmp(a, flag, n) == 0 && a[n] == '=')
-        return a + n + 1;
-    if (strcmp(a, flag) == 0 || (alias && strcmp(a, alias) == 0)) {
-        if (*i + 1 >= argc) {
-            *missing = true;
-            return NULL;
-        }
-        return argv[++*i];
-    }
-    return NULL;
-}
-
-int ctl_meta_option(struct ctl_meta *m, int argc, char **argv, int *i)
-{
-    bool missing;
-    const char *v;
-    if ((v = flag_value("--job-name", "-n", argc, argv, i, &missing)) || missing) {
-        if (missing)
-            goto missing;
+    if (val == 'n') {
         m->job_name = v;
+        ctl_args_source("name", "--job-name", v);
         return 1;
     }
-    if ((v = flag_value("--interval", "-i", argc, argv, i, &missing)) || missing) {
-        if (missing)
-            goto missing;
-        char *end;
-        m->interval = strtod(v, &end);
-        if (*end || !(m->interval > 0 && m->interval <= 3600)) {
-            CTL_ERR("invalid --interval: %s (seconds, more than 0)", v);
+    if (val == 'i') {
+        if (!ctl_parse_secs(v, &m->interval)) {
+            ctl_args_invalid(a, val, v);
             return -1;
         }
+        ctl_args_source("interval_secs", "--interval", v);
         return 1;
     }
-    if ((v = flag_value("--tag", NULL, argc, argv, i, &missing)) || missing) {
-        if (missing)
-            goto missing;
+    if (val == TAG) {
         if (!strchr(v, '=')) {
-            CTL_ERR("invalid --tag: %s (expected KEY=VALUE)", v);
+            ctl_args_invalid(a, val, v);
             return -1;
         }
         struct json_object *tags;
@@ -108,32 +104,33 @@ int ctl_meta_option(struct ctl_meta *m, int argc, char **argv, int *i)
             json_object_object_add(m->metadata, "tags", tags);
         }
         json_object_array_add(tags, json_object_new_string(v));
+        ctl_args_source("tags", "--tag", NULL);
         return 1;
     }
     for (size_t f = 0; f < RT_ARRAY_SIZE(fields); f++) {
-        if ((v = flag_value(fields[f].flag, NULL, argc, argv, i, &missing)) || missing) {
-            if (missing)
-                goto missing;
+        if (fields[f].val == val) {
             json_object_object_add(m->metadata, fields[f].key, json_object_new_string(v));
+            ctl_args_source(fields[f].key, fields[f].flag, v);
             return 1;
         }
     }
     return 0;
-missing:
-    CTL_ERR("option %s needs a value", argv[*i]);
-    return -1;
 }
 
 int ctl_meta_from_env(struct ctl_meta *m)
 {
     const char *v;
-    if (!m->job_name && (v = getenv("TRACKER_JOB_NAME")) && *v)
+    if (!m->job_name && (v = getenv("TRACKER_JOB_NAME")) && *v) {
         m->job_name = v;
+        ctl_args_source("name", "TRACKER_JOB_NAME", v);
+    }
     for (size_t f = 0; f < RT_ARRAY_SIZE(fields); f++) {
         if (json_object_object_get_ex(m->metadata, fields[f].key, NULL))
             continue;
-        if ((v = getenv(fields[f].env)) && *v)
+        if ((v = getenv(fields[f].env)) && *v) {
             json_object_object_add(m->metadata, fields[f].key, json_object_new_string(v));
+            ctl_args_source(fields[f].key, fields[f].env, v);
+        }
     }
     return 0;
 }
@@ -144,9 +141,13 @@ void ctl_upload_params(struct json_object *params)
     if (!v || !*v)
         return;
     json_object_object_add(params, "sentinel_token", json_object_new_string(v));
-    if ((v = getenv("SENTINEL_API_URL")) && *v)
+    if ((v = getenv("SENTINEL_API_URL")) && *v) {
         json_object_object_add(params, "sentinel_api_url", json_object_new_string(v));
+        ctl_args_source("sentinel_api_url", "SENTINEL_API_URL", v);
+    }
     long ui;
-    if ((v = getenv("TRACKER_UPLOAD_INTERVAL")) && (ui = strtol(v, NULL, 10)) > 0)
+    if ((v = getenv("TRACKER_UPLOAD_INTERVAL")) && (ui = strtol(v, NULL, 10)) > 0) {
         json_object_object_add(params, "upload_interval_secs", json_object_new_int64(ui));
+        ctl_args_source("upload_interval_secs", "TRACKER_UPLOAD_INTERVAL", v);
+    }
 }

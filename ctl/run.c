@@ -7,12 +7,15 @@
  * zombie, then reap it and exit with its status (128+N for signal N). */
 #include "ctl.h"
 
+#include "args.h"
+
 #include "rt/json.h"
 #include "rt/sample_csv.h"
 #include "rt/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,79 +43,62 @@ struct run {
     bool streaming;
 };
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "Usage: resource-trackerctl run [OPTIONS] [--] COMMAND [ARGS...]\n"
-            "Run COMMAND as a tracked job; print a sample per interval to stderr; exit with\n"
-            "COMMAND's exit status (128+N when killed by signal N).\n\n"
-            "  -i, --interval SECS     sampling interval of the job\n"
-            "  -f, --format json|csv   sample format (default json)\n"
-            "  -o, --output FILE       write samples to FILE instead of stderr ($TRACKER_OUTPUT)\n"
-            "  -q, --quiet             do not print samples ($TRACKER_QUIET=1)\n"
-            "  -n, --job-name NAME     job name ($TRACKER_JOB_NAME)\n"
-            "  --project-name, --stage-name, --task-name, --team, --env, --language,\n"
-            "  --orchestrator, --executor, --external-run-id, --container-image VALUE\n"
-            "                          metadata ($TRACKER_PROJECT_NAME, … likewise)\n"
-            "  --tag KEY=VALUE         free-form tag, repeatable\n"
-            "Uploads to Sentinel when SENTINEL_API_TOKEN is set (SENTINEL_API_URL,\n"
-            "TRACKER_UPLOAD_INTERVAL). Without a running daemon, a private one is started.\n");
-}
+static const char usage[] =
+    "Usage: resource-trackerctl run [OPTIONS] [--] COMMAND [ARGS...]\n"
+    "Run COMMAND as a tracked job; print a sample per interval to stderr; exit with\n"
+    "COMMAND's exit status (128+N when killed by signal N). The options end at\n"
+    "COMMAND, or at --.\n\n"
+    "  -f, --format json|csv   sample format (default json); --json is --format json\n"
+    "  -o, --output FILE       write samples to FILE, not stderr ($TRACKER_OUTPUT)\n"
+    "  -q, --quiet             do not print samples ($TRACKER_QUIET=1)\n" CTL_META_USAGE
+    "  -h, --help              this help\n\n"
+    "Short options may be bundled (-qn NAME). Uploads to Sentinel when\n"
+    "SENTINEL_API_TOKEN is set (SENTINEL_API_URL, TRACKER_UPLOAD_INTERVAL).\n"
+    "Without a running daemon, a private one is started.\n";
+
+static const struct ctl_opt run_opts[] = {
+    {"output", 'o', "FILE", NULL, CTL_KIND_FILE},
+    {"quiet", 'q', NULL, NULL, CTL_KIND_NONE},
+    {NULL, 0, NULL, NULL, CTL_KIND_NONE},
+};
+
+const struct ctl_spec ctl_run_spec = {
+    .verb = "run",
+    .usage = usage,
+    .opts = run_opts,
+    .more = ctl_meta_opts,
+    .formats = CTL_FMT_JSON | CTL_FMT_CSV,
+    .in_order = true,
+    .operand = CTL_KIND_COMMAND,
+};
 
 static int parse(struct run *r, int argc, char **argv)
 {
-    int i = 1;
+    struct ctl_args a;
     bool quiet_set = false;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (a[0] != '-')
-            break;
-        int m = ctl_meta_option(&r->meta, argc, argv, &i);
+    ctl_args_init(&a, r->ctl, &ctl_run_spec);
+    for (int o; (o = ctl_args_next(&a, argc, argv)) != CTL_ARGS_END;) {
+        if (o == CTL_ARGS_STOP)
+            return a.rc ? a.rc : -1;
+        int m = ctl_meta_option(&r->meta, &a, o, optarg);
         if (m < 0)
             return RT_EXIT_USAGE;
         if (m > 0)
             continue;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return -1;
-        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            r->quiet = true;
-            quiet_set = true;
-        } else if ((strcmp(a, "-f") == 0 || strcmp(a, "--format") == 0) && i + 1 < argc) {
-            const char *v = argv[++i];
-            if (strcmp(v, "csv") != 0 && strcmp(v, "json") != 0) {
-                CTL_ERR("invalid --format: %s (json or csv)", v);
-                return RT_EXIT_USAGE;
-            }
-            r->csv = strcmp(v, "csv") == 0;
-        } else if (strncmp(a, "--format=", 9) == 0) {
-            if (strcmp(a + 9, "csv") != 0 && strcmp(a + 9, "json") != 0) {
-                CTL_ERR("invalid --format: %s (json or csv)", a + 9);
-                return RT_EXIT_USAGE;
-            }
-            r->csv = strcmp(a + 9, "csv") == 0;
-        } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) {
-            r->output_path = argv[++i];
-        } else if (strncmp(a, "--output=", 9) == 0) {
-            r->output_path = a + 9;
-        } else {
-            CTL_ERR("unknown option for run: %s", a);
-            return RT_EXIT_USAGE;
-        }
+        if (o == 'q')
+            r->quiet = quiet_set = true;
+        else if (o == 'o')
+            r->output_path = optarg;
     }
-    if (i >= argc) {
-        CTL_ERR("run needs a command: resource-trackerctl run [OPTIONS] -- COMMAND [ARGS...]");
+    if (ctl_args_operands(&a, argc, argv, NULL, 1, INT_MAX))
         return RT_EXIT_USAGE;
-    }
-    r->cmd = &argv[i];
+    r->csv = r->ctl->format == CTL_FMT_CSV;
+    r->cmd = &argv[optind];
+    ctl_args_source("command", "COMMAND", NULL);
     ctl_meta_from_env(&r->meta);
     const char *v;
     if (!quiet_set && (v = getenv("TRACKER_QUIET")) && *v && ctl_parse_bool(v, &r->quiet) < 0) {
-        CTL_ERR("invalid TRACKER_QUIET: %s (1/0/true/false/yes/no/on/off)", v);
+        CTL_ERR("TRACKER_QUIET '%s': a boolean is 1/0/true/false/yes/no/on/off, in any case", v);
         return RT_EXIT_USAGE;
     }
     if (!r->output_path && (v = getenv("TRACKER_OUTPUT")) && *v)

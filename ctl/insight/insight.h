@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 #include <stddef.h>
 
+extern const struct ctl_spec ctl_report_spec, ctl_recommend_spec;
 int ctl_report(struct ctl *ctl, int argc, char **argv);
 int ctl_recommend(struct ctl *ctl, int argc, char **argv);
 

@@ -1,19 +1,33 @@
 /* resource-trackerctl recommend JOB [--history N] [--json] */
+#include "args.h"
 #include "insight/analysis.h"
 #include "insight/insight.h"
 #include "insight/options.h"
 
 #include "rt/json.h"
 
-#include <getopt.h>
 #include <string.h>
 
 static const char usage[] =
-    "Usage: resource-trackerctl recommend JOB [--history N] [--json]\n"
+    "Usage: resource-trackerctl recommend [OPTIONS] JOB\n"
     "Resources for JOB's next run from this run and its last N (default 5) ended runs\n"
-    "with the same name: for people, and as Slurm, Kubernetes and Metaflow requests.\n"
-    "  -n, --history N   earlier runs to combine (0 to 100)\n"
-    "      --json        machine-readable output\n";
+    "with the same name: for people, and as Slurm, Kubernetes and Metaflow requests.\n\n"
+    "  -n, --history N         earlier runs to combine (0 to 100)\n"
+    "  -f, --format FORMAT     text or json; --json is --format json\n"
+    "  -h, --help              this help\n";
+
+static const struct ctl_opt opts[] = {
+    {"history", 'n', "N", INSIGHT_RULE_HISTORY, CTL_KIND_NONE},
+    {NULL, 0, NULL, NULL, CTL_KIND_NONE},
+};
+
+const struct ctl_spec ctl_recommend_spec = {
+    .verb = "recommend",
+    .usage = usage,
+    .opts = opts,
+    .formats = CTL_FMT_TEXT | CTL_FMT_JSON,
+    .operand = CTL_KIND_JOB,
+};
 
 int ctl_insight_recommend_line(struct rt_vl_client *c, struct json_object *job, unsigned history, char *buf,
                                size_t size)
@@ -99,41 +113,22 @@ static void print_json(const struct insight_analysis *a)
 
 int ctl_recommend(struct ctl *ctl, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"history", required_argument, NULL, 'n'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
     unsigned history = INSIGHT_DEFAULT_HISTORY;
-    int c;
-    optind = 0; /* a fresh scan of this verb's arguments */
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":n:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'n':
-            if (!insight_opt_history("recommend", optarg, &history))
-                return RT_EXIT_USAGE;
-            break;
-        case 'j':
-            ctl->json = true;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        default:
-            insight_opt_error("recommend", c, argv, optind, optopt);
-            fputs(usage, stderr);
-            return RT_EXIT_USAGE;
-        }
+    const char *job;
+    struct ctl_args args;
+    ctl_args_init(&args, ctl, &ctl_recommend_spec);
+    for (int c; (c = ctl_args_next(&args, argc, argv)) != CTL_ARGS_END;) {
+        if (c == CTL_ARGS_STOP)
+            return args.rc;
+        if (c == 'n' && !insight_opt_history(optarg, &history))
+            return ctl_args_invalid(&args, c, optarg);
     }
-    if (!insight_opt_job("recommend", argc, argv, optind)) {
-        fputs(usage, stderr);
-        return RT_EXIT_USAGE;
-    }
+    int rc = ctl_args_operands(&args, argc, argv, &job, 1, 1);
+    if (rc)
+        return rc;
     struct rt_vl_client cl = {.fd = -1};
     struct insight_analysis a = {0};
-    int rc = insight_analysis_fetch(ctl, argv[optind], history, false, &cl, &a);
+    rc = insight_analysis_fetch(ctl, job, history, false, &cl, &a);
     if (!rc && !a.run.st.samples) {
         CTL_ERR("recommend: job %llu has no samples yet", (unsigned long long)a.run.st.id);
         rc = RT_EXIT_FAILURE;

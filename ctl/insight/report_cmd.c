@@ -1,4 +1,5 @@
 /* resource-trackerctl report JOB [-o FILE] [--history N] [--keeper-url URL] [--no-prices] */
+#include "args.h"
 #include "insight/insight.h"
 #include "insight/options.h"
 #include "insight/report.h"
@@ -7,7 +8,6 @@
 #include "rt/util.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,86 +15,89 @@
 #include <unistd.h>
 
 static const char usage[] =
-    "Usage: resource-trackerctl report JOB [-o FILE] [--history N] [--keeper-url URL] [--no-prices]\n"
+    "Usage: resource-trackerctl report [OPTIONS] JOB\n"
     "Write a self-contained HTML report of JOB: the job, the host, charts of the job\n"
     "against the host, statistics with the last N (default 5) ended runs of the same\n"
     "name, the recommendation for the next run and, when the price source answers,\n"
-    "the cheapest cloud server that fits.\n"
-    "  -o, --output FILE     write to FILE (- for stdout, the default when it is not a terminal)\n"
-    "  -n, --history N       earlier runs to compare and combine (0 to 100)\n"
-    "      --keeper-url URL  the Spare Cores Keeper API ($RESOURCE_TRACKER_KEEPER_URL;\n"
-    "                        default " INSIGHT_KEEPER_URL "; \"off\" turns it off)\n"
-    "      --no-prices       no price lookup: nothing leaves the machine\n";
+    "the cheapest cloud server that fits.\n\n"
+    "  -o, --output FILE       write to FILE (- for stdout, the default when it is not\n"
+    "                          a terminal)\n"
+    "  -n, --history N         earlier runs to compare and combine (0 to 100)\n"
+    "  --keeper-url URL        the Spare Cores Keeper API ($RESOURCE_TRACKER_KEEPER_URL;\n"
+    "                          default " INSIGHT_KEEPER_URL ";\n"
+    "                          \"off\" turns it off)\n"
+    "  --no-prices             no price lookup: nothing leaves the machine\n"
+    "  -h, --help              this help\n";
+
+enum { KEEPER = CTL_OPT_LONG, NO_PRICES };
+
+static const struct ctl_opt opts[] = {
+    {"output", 'o', "FILE", NULL, CTL_KIND_FILE},
+    {"history", 'n', "N", INSIGHT_RULE_HISTORY, CTL_KIND_NONE},
+    {"keeper-url", KEEPER, "URL", NULL, CTL_KIND_NONE},
+    {"no-prices", NO_PRICES, NULL, NULL, CTL_KIND_NONE},
+    {NULL, 0, NULL, NULL, CTL_KIND_NONE},
+};
+
+const struct ctl_spec ctl_report_spec = {
+    .verb = "report",
+    .usage = usage,
+    .opts = opts,
+    .operand = CTL_KIND_JOB,
+};
 
 struct opts {
+    const char *job;
     const char *output;
     unsigned history;
     const char *keeper;      /* NULL: prices off */
     const char *off_reason;
 };
 
-static int parse(int argc, char **argv, struct opts *o)
+static int parse(struct ctl *ctl, int argc, char **argv, struct opts *o)
 {
-    static const struct option longs[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"history", required_argument, NULL, 'n'},
-        {"keeper-url", required_argument, NULL, 'k'},
-        {"no-prices", no_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
     const char *env = getenv("RESOURCE_TRACKER_KEEPER_URL");
     o->history = INSIGHT_DEFAULT_HISTORY;
     o->keeper = env ? env : INSIGHT_KEEPER_URL;
     o->off_reason = "RESOURCE_TRACKER_KEEPER_URL is off";
     bool no_prices = false;
-    int c;
-    optind = 0; /* a fresh scan of this verb's arguments */
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:n:h", longs, NULL)) != -1) {
+    struct ctl_args a;
+    ctl_args_init(&a, ctl, &ctl_report_spec);
+    for (int c; (c = ctl_args_next(&a, argc, argv)) != CTL_ARGS_END;) {
         switch (c) {
+        case CTL_ARGS_STOP:
+            return a.rc ? a.rc : -1;
         case 'o':
             o->output = optarg;
             break;
         case 'n':
-            if (!insight_opt_history("report", optarg, &o->history))
-                return RT_EXIT_USAGE;
+            if (!insight_opt_history(optarg, &o->history))
+                return ctl_args_invalid(&a, c, optarg);
             break;
-        case 'k':
+        case KEEPER:
             o->keeper = optarg;
             o->off_reason = "--keeper-url off";
             break;
-        case 'P':
+        case NO_PRICES:
             no_prices = true;
             break;
-        case 'h':
-            fputs(usage, stdout);
-            return -1;
-        default:
-            insight_opt_error("report", c, argv, optind, optopt);
-            fputs(usage, stderr);
-            return RT_EXIT_USAGE;
         }
     }
-    if (!insight_opt_job("report", argc, argv, optind)) {
-        fputs(usage, stderr);
-        return RT_EXIT_USAGE;
-    }
+    int rc = ctl_args_operands(&a, argc, argv, &o->job, 1, 1);
+    if (rc)
+        return rc;
     if (no_prices) {
         o->keeper = NULL;
         o->off_reason = "--no-prices";
     } else if (!*o->keeper || strcmp(o->keeper, "off") == 0) {
         o->keeper = NULL;
     } else if (!rt_str_starts_with(o->keeper, "http://") && !rt_str_starts_with(o->keeper, "https://")) {
-        CTL_ERR("report: --keeper-url (or RESOURCE_TRACKER_KEEPER_URL) needs an http:// or https:// URL, or "
-                "\"off\", not '%s'",
-                o->keeper);
-        return RT_EXIT_USAGE;
+        return ctl_args_error(&a, "--keeper-url (or RESOURCE_TRACKER_KEEPER_URL) needs an http:// or https:// "
+                                  "URL, or \"off\", not '%s'",
+                              o->keeper);
     }
-    if (!o->output && isatty(STDOUT_FILENO)) {
-        CTL_ERR("report: the report is an HTML file: give -o FILE, or redirect the output");
-        return RT_EXIT_USAGE;
-    }
+    if (!o->output && isatty(STDOUT_FILENO))
+        return ctl_args_error(&a, "the report is an HTML file: give -o FILE, or redirect the output");
     return 0;
 }
 
@@ -137,7 +140,7 @@ static int write_file(const char *path, const struct insight_report *r)
 int ctl_report(struct ctl *ctl, int argc, char **argv)
 {
     struct opts o = {0};
-    int rc = parse(argc, argv, &o);
+    int rc = parse(ctl, argc, argv, &o);
     if (rc)
         return rc < 0 ? 0 : rc;
     struct insight_dygraphs dy;
@@ -150,7 +153,7 @@ int ctl_report(struct ctl *ctl, int argc, char **argv)
     struct insight_analysis a = {0};
     struct insight_host host = {0};
     struct insight_prices prices = {0};
-    rc = insight_analysis_fetch(ctl, argv[optind], o.history, true, &c, &a);
+    rc = insight_analysis_fetch(ctl, o.job, o.history, true, &c, &a);
     if (!rc)
         rc = insight_host_load(&c, &host);
     rt_vl_client_close(&c);

@@ -1,9 +1,14 @@
 """resource-trackerctl's query verbs against a real daemon and real jobs:
 option parsing (--json after the verb, unknown options), the human-readable
-output of jobs, info and status, and samples (offset, --follow, CSV)."""
+output of jobs, info and status, and samples (offset, --follow, CSV); jobs'
+columns, filters and formats and status' metadata, with real users."""
 
+import csv
+import io
 import json
+import math
 import os
+import pwd
 import re
 import socket
 import subprocess
@@ -12,7 +17,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import CTL, DaemonTest, read_json_lines, run_ctl, wait_for  # noqa: E402
+from rtlib import (CTL, Daemon, DaemonTest, TestUsers, read_json_lines, run_ctl, spawn_as,  # noqa: E402
+                   wait_for)
 
 CSV_HEADER_START = "timestamp,system_processes,system_utime,"
 
@@ -136,13 +142,14 @@ class Ctl(DaemonTest):
         rc, out, err = run_ctl(self.d, "jobs")
         self.assertEqual((rc, err), (0, ""))
         head, *rows = out.splitlines()
-        self.assertEqual(head.split(), ["ID", "NAME", "STATE", "PID", "USER", "STARTED", "DURATION", "AVG",
-                                        "CPU", "PEAK", "CPU", "PEAK", "MEM"])
+        self.assertEqual(head.split(), ["ID", "NAME", "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG",
+                                        "CPU", "PEAK", "CPU", "PEAK", "MEM", "COMMAND"])
         self.assertEqual(len(rows), 2)
         when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
-        self.assertRegex(rows[0], r"^%-6d tab-two +failed +%d +root +%s +\d+\.\ds +\d+\.\d\d +\d+\.\d\d +\S+ \S+$"
+        # start knows no command: "-".
+        self.assertRegex(rows[0], r"^%-6d tab-two +failed +3 +%d +root +%s +\d+\.\ds +\d+\.\d\d +\d+\.\d\d +\S+ \S+  -$"
                          % (j2, p2.pid, when))
-        self.assertRegex(rows[1], r"^%-6d tab-one +running +%d +root +%s " % (j1, p1.pid, when))
+        self.assertRegex(rows[1], r"^%-6d tab-one +running +- +%d +root +%s " % (j1, p1.pid, when))
         running = run_ctl(self.d, "jobs", "--running", check=0)[1].splitlines()[1:]
         self.assertEqual([r.split()[:7] for r in running], [rows[1].split()[:7]])  # the duration grows
         # status JOB: the summary and its last sample.
@@ -161,6 +168,186 @@ class Ctl(DaemonTest):
         self.assertEqual(len(mine), 2, "\n".join(mine))
         self.assertIn("Job %d (logged) started for uid 0, root pid %d" % (jid, p.pid), mine[0])
         self.assertIn("Job %d (logged) of uid 0 finished after" % jid, mine[1])
+
+
+class JobsAndUsers(unittest.TestCase):
+    """jobs' filters as a user, an administrator (by group) and root; its
+    columns, cells and CSV; status JOB's metadata and tags."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.users = TestUsers()
+        try:
+            cls.users.group("adm")
+            adm_group = cls.users.groups[-1]
+            cls.alice = cls.users.user("alice")
+            cls.bob = cls.users.user("bob")
+            cls.adm = cls.users.user("adm", groups=[adm_group])
+            cls.uid = {u: pwd.getpwnam(u).pw_uid for u in (cls.alice, cls.bob, cls.adm)}
+            cls.admin_args = ["--admin-group", adm_group]
+        except BaseException:
+            cls.users.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.users.cleanup()
+
+    def setUp(self):
+        self.d = Daemon(interval=0.2, args=self.admin_args).start()
+        self.addCleanup(self.d.cleanup)
+        self.addCleanup(self.d.stop)
+
+    def ctl(self, *args, user=None, env=None, check=0):
+        return run_ctl(self.d, *args, user=user, env=env, check=check)[1]
+
+    def ids(self, *args, user=None):
+        return [j["id"] for j in json.loads(self.ctl("jobs", "--json", *args, user=user))]
+
+    def run_job(self, user, name, *cmd, opts=(), rc=0):
+        self.assertEqual(run_ctl(self.d, "run", "-q", "-n", name, *opts, "--", *cmd, user=user)[0], rc)
+        return self.d.call("ListJobs", {"name": name, "limit": 1})["jobs"][0]["id"]
+
+    def start_job(self, user, name):
+        p = spawn_as(user, ["sleep", "60"])
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        wait_for(lambda: os.stat("/proc/%d" % p.pid).st_uid == self.uid[user], what="the process of " + user)
+        return int(self.ctl("start", "--pid", str(p.pid), "--name", name, user=user))
+
+    def test_filters(self):
+        a1 = self.run_job(self.alice, "train", "true")
+        b1 = self.run_job(self.bob, "train", "true")
+        middle = time.time()
+        time.sleep(1.2)
+        a2 = self.run_job(self.alice, "train", "true")
+        a3 = self.start_job(self.alice, "eval")
+        b2 = self.start_job(self.bob, "other")
+        mine = self.ids("--user", self.alice, user=self.alice)
+        self.assertEqual(mine, [a3, a2, a1])
+        self.assertEqual(self.ids(user=self.alice), mine)
+        self.assertEqual(self.ids("-u", str(self.uid[self.alice]), user=self.alice), mine)
+        self.assertEqual(self.ids("--name", "train", user=self.alice), [a2, a1])
+        self.assertEqual(self.ids("--running", user=self.alice), [a3])
+        for other in (self.bob, "root", str(self.uid[self.bob])):
+            rc, out, err = run_ctl(self.d, "jobs", "--user", other, user=self.alice)
+            self.assertEqual((rc, out, err), (4, "", "resource-trackerctl: permission denied: --user %s: only "
+                                                     "administrators list other users' jobs\n" % other))
+        # An administrator (by group) and root name anyone.
+        for admin in (self.adm, None):
+            self.assertEqual(self.ids("--user", self.bob, user=admin), [b2, b1])
+            self.assertEqual(self.ids("--name", "train", user=admin), [a2, b1, a1])
+            self.assertEqual(self.ids("--name", "train", "--user", self.bob, user=admin), [b1])
+            self.assertEqual(self.ids("--user", self.alice, "--running", user=admin), [a3])
+        self.assertEqual(self.ids("--user", self.adm, user=self.adm), [])
+        # --limit: the newest N; with the other filters.
+        self.assertEqual(self.ids("--limit", "2"), [b2, a3])
+        self.assertEqual(self.ids("-l", "1", "--name", "train"), [a2])
+        self.assertEqual(self.ids("--limit", "1000"), [b2, a3, a2, b1, a1])
+        # --since: started since a point in time or a duration ago.
+        later = [b2, a3, a2]
+        stamp = math.ceil(middle)
+        local = time.localtime(stamp)
+        for since in ("@%d" % stamp, time.strftime("%Y-%m-%d %H:%M:%S", local),
+                      time.strftime("%Y-%m-%dT%H:%M:%S", local)):
+            self.assertEqual(self.ids("--since", since), later, since)
+        if time.strftime("%Y-%m-%d", local) == time.strftime("%Y-%m-%d"):
+            self.assertEqual(self.ids("--since", time.strftime("%H:%M:%S", local)), later)
+        for since in ("1h", "90m", "1h30m", "1d", "1w", "yesterday", time.strftime("%Y-%m-%d", time.localtime(
+                time.time() - 86400))):
+            self.assertEqual(self.ids("--since", since), later + [b1, a1], since)
+        self.assertEqual(self.ids("--since", "2099-01-01"), [])
+        self.assertEqual(self.ctl("jobs", "--since", "2099-01-01").splitlines()[1:], [])
+
+    def test_limit_across_pages(self):
+        # Jobs of ~800 KiB each: the daemon pages ListJobs at about 1 MiB, so
+        # the client asks again for what --limit still wants.
+        big = {"project_name": "p" * 4096, "tags": ["t=" + "x" * 4000] * 200}
+        ids = []
+        for _ in range(5):
+            p = subprocess.Popen(["sleep", "60"])
+            self.addCleanup(lambda p=p: (p.kill(), p.wait()))
+            ids.append(self.d.call("StartJob", {"pid": p.pid, "metadata": big})["job"]["id"])
+        page = self.d.call("ListJobs")
+        self.assertEqual(len(page["jobs"]), 2, "one page holds two jobs")
+        self.assertEqual(self.ids(), ids[::-1])
+        self.assertEqual(self.ids("--limit", "3"), ids[:-4:-1])
+        rows = self.ctl("jobs", "--running", "--limit", "4", "--format", "csv").splitlines()
+        self.assertEqual([int(r.split(",")[0]) for r in rows[1:]], ids[:-5:-1])
+
+    def test_columns_cells_and_csv(self):
+        long_name = "a-very-long-job-name-of-31-char"
+        j1 = self.run_job(self.alice, long_name, "sh", "-c", "exit 7", rc=7)
+        j2 = self.run_job(self.alice, "killed", "sh", "-c", "kill -KILL $$", rc=137)
+        words = "ünïcödé €uro 漢字 \x1b[31mred"
+        j3 = self.run_job(self.alice, "utf", "sh", "-c", ": " + words + ", \"quoted\"")
+        j4 = self.start_job(self.alice, "running")
+        head, *rows = self.ctl("jobs", user=self.alice).splitlines()
+        self.assertEqual(head.split()[-1], "COMMAND")
+        fixed = head.index("COMMAND")
+        user_cell = self.alice[:9] + "…" if len(self.alice) > 10 else self.alice
+        self.assertEqual(len(rows), 4)
+        by_id = {int(r.split()[0]): r for r in rows}
+
+        def cells(row):
+            return [c for c in re.split(r" {1,}", row[:fixed].strip())]
+        self.assertEqual(cells(by_id[j1])[1:4], [long_name[:19] + "…", "failed", "7"])
+        self.assertEqual(cells(by_id[j2])[1:4], ["killed", "failed", "SIGKILL"])
+        self.assertEqual(cells(by_id[j4])[1:4], ["running", "running", "-"])
+        for jid in (j1, j2, j3, j4):
+            self.assertIn(" " + user_cell + " ", by_id[jid][:fixed])
+        self.assertEqual(by_id[j1][fixed:], "sh -c exit 7")
+        self.assertEqual(by_id[j4][fixed:], "-")
+        # The command whole in a pipe, control characters as '?'.
+        shown = "sh -c : " + words.replace("\x1b", "?") + ", \"quoted\""
+        self.assertEqual(by_id[j3][fixed:], shown)
+        # Cut to $COLUMNS at any character: never inside a UTF-8 sequence.
+        for width in range(fixed + 10, fixed + len(shown) + 2):
+            p = subprocess.run([CTL, "jobs", "--name", "utf"], capture_output=True, timeout=30,
+                               env=dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket, COLUMNS=str(width)))
+            row = p.stdout.decode("utf-8").splitlines()[1]  # strict: a cut sequence raises
+            want = shown if len(shown) <= width - fixed else shown[:width - fixed - 1] + "…"
+            self.assertEqual(row[fixed:], want, width)
+        self.assertEqual(len(self.ctl("jobs", "--name", "utf", env={"COLUMNS": str(fixed + 3)}).splitlines()[1]),
+                         fixed + 10, "10 characters at least")
+        # CSV: RFC 4180, the same jobs as JSON.
+        table = list(csv.DictReader(io.StringIO(self.ctl("jobs", "--format", "csv", user=self.alice))))
+        docs = json.loads(self.ctl("jobs", "--json", user=self.alice))
+        self.assertEqual([int(r["id"]) for r in table], [j["id"] for j in docs])
+        rows = {int(r["id"]): r for r in table}
+        self.assertEqual(rows[j3]["command"], "sh -c : " + words + ", \"quoted\"")
+        self.assertEqual((rows[j1]["exit_code"], rows[j1]["signal"], rows[j1]["name"]), ("7", "", long_name))
+        self.assertEqual((rows[j2]["exit_code"], rows[j2]["signal"]), ("137", "9"))
+        self.assertEqual((rows[j4]["state"], rows[j4]["exit_code"], rows[j4]["ended_at"], rows[j4]["command"]),
+                         ("running", "", "", ""))
+        self.assertEqual({r["user"] for r in table}, {self.alice})
+        self.assertEqual({r["owner_uid"] for r in table}, {str(self.uid[self.alice])})
+        for j in docs:
+            self.assertAlmostEqual(float(rows[j["id"]]["started_at"]), j["started_at"], places=3)
+
+    def test_status_shows_metadata_and_tags(self):
+        self.run_job(self.alice, "meta", "true", opts=("--project-name", "proj", "--team", "ml", "--tag", "a=1",
+                                                       "--tag", "b=x=y", "--executor", "\x1b]0;title\x07"))
+        out = self.ctl("status", "meta", user=self.alice)
+        lines = out.splitlines()
+        start = lines.index("Command  true")
+        self.assertEqual(lines[start + 1:start + 6], [
+            "Metadata project_name     proj",
+            "         team             ml",
+            "         executor         ?]0;title?",
+            "Tags     a=1",
+            "         b=x=y",
+        ])
+        self.assertTrue(lines[start + 6].startswith("CPU "), out)
+        md = json.loads(self.ctl("status", "meta", "--json", user=self.alice))["job"]["metadata"]
+        self.assertEqual((md["tags"], md["executor"]), (["a=1", "b=x=y"], "\x1b]0;title\x07"))
+        # TRACKER_* variables show the same way; a job without metadata has no such lines.
+        self.assertEqual(run_ctl(self.d, "run", "-q", "-n", "envmeta", "--", "true", user=self.alice,
+                                 env={"TRACKER_ENV": "prod"})[0], 0)
+        self.assertIn("\nMetadata env              prod\nCPU ", self.ctl("status", "envmeta", user=self.alice))
+        self.run_job(self.alice, "nometa", "true")
+        out = self.ctl("status", "nometa", user=self.alice)
+        self.assertNotIn("Metadata", out)
+        self.assertNotIn("Tags", out)
 
 
 if __name__ == "__main__":

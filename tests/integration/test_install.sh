@@ -67,9 +67,11 @@ diff -u <(echo "$keys") <(echo "$documented") || fail "resource-trackerd.conf.5 
 bash -n "$complete" || fail "completion has a syntax error"
 [ "$(bash -c "source '$complete'; complete -p resource-trackerctl")" = \
   "complete -F _resource_trackerctl resource-trackerctl" ] || fail "completion does not register"
-# What it completes, with stand-ins for bash-completion's helpers.
+# What it completes, with stand-ins for bash-completion's helpers, asking the
+# installed client (test_completion.py drives the real helpers).
 cat >"$tmp/comp.sh" <<'COMP'
 source "$1"
+export PATH="$2:$PATH" RESOURCE_TRACKER_SOCKET=/nonexistent
 _init_completion() { words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; cur=${words[cword]}; prev=${words[cword-1]}; }
 _command_offset() { COMPREPLY=("<command at $1>"); }
 _filedir() { COMPREPLY=("<files>"); }
@@ -89,8 +91,8 @@ comp resource-trackerctl report -o ""
 comp resource-trackerctl recommend --history 3 train --j
 COMP
 printf '%s\n' "start stop status" "jobs" "--format" "json csv" "<command at 5>" "<command at 3>" "<pids>" \
-  "--format --follow" "report recommend" "--history --help" "<files>" "--json" >"$tmp/comp.want"
-bash "$tmp/comp.sh" "$complete" >"$tmp/comp.got" 2>&1 || fail "completion failed: $(cat "$tmp/comp.got")"
+  "--follow --format" "report recommend" "--history --help" "<files>" "--json" >"$tmp/comp.want"
+bash "$tmp/comp.sh" "$complete" "$root$prefix/bin" >"$tmp/comp.got" 2>&1 || fail "completion failed: $(cat "$tmp/comp.got")"
 diff -u "$tmp/comp.want" "$tmp/comp.got" || fail "completion completes the wrong words"
 
 # sysusers.d creates the admin group.

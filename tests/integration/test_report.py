@@ -440,17 +440,18 @@ class Report(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("dygraph.min.js: No such file or directory (the report needs Debian's libjs-dygraphs)", err)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.html")))
-        for args, msg in ((["mix", "--history", "x"], "--history needs a whole number of earlier runs from 0 to 100, "
-                                                      "not 'x'"),
-                          (["mix", "--history", "101"], "from 0 to 100, not '101'"),
+        for args, msg in ((["mix", "--history", "x"], "report: --history 'x': a history is a whole number of earlier "
+                                                      "runs from 0 to 100"),
+                          (["mix", "--history", "101"], "--history '101': a history is"),
                           (["mix", "--bogus"], "report: unknown option --bogus"),
                           (["mix", "-x"], "report: unknown option -x"),
                           (["mix", "--no-prices=1"], "report: --no-prices takes no value"),
-                          (["mix", "-o"], "report: -o needs a value"),
-                          (["mix", "--keeper-url"], "report: --keeper-url needs a value"),
+                          (["mix", "-o"], "report: --output needs a value (FILE)"),
+                          (["mix", "--keeper-url"], "report: --keeper-url needs a value (URL)"),
                           (["mix", "--keeper-url", "ftp://x"], "needs an http:// or https:// URL"),
-                          ([], "report needs a JOB"),
-                          (["mix", "other"], "report: unexpected argument other")):
+                          (["mix", "--json"], "report: report takes no --json or --format"),
+                          ([], "report: needs a JOB: a JOB is a job's id or its name"),
+                          (["mix", "other"], "report: unexpected argument 'other'")):
             with self.subTest(args=args):
                 rc, out, err = run_ctl(self.d, "report", *args)
                 self.assertEqual((rc, out), (2, ""), err)
@@ -490,8 +491,8 @@ class Report(unittest.TestCase):
         self.assertIn('Kubernetes:\n  resources:\n    requests:\n      cpu: "%d"\n      memory: %dMi\n'
                       % (cpus, mem), out)
         self.assertIn("Metaflow:    @resources(cpu=%d, memory=%d)\n" % (cpus, mem), out)
-        for flag in ("--json",):
-            o = json.loads(run_ctl(self.d, "recommend", "mix", flag, check=0)[1])
+        for flags in (["--json"], ["--format", "json"], ["-fjson"]):
+            o = json.loads(run_ctl(self.d, "recommend", "mix", *flags, check=0)[1])
             self.assertEqual([r["id"] for r in o["runs"]], self.ids[::-1])
             self.assertEqual(o["memory_figure"], "pss")
             rec = o["recommendation"]
@@ -506,8 +507,10 @@ class Report(unittest.TestCase):
         self.assertEqual([r["id"] for r in o["runs"]], [self.ids[-1], self.ids[-2]])
         o = json.loads(run_ctl(self.d, "--json", "recommend", str(self.ids[0]), check=0)[1])
         self.assertEqual([r["id"] for r in o["runs"]], [self.ids[0]])
-        for args, msg in ((["mix", "--history", "-1"], "not '-1'"), (["--json"], "recommend needs a JOB"),
-                          (["mix", "--jsn"], "recommend: unknown option --jsn")):
+        for args, msg in ((["mix", "--history", "-1"], "recommend: --history '-1': a history is"),
+                          (["--json"], "recommend: needs a JOB: a JOB is a job's id or its name"),
+                          (["mix", "--jsn"], "recommend: unknown option --jsn"),
+                          (["mix", "--format", "csv"], "recommend: --format 'csv': recommend prints text or json")):
             rc, out, err = run_ctl(self.d, "recommend", *args)
             self.assertEqual((rc, out), (2, ""), err)
             self.assertIn(msg, err)
