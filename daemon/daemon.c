@@ -334,7 +334,7 @@ static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
                     .gpus_used = s->gpus ? (unsigned)json_object_array_length(s->gpus) : 0,
                     .gpu_energy_j = s->has_gpu_energy ? s->gpu_energy_joules : -1,
                     .gpu_mem_peak_bytes = s->gpu_peak_vram_bytes,
-                    .gpu_utilization_avg = s->has_gpu ? s->gpu_avg_usage * 100.0 : -1,
+                    .gpu_utilization_avg = s->has_gpu ? rt_job_summary_gpu_avg(s) * 100.0 : -1,
                 };
                 rt_event_job_finished(&ej, &t);
             }

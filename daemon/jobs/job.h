@@ -4,6 +4,7 @@
 #ifndef RT_JOB_H
 #define RT_JOB_H
 
+#include "jobs/summary.h"
 #include "proc/ptree.h"
 
 struct rt_gpu_job;
@@ -24,28 +25,6 @@ enum rt_job_state {
 const char *rt_job_state_name(enum rt_job_state s);
 int rt_job_state_from_name(const char *name);
 
-struct rt_job_summary {
-    uint64_t samples;
-    double cpu_secs;
-    double peak_cores;
-    bool peak_full;                /* peak_cores is from a full-length interval */
-    uint32_t peak_children;
-    uint64_t peak_rss_bytes, peak_pss_bytes;
-    uint64_t disk_read_bytes, disk_write_bytes;
-    bool has_gpu;                  /* sampled on a host with a GPU backend */
-    double gpu_avg_usage;          /* fractional GPUs, time-weighted */
-    uint64_t gpu_peak_vram_bytes;
-    bool has_gpu_energy;
-    double gpu_energy_joules;      /* the job's share of device energy */
-    struct json_object *gpus;      /* UUIDs of the GPUs the job used (array), or NULL */
-    /* Sums over the samples as their lines have them, for means (reports
-     * and right-sizing read them instead of every sample). means_known is
-     * false for records from before these fields. */
-    bool means_known;
-    double pss_sum_bytes;
-    double gpu_peak_usage;         /* largest GPU use of a sample, fractional GPUs */
-    double gpu_vram_sum_bytes;
-};
 
 struct rt_job {
     uint64_t id;
@@ -78,6 +57,7 @@ struct rt_job {
     size_t unwritten_len;
     bool write_warned, backlog_warned;
     struct rt_gpu_job *gpu_state;
+    double gpu_energy_seen;        /* gpu_state's energy total already counted */
 };
 
 #define RT_JOB_CKPT 256

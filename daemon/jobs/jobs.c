@@ -135,7 +135,7 @@ void rt_job_free(struct rt_job *j)
     free(j->ckpt);
     free(j->unwritten);
     json_object_put(j->metadata);
-    json_object_put(j->summary.gpus);
+    rt_job_summary_free(&j->summary);
     rt_gpu_job_free(j->gpu_state);
     free(j);
 }
@@ -149,18 +149,6 @@ void rt_job_note_sample(struct rt_job *j, uint64_t index, uint64_t offset)
         j->ckpt = rt_xrealloc(j->ckpt, j->ckpt_cap * sizeof(*j->ckpt));
     }
     j->ckpt[j->nckpt++] = offset;
-}
-
-void rt_job_summary_note_cores(struct rt_job_summary *s, double cores, double span_secs,
-                               double interval_secs)
-{
-    bool full = span_secs >= interval_secs / 2;
-    if (full && !s->peak_full) {
-        s->peak_full = true;
-        s->peak_cores = cores;
-    } else if (full == s->peak_full && cores > s->peak_cores) {
-        s->peak_cores = cores;
-    }
 }
 
 /* Online CPUs, read once: sysconf reads sysfs on every call, and a job's
@@ -197,7 +185,7 @@ static struct json_object *summary_json(const struct rt_job *j, double now)
     add(o, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
     add(o, "disk_read_bytes", rt_json_u64(s->disk_read_bytes));
     add(o, "disk_write_bytes", rt_json_u64(s->disk_write_bytes));
-    add(o, "gpu_avg_usage", s->has_gpu ? rt_json_double(s->gpu_avg_usage, 4) : NULL);
+    add(o, "gpu_avg_usage", s->has_gpu ? rt_json_double(rt_job_summary_gpu_avg(s), 4) : NULL);
     add(o, "gpu_peak_vram_bytes", s->has_gpu ? rt_json_u64(s->gpu_peak_vram_bytes) : NULL);
     add(o, "gpu_energy_joules", s->has_gpu_energy ? rt_json_double(s->gpu_energy_joules, 3) : NULL);
     add(o, "gpus", s->has_gpu ? (s->gpus ? json_object_get(s->gpus) : json_object_new_array()) : NULL);
@@ -237,29 +225,7 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
     if (j->state != RT_JOB_RUNNING)
         add(o, "ended_at", json_object_new_double(j->ended_at));
     /* Exact totals, not the rounded ones of the summary view. */
-    struct json_object *t = json_object_new_object();
-    const struct rt_job_summary *s = &j->summary;
-    add(t, "samples", rt_json_u64(s->samples));
-    add(t, "cpu_secs", json_object_new_double(s->cpu_secs));
-    add(t, "peak_cores", json_object_new_double(s->peak_cores));
-    add(t, "peak_full", json_object_new_boolean(s->peak_full));
-    add(t, "peak_children", json_object_new_int64(s->peak_children));
-    add(t, "peak_rss_bytes", rt_json_u64(s->peak_rss_bytes));
-    add(t, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
-    add(t, "disk_read_bytes", rt_json_u64(s->disk_read_bytes));
-    add(t, "disk_write_bytes", rt_json_u64(s->disk_write_bytes));
-    add(t, "has_gpu", json_object_new_boolean(s->has_gpu));
-    add(t, "gpu_avg_usage", json_object_new_double(s->gpu_avg_usage));
-    add(t, "gpu_peak_vram_bytes", rt_json_u64(s->gpu_peak_vram_bytes));
-    add(t, "has_gpu_energy", json_object_new_boolean(s->has_gpu_energy));
-    add(t, "gpu_energy_joules", json_object_new_double(s->gpu_energy_joules));
-    add(t, "gpus", s->gpus ? json_object_get(s->gpus) : NULL);
-    if (s->means_known) {
-        add(t, "pss_sum_bytes", json_object_new_double(s->pss_sum_bytes));
-        add(t, "gpu_peak_usage", json_object_new_double(s->gpu_peak_usage));
-        add(t, "gpu_vram_sum_bytes", json_object_new_double(s->gpu_vram_sum_bytes));
-    }
-    add(o, "totals", t);
+    add(o, "totals", rt_job_summary_to_record(&j->summary));
     add(o, "wants_upload", json_object_new_boolean(j->wants_upload));
     return o;
 }
@@ -296,32 +262,8 @@ struct rt_job *rt_job_from_record(struct json_object *o)
     j->metadata = md && !rt_job_metadata_check(md) ? json_object_get(md) : json_object_new_object();
     rt_json_get_bool(o, "wants_upload", &j->wants_upload);
     struct json_object *t = rt_json_get_object(o, "totals");
-    struct rt_job_summary *s = &j->summary;
-    if (t) {
-        uint64_t u;
-        rt_json_get_u64(t, "samples", &s->samples);
-        rt_json_get_double(t, "cpu_secs", &s->cpu_secs);
-        rt_json_get_double(t, "peak_cores", &s->peak_cores);
-        /* Records from before the flag: their peak is a plain maximum. */
-        s->peak_full = true;
-        rt_json_get_bool(t, "peak_full", &s->peak_full);
-        if (rt_json_get_u64(t, "peak_children", &u))
-            s->peak_children = (uint32_t)u;
-        rt_json_get_u64(t, "peak_rss_bytes", &s->peak_rss_bytes);
-        rt_json_get_u64(t, "peak_pss_bytes", &s->peak_pss_bytes);
-        rt_json_get_u64(t, "disk_read_bytes", &s->disk_read_bytes);
-        rt_json_get_u64(t, "disk_write_bytes", &s->disk_write_bytes);
-        rt_json_get_bool(t, "has_gpu", &s->has_gpu);
-        rt_json_get_double(t, "gpu_avg_usage", &s->gpu_avg_usage);
-        rt_json_get_u64(t, "gpu_peak_vram_bytes", &s->gpu_peak_vram_bytes);
-        rt_json_get_bool(t, "has_gpu_energy", &s->has_gpu_energy);
-        rt_json_get_double(t, "gpu_energy_joules", &s->gpu_energy_joules);
-        struct json_object *g = rt_json_get_array(t, "gpus");
-        s->gpus = g ? json_object_get(g) : NULL;
-        s->means_known = rt_json_get_double(t, "pss_sum_bytes", &s->pss_sum_bytes) || !s->samples;
-        rt_json_get_double(t, "gpu_peak_usage", &s->gpu_peak_usage);
-        rt_json_get_double(t, "gpu_vram_sum_bytes", &s->gpu_vram_sum_bytes);
-    }
+    if (t)
+        rt_job_summary_from_record(&j->summary, t, j->interval_secs);
     return j;
 }
 

@@ -32,13 +32,6 @@ void rt_job_free(struct rt_job *j);
 /* Record where sample number `index` starts in the samples file. */
 void rt_job_note_sample(struct rt_job *j, uint64_t index, uint64_t offset);
 
-/* A sample's cores used, for the peak. CPU times move in clock ticks
- * (10 ms), so a sample over a few ms (a job's first, or its last when it
- * ends) can read as several cores: one over less than half the interval
- * sets the peak only while no full-length one has. */
-void rt_job_summary_note_cores(struct rt_job_summary *s, double cores, double span_secs,
-                               double interval_secs);
-
 /* The varlink Job object (see the IDL). Caller holds the lock. */
 struct json_object *rt_job_to_json(const struct rt_job *j, double now);
 /* Persistent form: rt_job_to_json plus the fields needed to resume. */

@@ -256,52 +256,49 @@ uint64_t rt_store_job_bytes(struct rt_store *s, uint64_t id)
     return total;
 }
 
-void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_t len, double interval_secs)
+/* The figures of a sample line (written before the figures were stored on
+ * their own: memory in whole MiB, no GPU energy). */
+static bool figures_from_line(const char *line, size_t len, double interval_secs, struct rt_job_figures *f)
 {
     char err[128];
     struct json_object *o = rt_vl_parse(line, len, err, sizeof(err));
     struct json_object *cpu = rt_json_get_object(o, "cpu");
     if (!cpu) {
         json_object_put(o);
-        return;
+        return false;
     }
-    double u = 0, s = 0, cores = 0, gpu = 0, vram = 0;
-    uint64_t kids = 0, rss = 0, pss = 0, rb = 0, wb = 0;
-    rt_json_get_double(cpu, "process_utime_secs", &u);
-    rt_json_get_double(cpu, "process_stime_secs", &s);
-    rt_json_get_double(cpu, "process_cores_used", &cores);
+    memset(f, 0, sizeof(*f));
+    uint64_t kids = 0, rss = 0, pss = 0, used = 0;
+    double vram = 0;
+    rt_json_get_double(cpu, "process_utime_secs", &f->utime_secs);
+    rt_json_get_double(cpu, "process_stime_secs", &f->stime_secs);
+    rt_json_get_double(cpu, "process_cores_used", &f->cores_used);
     rt_json_get_u64(cpu, "process_child_count", &kids);
     rt_json_get_u64(cpu, "process_rss_mib", &rss);
     rt_json_get_u64(cpu, "process_pss_mib", &pss);
-    rt_json_get_u64(cpu, "process_disk_read_bytes", &rb);
-    rt_json_get_u64(cpu, "process_disk_write_bytes", &wb);
-    sum->samples++;
-    sum->cpu_secs += u + s;
-    uint64_t span_ms = 0;
-    if (!rt_json_get_u64(o, "actual_interval_ms", &span_ms))
-        span_ms = (uint64_t)(interval_secs * 1000);
-    rt_job_summary_note_cores(sum, cores, (double)span_ms / 1000, interval_secs);
-    if (kids > sum->peak_children)
-        sum->peak_children = (uint32_t)kids;
-    if (rss * RT_MIB > sum->peak_rss_bytes)
-        sum->peak_rss_bytes = rss * RT_MIB;
-    if (pss * RT_MIB > sum->peak_pss_bytes)
-        sum->peak_pss_bytes = pss * RT_MIB;
-    sum->pss_sum_bytes += (double)(pss * RT_MIB);
-    sum->disk_read_bytes += rb;
-    sum->disk_write_bytes += wb;
-    if (rt_json_get_double(cpu, "process_gpu_usage", &gpu)) {
-        sum->has_gpu = true;
-        /* Running mean over samples: the time weights are not in the line. */
-        sum->gpu_avg_usage += (gpu - sum->gpu_avg_usage) / (double)sum->samples;
+    rt_json_get_u64(cpu, "process_disk_read_bytes", &f->disk_read_bytes);
+    rt_json_get_u64(cpu, "process_disk_write_bytes", &f->disk_write_bytes);
+    f->child_count = (uint32_t)kids;
+    f->rss_bytes = rss * RT_MIB;
+    f->pss_bytes = pss * RT_MIB;
+    if (!rt_json_get_u64(o, "actual_interval_ms", &f->interval_ms))
+        f->interval_ms = (uint64_t)(interval_secs * 1000);
+    if (rt_json_get_double(cpu, "process_gpu_usage", &f->gpu_usage)) {
+        f->has_gpu = true;
         rt_json_get_double(cpu, "process_gpu_vram_mib", &vram);
-        if ((uint64_t)(vram * (double)RT_MIB) > sum->gpu_peak_vram_bytes)
-            sum->gpu_peak_vram_bytes = (uint64_t)(vram * (double)RT_MIB);
-        if (gpu > sum->gpu_peak_usage)
-            sum->gpu_peak_usage = gpu;
-        sum->gpu_vram_sum_bytes += vram * (double)RT_MIB;
+        rt_json_get_u64(cpu, "process_gpu_utilized", &used);
+        f->gpu_vram_bytes = (uint64_t)(vram * (double)RT_MIB);
+        f->gpu_utilized = (uint32_t)used;
     }
     json_object_put(o);
+    return true;
+}
+
+void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_t len, double interval_secs)
+{
+    struct rt_job_figures f;
+    if (figures_from_line(line, len, interval_secs, &f))
+        rt_job_summary_add(sum, &f, interval_secs);
 }
 
 /* Index the samples file: line count, checkpoints, torn tail. */

@@ -22,7 +22,7 @@ struct rt_sampler {
     struct rt_jobs *jobs;
     struct rt_store *store;
     pthread_t thread;
-    bool started;
+    bool started, stopped;
     int epfd, req_efd, out_efd, timer_fd;
     int setup_errno;            /* creating those failed: rt_sampler_start() says so */
     pthread_mutex_t mu; /* reqs, outbox, latest */

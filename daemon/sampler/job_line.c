@@ -141,6 +141,34 @@ void rt_sampler_begin_scan(struct rt_sampler *s, bool fresh)
     }
 }
 
+/* The figures the job's totals are summed from, at the precision its
+ * sample line shows; the GPU energy is this interval's share. */
+static struct rt_job_figures job_figures(struct rt_job *j, const struct rt_sample *sm,
+                                         const struct rt_ptree_result *r, const struct rt_gpu_job_summary *gs)
+{
+    const struct rt_process *p = &sm->proc;
+    const struct rt_process_gpu *g = &sm->proc_gpu;
+    struct rt_job_figures f = {
+        .interval_ms = sm->actual_interval_ms,
+        .child_count = p->child_count,
+        .cores_used = rt_round_dec(p->cores_used, RT_DEC_CORES),
+        .utime_secs = p->utime_secs,
+        .stime_secs = p->stime_secs,
+        .rss_bytes = r->rss_bytes,
+        .pss_bytes = r->pss_bytes,
+        .disk_read_bytes = p->disk_read_bytes,
+        .disk_write_bytes = p->disk_write_bytes,
+        .has_gpu = g->present,
+        .gpu_usage = rt_round_dec(g->usage, RT_DEC_CORES),
+        .gpu_utilized = g->utilized,
+        .gpu_vram_bytes = (uint64_t)(g->vram_mib * (double)RT_MIB), /* exact: vram_mib is bytes / 2^20 */
+        .has_gpu_energy = gs->has_energy,
+        .gpu_energy_joules = gs->energy_joules - j->gpu_energy_seen,
+    };
+    j->gpu_energy_seen = gs->energy_joules;
+    return f;
+}
+
 /* One sample of a job: scan its tree, write and publish the line. Returns
  * the scan result for the caller (final samples look at the root), and
  * whether the sample was kept (see store_append); its usage counts anyway. */
@@ -180,8 +208,10 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
     sm->has_interval = true;
     sm->actual_interval_ms = (uint64_t)llround(elapsed * 1000.0);
     struct rt_process_gpu host_gpu = sm->proc_gpu;
-    if (!j->gpu_state)
+    if (!j->gpu_state) {
         j->gpu_state = rt_gpu_job_new();
+        j->gpu_energy_seen = 0;
+    }
     rt_gpu_job_usage(s->gpu, j->gpu_state, j->tree.pids, j->tree.npids, elapsed, &sm->proc_gpu);
     struct rt_gpu_job_summary gs;
     rt_gpu_job_summary(j->gpu_state, &gs);
@@ -206,47 +236,20 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
     s->line[len] = '\n';
     bool kept = rt_sampler_store_append(s, j, s->line, len + 1);
 
+    struct rt_job_figures f = job_figures(j, sm, r, &gs);
     rt_jobs_lock(s->jobs);
-    struct rt_job_summary *sum = &j->summary;
-    uint64_t index = sum->samples;
+    uint64_t index = j->summary.samples;
+    rt_job_summary_add(&j->summary, &f, j->interval_secs);
     if (kept) {
-        sum->samples++;
         rt_job_note_sample(j, index, j->samples_bytes);
         j->samples_bytes += len + 1;
-        /* The line's values, so that a restart rebuilds the same sums. */
-        sum->pss_sum_bytes += (double)(p->pss_mib * RT_MIB);
-        if (sm->proc_gpu.present) {
-            double usage = rt_round_dec(sm->proc_gpu.usage, RT_DEC_CORES);
-            if (usage > sum->gpu_peak_usage)
-                sum->gpu_peak_usage = usage;
-            sum->gpu_vram_sum_bytes += rt_round_dec(sm->proc_gpu.vram_mib, RT_DEC_MIB) * (double)RT_MIB;
-        }
+    } else {
+        j->summary.samples--; /* counted in the totals, but without an index */
     }
-    sum->cpu_secs += p->utime_secs + p->stime_secs;
-    /* The span as the line has it, so a restart rebuilds the same peak. */
-    rt_job_summary_note_cores(sum, p->cores_used, (double)sm->actual_interval_ms / 1000, j->interval_secs);
-    if (p->child_count > sum->peak_children)
-        sum->peak_children = p->child_count;
-    if (r->rss_bytes > sum->peak_rss_bytes)
-        sum->peak_rss_bytes = r->rss_bytes;
-    if (r->pss_bytes > sum->peak_pss_bytes)
-        sum->peak_pss_bytes = r->pss_bytes;
-    sum->disk_read_bytes += r->d_read_bytes;
-    sum->disk_write_bytes += r->d_write_bytes;
-    if (gs.present) {
-        sum->has_gpu = true;
-        sum->gpu_avg_usage = gs.avg_usage;
-        sum->gpu_peak_vram_bytes = gs.peak_vram_bytes;
-        sum->has_gpu_energy = gs.has_energy;
-        sum->gpu_energy_joules = gs.energy_joules;
-        if (!sum->gpus || json_object_array_length(sum->gpus) != gs.n_gpus) {
-            json_object_put(sum->gpus);
-            sum->gpus = json_object_new_array_ext((int)gs.n_gpus);
-            for (size_t i = 0; i < gs.n_gpus; i++)
-                json_object_array_add(sum->gpus, json_object_new_string(gs.gpu_uuids[i]));
-        }
-    }
+    bool new_gpus = gs.present && rt_job_summary_note_gpus(&j->summary, gs.gpu_uuids, gs.n_gpus);
     rt_jobs_unlock(s->jobs);
+    if (new_gpus)
+        rt_sampler_save_record(s, j, false); /* a restart must know every GPU used */
 
     if (j->wants_upload && s->o.upload)
         rt_upload_job_rows(s->o.upload, j->id, csv->data, csv->len);

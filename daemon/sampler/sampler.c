@@ -214,14 +214,17 @@ int rt_sampler_start(struct rt_sampler *s)
 
 void rt_sampler_stop(struct rt_sampler *s)
 {
-    if (!s->started)
+    if (s->stopped)
         return;
-    atomic_store(&s->stop, true);
-    uint64_t one = 1;
-    if (write(s->req_efd, &one, sizeof(one)) < 0)
-        rt_warn("sampler: cannot wake for stop: %s", strerror(errno));
-    pthread_join(s->thread, NULL);
-    s->started = false;
+    s->stopped = true;
+    if (s->started) {
+        atomic_store(&s->stop, true);
+        uint64_t one = 1;
+        if (write(s->req_efd, &one, sizeof(one)) < 0)
+            rt_warn("sampler: cannot wake for stop: %s", strerror(errno));
+        pthread_join(s->thread, NULL);
+        s->started = false;
+    }
     /* Running jobs stay "running" on disk and are resumed at the next start. */
     for (size_t i = 0; i < s->nactive; i++) {
         struct rt_job *j = s->active[i];
@@ -229,6 +232,18 @@ void rt_sampler_stop(struct rt_sampler *s)
             rt_sampler_store_append(s, j, "", 0);
         rt_sampler_save_record(s, j, true);
     }
+}
+
+void rt_sampler_test_tick(struct rt_sampler *s)
+{
+    if (!s->host_obj)
+        host_tick(s);
+    tick(s);
+}
+
+void rt_sampler_test_request(struct rt_sampler *s, struct rt_sreq *q)
+{
+    rt_sampler_handle_request(s, q);
 }
 
 void rt_sampler_free(struct rt_sampler *s)

@@ -97,4 +97,10 @@ uint64_t rt_sampler_heartbeat(struct rt_sampler *s);
 unsigned rt_sampler_gpu_count(struct rt_sampler *s);
 unsigned rt_sampler_gpu_count_amd(struct rt_sampler *s);
 
+/* Test seam, for a sampler whose thread is not started: one tick (the first
+ * also takes the baseline host sample), or one request, on the calling
+ * thread. Results and samples go to the outbox (rt_sampler_take). */
+void rt_sampler_test_tick(struct rt_sampler *s);
+void rt_sampler_test_request(struct rt_sampler *s, struct rt_sreq *q);
+
 #endif
