@@ -307,11 +307,12 @@ static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
 {
     for (const struct rt_sevt *e = list; e; e = e->next) {
         bool started = e->type == RT_SEVT_REQ_DONE && e->req->type == RT_SREQ_START && e->req->result == 0;
-        if (!started && e->type != RT_SEVT_JOB_ENDED)
+        bool resumed = e->type == RT_SEVT_REQ_DONE && e->req->type == RT_SREQ_RESUME; /* or lost */
+        if (!started && !resumed && e->type != RT_SEVT_JOB_ENDED)
             continue;
         rt_jobs_lock(&d->jobs);
-        struct rt_job *j = rt_jobs_find(&d->jobs, started ? e->req->job_id : e->job_id);
-        if (j) {
+        struct rt_job *j = rt_jobs_find(&d->jobs, e->type == RT_SEVT_REQ_DONE ? e->req->job_id : e->job_id);
+        if (j && !resumed) {
             char id[24], cmd[1024];
             snprintf(id, sizeof(id), "%" PRIu64, j->id);
             command_line(j, cmd, sizeof(cmd));
@@ -338,6 +339,11 @@ static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
                 };
                 rt_event_job_finished(&ej, &t);
             }
+        }
+        if (j && j->state != RT_JOB_RUNNING) {
+            /* Ended: its metadata stays on disk only (rt_api_fill_metadata). */
+            json_object_put(j->metadata);
+            j->metadata = NULL;
         }
         rt_jobs_unlock(&d->jobs);
     }

@@ -73,7 +73,7 @@ static void m_start_job(struct rt_call *c)
         return;
     }
     double interval = rt_call_float(c, "interval_secs", d->cfg.interval_secs);
-    if (!(interval > 0 && interval <= 3600)) {
+    if (!rt_job_interval_valid(interval)) {
         rt_call_invalid_param(c, "interval_secs");
         return;
     }
@@ -81,6 +81,10 @@ static void m_start_job(struct rt_call *c)
     const char *bad = md ? rt_job_metadata_check(md) : NULL;
     if (bad) {
         rt_call_invalid_param(c, bad);
+        return;
+    }
+    if (md && rt_job_metadata_size(md) > RT_JOB_METADATA_MAX) {
+        rt_call_limit_exceeded(c, "metadata_bytes", RT_JOB_METADATA_MAX);
         return;
     }
     int64_t upload_interval = rt_call_int(c, "upload_interval_secs", 0);
@@ -181,6 +185,7 @@ static void m_start_job(struct rt_call *c)
     j->started_at = (double)rt_real_ns() / 1e9;
     j->interval_secs = interval;
     j->metadata = md ? json_object_get(md) : json_object_new_object();
+    j->metadata_bytes = rt_job_metadata_size(j->metadata);
     j->pidfd = pidfd;
     j->wants_upload = d->upload && (token || d->has_default_token);
     rt_jobs_lock(&d->jobs);
@@ -292,12 +297,14 @@ static void m_list_jobs(struct rt_call *c)
         struct json_object *o = rt_api_job_json(d, j);
         size_t len;
         json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
-        bytes += len;
+        bytes += len + (j->metadata ? 0 : j->metadata_bytes);
         json_object_array_add(arr, o);
         last = j->id;
         n++;
     }
     rt_jobs_unlock(&d->jobs);
+    for (size_t i = 0; i < json_object_array_length(arr); i++)
+        rt_api_fill_metadata(d, json_object_array_get_idx(arr, i));
     struct json_object *p = json_object_new_object();
     json_object_object_add(p, "jobs", arr);
     json_object_object_add(p, "next_before_id", next ? rt_json_u64(next) : NULL);
@@ -309,9 +316,11 @@ static void m_get_job(struct rt_call *c)
     struct rt_job *j = rt_api_lookup_job(c);
     if (!j)
         return;
-    struct json_object *p = json_object_new_object();
-    json_object_object_add(p, "job", rt_api_job_json(rt_call_daemon(c), j));
+    struct json_object *job = rt_api_job_json(rt_call_daemon(c), j);
     rt_jobs_unlock(&rt_call_daemon(c)->jobs);
+    rt_api_fill_metadata(rt_call_daemon(c), job);
+    struct json_object *p = json_object_new_object();
+    json_object_object_add(p, "job", job);
     rt_call_reply(c, p);
 }
 
@@ -331,8 +340,10 @@ void rt_job_methods_request_done(struct rt_server *srv, struct rt_sreq *q)
         if (q->result == 0) {
             rt_jobs_lock(&d->jobs);
             struct rt_job *j = rt_jobs_find(&d->jobs, q->job_id);
-            json_object_object_add(p, "job", j ? rt_api_job_json(d, j) : NULL);
+            struct json_object *job = j ? rt_api_job_json(d, j) : NULL;
             rt_jobs_unlock(&d->jobs);
+            rt_api_fill_metadata(d, job);
+            json_object_object_add(p, "job", job);
             rt_conn_reply(srv, conn, p, false);
         } else if (q->result == -ESRCH) {
             json_object_object_add(p, "pid", json_object_new_int64(q->job ? q->job->pid : 0));

@@ -38,7 +38,8 @@ struct rt_job {
     int exit_code;                 /* 0..255, 128+signal when killed */
     int signal;                    /* 0 unless killed */
     double interval_secs;
-    struct json_object *metadata;  /* validated JobMetadata object */
+    struct json_object *metadata;  /* validated JobMetadata object; NULL once ended (on disk) */
+    size_t metadata_bytes;         /* its serialised size */
     struct rt_job_summary summary;
     uint64_t samples_bytes;        /* size of the samples file */
     /* Byte offset of every RT_JOB_CKPT-th sample line, for paging. */

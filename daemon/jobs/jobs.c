@@ -210,7 +210,7 @@ struct json_object *rt_job_to_json(const struct rt_job *j, double now)
     add(o, "exit_code", j->has_exit ? json_object_new_int64(j->exit_code) : NULL);
     add(o, "signal", j->has_exit && j->signal ? json_object_new_int64(j->signal) : NULL);
     add(o, "interval_secs", rt_json_double(j->interval_secs, 3));
-    add(o, "metadata", j->metadata ? json_object_get(j->metadata) : json_object_new_object());
+    add(o, "metadata", j->metadata ? json_object_get(j->metadata) : NULL);
     add(o, "summary", summary_json(j, now));
     add(o, "upload", NULL);
     return o;
@@ -219,6 +219,8 @@ struct json_object *rt_job_to_json(const struct rt_job *j, double now)
 struct json_object *rt_job_to_record(const struct rt_job *j)
 {
     struct json_object *o = rt_job_to_json(j, 0);
+    json_object_object_del(o, "metadata");
+    add(o, "metadata_bytes", rt_json_u64(j->metadata_bytes));
     add(o, "starttime", rt_json_u64(j->starttime));
     /* Exact times: durations must not change across a restart. */
     add(o, "started_at", json_object_new_double(j->started_at));
@@ -230,8 +232,21 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
     return o;
 }
 
-struct rt_job *rt_job_from_record(struct json_object *o)
+bool rt_job_interval_valid(double secs)
 {
+    return secs > 0 && secs <= RT_JOB_INTERVAL_MAX; /* false for NaN */
+}
+
+size_t rt_job_metadata_size(struct json_object *md)
+{
+    size_t len = 0;
+    json_object_to_json_string_length(md, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    return len;
+}
+
+struct rt_job *rt_job_from_record(struct json_object *o, const char **repaired)
+{
+    *repaired = NULL;
     uint64_t id, starttime;
     int64_t uid, pid;
     const char *state = rt_json_get_string(o, "state");
@@ -257,9 +272,19 @@ struct rt_job *rt_job_from_record(struct json_object *o)
             j->signal = (int)v;
     }
     j->interval_secs = 1;
-    rt_json_get_double(o, "interval_secs", &j->interval_secs);
+    if (rt_json_get_double(o, "interval_secs", &j->interval_secs) && !rt_job_interval_valid(j->interval_secs)) {
+        j->interval_secs = 1;
+        *repaired = "interval_secs";
+    }
     struct json_object *md = rt_json_get_object(o, "metadata");
-    j->metadata = md && !rt_job_metadata_check(md) ? json_object_get(md) : json_object_new_object();
+    if (md) {
+        j->metadata = !rt_job_metadata_check(md) ? json_object_get(md) : json_object_new_object();
+        j->metadata_bytes = rt_job_metadata_size(j->metadata);
+    } else {
+        uint64_t n = 0;
+        rt_json_get_u64(o, "metadata_bytes", &n);
+        j->metadata_bytes = (size_t)n;
+    }
     rt_json_get_bool(o, "wants_upload", &j->wants_upload);
     struct json_object *t = rt_json_get_object(o, "totals");
     if (t)

@@ -183,13 +183,59 @@ int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *re
     return r;
 }
 
-int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *record)
+static int save_metadata(struct rt_store *s, uint64_t id, struct json_object *md)
+{
+    int dfd = job_dir(s, id);
+    if (dfd < 0)
+        return dfd;
+    size_t len;
+    const char *txt = json_object_to_json_string_length(
+        md, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    int r = write_atomic(dfd, "metadata.json", txt, len, s->file_mode, true);
+    close(dfd);
+    return r;
+}
+
+int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *record, struct json_object *md)
 {
     char name[32];
     snprintf(name, sizeof(name), "%" PRIu64, id);
     if (mkdirat(s->jobs_fd, name, s->dir_mode) < 0 && errno != EEXIST)
         return -errno;
-    return rt_store_save_record(s, id, record, true);
+    int r = save_metadata(s, id, md);
+    return r < 0 ? r : rt_store_save_record(s, id, record, true);
+}
+
+/* A small JSON file of a job (its record or metadata), parsed; NULL when
+ * missing, unreadable or malformed. */
+static struct json_object *read_json(struct rt_store *s, uint64_t id, const char *file, size_t max)
+{
+    char path[64], err[128];
+    snprintf(path, sizeof(path), "%" PRIu64 "/%s", id, file);
+    int fd = openat(s->jobs_fd, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct json_object *o = NULL;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_size > 0 && (size_t)st.st_size <= max) {
+        char *txt = rt_xmalloc((size_t)st.st_size + 1);
+        ssize_t n = read(fd, txt, (size_t)st.st_size);
+        if (n == st.st_size)
+            o = rt_vl_parse(txt, (size_t)n, err, sizeof(err));
+        free(txt);
+    }
+    close(fd);
+    return o;
+}
+
+struct json_object *rt_store_read_metadata(struct rt_store *s, uint64_t id)
+{
+    struct json_object *md = read_json(s, id, "metadata.json", 2 * RT_JOB_METADATA_MAX);
+    if (!json_object_is_type(md, json_type_object) || rt_job_metadata_check(md)) {
+        json_object_put(md);
+        return NULL;
+    }
+    return md;
 }
 
 int rt_store_open_samples(struct rt_store *s, uint64_t id)
@@ -219,9 +265,10 @@ int rt_store_remove_job(struct rt_store *s, uint64_t id)
     int dfd = job_dir(s, id);
     if (dfd < 0)
         return dfd;
-    unlinkat(dfd, "samples.jsonl", 0);
-    unlinkat(dfd, "job.json", 0);
-    unlinkat(dfd, ".job.json.tmp", 0);
+    static const char *const files[] = {"samples.jsonl", "job.json", ".job.json.tmp", "metadata.json",
+                                        ".metadata.json.tmp"};
+    for (size_t i = 0; i < RT_ARRAY_SIZE(files); i++)
+        unlinkat(dfd, files[i], 0);
     close(dfd);
     char name[32];
     snprintf(name, sizeof(name), "%" PRIu64, id);
@@ -251,6 +298,8 @@ uint64_t rt_store_job_bytes(struct rt_store *s, uint64_t id)
     if (fstatat(dfd, "samples.jsonl", &st, 0) == 0)
         total += (uint64_t)st.st_size;
     if (fstatat(dfd, "job.json", &st, 0) == 0)
+        total += (uint64_t)st.st_size;
+    if (fstatat(dfd, "metadata.json", &st, 0) == 0)
         total += (uint64_t)st.st_size;
     close(dfd);
     return total;
@@ -353,6 +402,32 @@ static void index_samples(struct rt_store *s, struct rt_job *j)
     close(fd);
 }
 
+/* Metadata lives in its own file, written once: a running job keeps it in
+ * memory as well, an ended one only on disk. Records from before that file
+ * carry it; it moves to the file here. */
+static void load_metadata(struct rt_store *s, struct rt_job *j)
+{
+    if (j->metadata) {
+        int r = save_metadata(s, j->id, j->metadata);
+        struct json_object *rec = rt_job_to_record(j);
+        if (r == 0)
+            r = rt_store_save_record(s, j->id, rec, true);
+        json_object_put(rec);
+        if (r < 0)
+            rt_warn("state: job %" PRIu64 ": cannot move its metadata to a file: %s", j->id, strerror(-r));
+    }
+    if (j->state != RT_JOB_RUNNING) {
+        json_object_put(j->metadata);
+        j->metadata = NULL;
+    } else if (!j->metadata) {
+        j->metadata = rt_store_read_metadata(s, j->id);
+        if (!j->metadata) {
+            rt_warn("state: job %" PRIu64 ": its metadata is unreadable; it has none now", j->id);
+            j->metadata = json_object_new_object();
+        }
+    }
+}
+
 int rt_store_load(struct rt_store *s, struct rt_jobs *jobs)
 {
     int fd = dup(s->jobs_fd);
@@ -368,28 +443,19 @@ int rt_store_load(struct rt_store *s, struct rt_jobs *jobs)
         uint64_t id;
         if (!rt_parse_u64(de->d_name, &id))
             continue;
-        char path[64], err[128];
-        snprintf(path, sizeof(path), "%" PRIu64 "/job.json", id);
-        int rfd = openat(s->jobs_fd, path, O_RDONLY | O_CLOEXEC);
-        struct json_object *rec = NULL;
-        if (rfd >= 0) {
-            struct stat st;
-            if (fstat(rfd, &st) == 0 && st.st_size > 0 && st.st_size < 16 * 1024 * 1024) {
-                char *txt = rt_xmalloc((size_t)st.st_size + 1);
-                ssize_t n = read(rfd, txt, (size_t)st.st_size);
-                if (n == st.st_size)
-                    rec = rt_vl_parse(txt, (size_t)n, err, sizeof(err));
-                free(txt);
-            }
-            close(rfd);
-        }
-        struct rt_job *j = rec ? rt_job_from_record(rec) : NULL;
+        struct json_object *rec = read_json(s, id, "job.json", 16 * 1024 * 1024);
+        const char *repaired = NULL;
+        struct rt_job *j = rec ? rt_job_from_record(rec, &repaired) : NULL;
         json_object_put(rec);
         if (!j || j->id != id) {
-            rt_warn("state: skipping job %s: unreadable or malformed %s/jobs/%s", de->d_name, s->path, path);
+            rt_warn("state: skipping job %s: unreadable or malformed %s/jobs/%s/job.json", de->d_name, s->path,
+                    de->d_name);
             rt_job_free(j);
             continue;
         }
+        if (repaired)
+            rt_warn("state: job %" PRIu64 ": %s out of range in its record; using the default", id, repaired);
+        load_metadata(s, j);
         index_samples(s, j);
         if (id > s->last_id)
             s->last_id = id;

@@ -1,5 +1,6 @@
 /* Durable job state under the state directory:
  *   jobs/<id>/job.json       the job record, replaced atomically on changes
+ *   jobs/<id>/metadata.json  its metadata, written once
  *   jobs/<id>/samples.jsonl  one JSON sample per line, appended as taken
  *   last-id                  the last job id handed out
  * Samples are written with one write(2) per tick (no fsync): they survive a
@@ -31,8 +32,10 @@ void rt_store_close(struct rt_store *s);
 
 /* Next job id, persisted before it is returned. 0 on failure. */
 uint64_t rt_store_alloc_id(struct rt_store *s);
-/* Create jobs/<id>/ and write its record. */
-int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *record);
+/* Create jobs/<id>/ and write its metadata and record. */
+int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *record, struct json_object *md);
+/* The job's metadata, or NULL when its file is missing or malformed. */
+struct json_object *rt_store_read_metadata(struct rt_store *s, uint64_t id);
 /* sync: fsync (state changes); periodic refreshes of totals skip it. */
 int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *record, bool sync);
 /* Append-only fd of the job's samples file. */

@@ -146,7 +146,7 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
         rt_jobs_lock(s->jobs);
         struct json_object *rec = rt_job_to_record(j);
         rt_jobs_unlock(s->jobs);
-        int r = rt_store_create_job(s->store, j->id, rec);
+        int r = rt_store_create_job(s->store, j->id, rec, j->metadata);
         json_object_put(rec);
         if (r < 0) {
             snprintf(err, errlen, "cannot write the job to the state directory: %s", strerror(-r));

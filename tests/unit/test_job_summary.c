@@ -110,7 +110,8 @@ static void test_means_rebuilt_and_recorded(void **state)
     json_object_put(o);
     /* Through the record: the same figures. */
     struct json_object *rec = rt_job_to_record(j);
-    struct rt_job *back = rt_job_from_record(rec);
+    const char *repaired;
+    struct rt_job *back = rt_job_from_record(rec, &repaired);
     assert_non_null(back);
     assert_true(back->summary.means_known);
     assert_true(back->summary.pss_sum_bytes == j->summary.pss_sum_bytes);
@@ -121,7 +122,7 @@ static void test_means_rebuilt_and_recorded(void **state)
     struct json_object *totals;
     assert_true(json_object_object_get_ex(rec, "totals", &totals));
     json_object_object_del(totals, "pss_sum_bytes");
-    back = rt_job_from_record(rec);
+    back = rt_job_from_record(rec, &repaired);
     assert_false(back->summary.means_known);
     o = rt_job_to_json(back, 0);
     assert_true(json_object_object_get_ex(o, "summary", &s));
