@@ -37,9 +37,9 @@ double rt_sample_interval_secs(const struct rt_sample *s)
     return s->nominal_interval_secs;
 }
 
-static uint64_t bytes_in(double rate, double secs)
+uint64_t rt_sample_bytes_in(double rate, double secs)
 {
-    double v = rate * secs;
+    double v = rt_round_dec(rate, RT_DEC_RATE) * secs;
     return v > 0 ? (uint64_t)llround(v) : 0;
 }
 
@@ -49,7 +49,7 @@ uint64_t rt_sample_disk_read_bytes(const struct rt_sample *s)
     uint64_t sum = 0;
     for (size_t i = 0; i < s->n_disks; i++)
         if (!s->disks[i].stacked)
-            sum += bytes_in(rt_round_dec(s->disks[i].read_bytes_per_sec, RT_DEC_RATE), secs);
+            sum += rt_sample_bytes_in(s->disks[i].read_bytes_per_sec, secs);
     return sum;
 }
 
@@ -59,7 +59,7 @@ uint64_t rt_sample_disk_write_bytes(const struct rt_sample *s)
     uint64_t sum = 0;
     for (size_t i = 0; i < s->n_disks; i++)
         if (!s->disks[i].stacked)
-            sum += bytes_in(rt_round_dec(s->disks[i].write_bytes_per_sec, RT_DEC_RATE), secs);
+            sum += rt_sample_bytes_in(s->disks[i].write_bytes_per_sec, secs);
     return sum;
 }
 
@@ -68,7 +68,7 @@ uint64_t rt_sample_net_recv_bytes(const struct rt_sample *s)
     double secs = rt_sample_interval_secs(s);
     uint64_t sum = 0;
     for (size_t i = 0; i < s->n_nets; i++)
-        sum += bytes_in(rt_round_dec(s->nets[i].rx_bytes_per_sec, RT_DEC_RATE), secs);
+        sum += rt_sample_bytes_in(s->nets[i].rx_bytes_per_sec, secs);
     return sum;
 }
 
@@ -77,6 +77,6 @@ uint64_t rt_sample_net_sent_bytes(const struct rt_sample *s)
     double secs = rt_sample_interval_secs(s);
     uint64_t sum = 0;
     for (size_t i = 0; i < s->n_nets; i++)
-        sum += bytes_in(rt_round_dec(s->nets[i].tx_bytes_per_sec, RT_DEC_RATE), secs);
+        sum += rt_sample_bytes_in(s->nets[i].tx_bytes_per_sec, secs);
     return sum;
 }
