@@ -1,0 +1,241 @@
+#include "store/frame.h"
+
+#include "rt/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define MAX_SCALE 9
+#define MAX_COLS (1u << 20)
+#define RAW_MAX (256u << 20) /* a block's stream, raw */
+
+static const int64_t pow10s[MAX_SCALE + 1] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                               100000000, 1000000000};
+
+/* Records r[a..b) form a run: same template and count, consecutive indexes. */
+static size_t run_end(const struct rt_rec *r, size_t a, size_t n)
+{
+    size_t b = a + 1;
+    while (b < n && r[b].index == r[b - 1].index + 1 && r[b].n == r[a].n && r[b].tlen == r[a].tlen &&
+           memcmp(r[b].tmpl, r[a].tmpl, r[a].tlen) == 0)
+        b++;
+    return b;
+}
+
+static int column_scale(const struct rt_rec *r, size_t a, size_t b, size_t c)
+{
+    int s = MAX_SCALE;
+    for (size_t i = a; i < b && s > 0; i++)
+        while (s > 0 && r[i].v[c] % pow10s[s] != 0)
+            s--;
+    return s;
+}
+
+static void encode_column(const struct rt_rec *r, size_t a, size_t b, size_t c, int scale, struct rt_buf *out)
+{
+    uint64_t prev = 0;
+    for (size_t i = a; i < b; i++) {
+        uint64_t x = (uint64_t)(r[i].v[c] / pow10s[scale]);
+        rt_buf_varint(out, rt_zigzag((int64_t)(x - prev))); /* wraps, and back */
+        prev = x;
+    }
+}
+
+static void deflate_into(const struct rt_buf *raw, struct rt_buf *out, uint32_t *zlen)
+{
+    uLongf n = compressBound((uLong)raw->len);
+    rt_buf_reserve(out, n);
+    if (compress2(out->p + out->len, &n, raw->p ? raw->p : (const Bytef *)"", (uLong)raw->len, 6) != Z_OK)
+        abort(); /* only for lack of memory or a bad level */
+    out->len += n;
+    *zlen = (uint32_t)n;
+}
+
+void rt_frame_encode(const struct rt_rec *recs, size_t n, rt_csv_cols_fn csv_cols, struct rt_buf *out)
+{
+    struct rt_buf s[3] = {{0}};
+    uint8_t *flags = NULL;
+    size_t nruns = 0;
+    for (size_t a = 0; a < n; a = run_end(recs, a, n))
+        nruns++;
+    rt_buf_varint(&s[0], nruns);
+    for (size_t a = 0, b; a < n; a = b) {
+        b = run_end(recs, a, n);
+        size_t ncols = recs[a].n;
+        rt_buf_varint(&s[0], recs[a].index - recs[0].index);
+        rt_buf_varint(&s[0], b - a);
+        rt_buf_varint(&s[0], recs[a].tlen);
+        rt_buf_put(&s[0], recs[a].tmpl, recs[a].tlen);
+        rt_buf_varint(&s[0], ncols);
+        flags = rt_xrealloc(flags, ncols ? ncols : 1);
+        memset(flags, 0, ncols);
+        if (csv_cols)
+            csv_cols(recs[a].tmpl, recs[a].tlen, ncols, flags);
+        for (size_t c = 0; c < ncols; c++) {
+            int scale = column_scale(recs, a, b, c);
+            struct rt_buf *dst = &s[flags[c] ? 1 : 2];
+            size_t before = dst->len;
+            encode_column(recs, a, b, c, scale, dst);
+            rt_buf_byte(&s[0], (uint8_t)(scale | (flags[c] ? 0x80 : 0)));
+            rt_buf_varint(&s[0], dst->len - before);
+        }
+    }
+    free(flags);
+    size_t hdr = out->len;
+    rt_buf_reserve(out, RT_FRAME_HEADER);
+    rt_buf_put(out, "RTZ1", 4);
+    rt_buf_u32(out, 0); /* crc, below */
+    rt_buf_u64(out, n ? recs[0].index : 0);
+    rt_buf_u32(out, n ? (uint32_t)(recs[n - 1].index - recs[0].index + 1) : 0);
+    size_t sizes = out->len;
+    for (int i = 0; i < 3; i++) {
+        rt_buf_u32(out, 0);
+        rt_buf_u32(out, (uint32_t)s[i].len);
+    }
+    for (int i = 0; i < 3; i++) {
+        uint32_t z;
+        deflate_into(&s[i], out, &z);
+        uint8_t *p = out->p + sizes + 8 * (size_t)i;
+        for (int k = 0; k < 4; k++)
+            p[k] = (uint8_t)(z >> (8 * k));
+        rt_buf_free(&s[i]);
+    }
+    uint32_t crc = (uint32_t)crc32(0, out->p + hdr + 8, RT_FRAME_HEADER - 8);
+    for (int k = 0; k < 4; k++)
+        out->p[hdr + 4 + (size_t)k] = (uint8_t)(crc >> (8 * k));
+}
+
+bool rt_frame_header(const uint8_t *img, size_t len, uint64_t *first, uint32_t *span)
+{
+    if (len < RT_FRAME_HEADER || memcmp(img, "RTZ1", 4) != 0 ||
+        rt_le32(img + 4) != (uint32_t)crc32(0, img + 8, RT_FRAME_HEADER - 8))
+        return false;
+    uint64_t total = RT_FRAME_HEADER;
+    for (int i = 0; i < 3; i++)
+        total += rt_le32(img + 20 + 8 * i);
+    *first = rt_le64(img + 8);
+    *span = rt_le32(img + 16);
+    return total == len;
+}
+
+static uint8_t *inflate_stream(const uint8_t *z, uint32_t zlen, uint32_t rawlen)
+{
+    uint8_t *raw = rt_xmalloc(rawlen ? rawlen : 1);
+    uLongf n = rawlen;
+    if (uncompress(raw, &n, z, zlen) != Z_OK || n != rawlen) {
+        free(raw);
+        return NULL;
+    }
+    return raw;
+}
+
+void rt_frame_free(struct rt_frame *f)
+{
+    for (size_t i = 0; i < f->nruns; i++)
+        free(f->runs[i].vals);
+    free(f->runs);
+    for (int i = 0; i < 3; i++)
+        free(f->streams[i]);
+    memset(f, 0, sizeof(*f));
+}
+
+static bool decode_column(struct rt_cur *c, size_t nbytes, int scale, uint32_t nrec, int64_t *out)
+{
+    struct rt_cur col = {c->p, c->p + nbytes, false};
+    if (!rt_cur_take(c, nbytes))
+        return false;
+    uint64_t x = 0, d;
+    for (uint32_t i = 0; i < nrec; i++) {
+        if (!rt_cur_varint(&col, &d))
+            return false;
+        x += (uint64_t)rt_unzigzag(d);
+        out[i] = (int64_t)(x * (uint64_t)pow10s[scale]); /* wraps on damage, never UB */
+    }
+    return col.p == col.end;
+}
+
+bool rt_frame_decode(const uint8_t *img, size_t len, bool csv_only, struct rt_frame *f)
+{
+    memset(f, 0, sizeof(*f));
+    if (!rt_frame_header(img, len, &f->first, &f->span))
+        return false;
+    const uint8_t *z = img + RT_FRAME_HEADER;
+    uint32_t rawlen[3];
+    uint64_t values_max = 0; /* every number takes a byte at least */
+    for (int i = 0; i < 3; i++) {
+        uint32_t zlen = rt_le32(img + 20 + 8 * i);
+        rawlen[i] = rt_le32(img + 24 + 8 * i);
+        /* deflate expands at most about 1032 times: a larger claim is damage */
+        if (rawlen[i] > RAW_MAX || rawlen[i] > (uint64_t)zlen * 1040 + 64)
+            goto bad;
+        values_max += i ? rawlen[i] : 0;
+        if (i < 2 || !csv_only) {
+            f->streams[i] = inflate_stream(z, zlen, rawlen[i]);
+            if (!f->streams[i])
+                goto bad;
+        }
+        z += zlen;
+    }
+    struct rt_cur idx = {f->streams[0], f->streams[0] + rawlen[0], false};
+    struct rt_cur data[3] = {{0}};
+    for (int i = 1; i < 3; i++)
+        if (f->streams[i])
+            data[i] = (struct rt_cur){f->streams[i], f->streams[i] + rawlen[i], false};
+    uint64_t nruns, total = 0;
+    if (!rt_cur_varint(&idx, &nruns) || nruns > f->span)
+        goto bad;
+    f->runs = rt_xcalloc(nruns ? nruns : 1, sizeof(*f->runs));
+    for (; f->nruns < nruns; f->nruns++) {
+        struct rt_frame_run *r = &f->runs[f->nruns];
+        uint64_t off, nrec, tlen, ncols;
+        if (!rt_cur_varint(&idx, &off) || !rt_cur_varint(&idx, &nrec) || !rt_cur_varint(&idx, &tlen) ||
+            nrec == 0 || nrec > f->span - total || off >= f->span || nrec > f->span - off)
+            goto bad;
+        r->tmpl = rt_cur_take(&idx, tlen);
+        if (!r->tmpl || !rt_cur_varint(&idx, &ncols) || ncols > MAX_COLS || ncols * nrec > values_max)
+            goto bad;
+        values_max -= ncols * nrec;
+        r->first = f->first + off;
+        r->nrec = (uint32_t)nrec;
+        r->tlen = tlen;
+        r->ncols = ncols;
+        total += nrec;
+        r->vals = rt_xcalloc(ncols && nrec ? ncols * nrec : 1, sizeof(int64_t));
+        for (size_t c = 0; c < ncols; c++) {
+            const uint8_t *sc = rt_cur_take(&idx, 1);
+            uint64_t nbytes;
+            if (!sc || !rt_cur_varint(&idx, &nbytes) || (*sc & 0x7f) > MAX_SCALE)
+                goto bad;
+            struct rt_cur *src = &data[*sc & 0x80 ? 1 : 2];
+            if (!src->p) { /* not decoded (CSV only) */
+                continue;
+            }
+            if (!decode_column(src, nbytes, *sc & 0x7f, r->nrec, r->vals + c * nrec))
+                goto bad;
+        }
+    }
+    if (idx.p != idx.end)
+        goto bad;
+    return true;
+bad:
+    rt_frame_free(f);
+    return false;
+}
+
+bool rt_frame_get(const struct rt_frame *f, uint64_t index, int64_t *vbuf, size_t vcap, struct rt_rec *r)
+{
+    for (size_t i = 0; i < f->nruns; i++) {
+        const struct rt_frame_run *run = &f->runs[i];
+        if (index < run->first || index - run->first >= run->nrec)
+            continue;
+        if (run->ncols > vcap)
+            return false;
+        size_t k = (size_t)(index - run->first);
+        for (size_t c = 0; c < run->ncols; c++)
+            vbuf[c] = run->vals[c * run->nrec + k];
+        *r = (struct rt_rec){.index = index, .tmpl = run->tmpl, .tlen = run->tlen, .v = vbuf, .n = run->ncols};
+        return true;
+    }
+    return false;
+}
