@@ -217,6 +217,48 @@ static void test_csv_same_from_json(void **state)
     }
 }
 
+/* The text of a double as rt_json_double made it before its fast path
+ * (the oracle): the shortest %g that reads back, plain for everyday
+ * magnitudes, with a '.'. */
+static void oracle_double(double v, int decimals, char *buf, size_t size)
+{
+    if (decimals >= 0)
+        v = rt_round_dec(v, decimals);
+    if (v == 0.0)
+        v = 0.0;
+    int prec = 1;
+    for (; prec < 17; prec++) {
+        snprintf(buf, size, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    snprintf(buf, size, "%.*g", prec, v);
+    char *e = strchr(buf, 'e');
+    if (e && fabs(v) >= 1e-7 && fabs(v) < 1e17) {
+        int needed = prec - 1 - atoi(e + 1);
+        snprintf(buf, size, "%.*f", needed > 0 ? needed : 0, v);
+    }
+    if (!strpbrk(buf, ".e"))
+        strcat(buf, ".0");
+}
+
+static void test_json_double_fast_path(void **state)
+{
+    (void)state;
+    srand(11);
+    char want[64], got[RT_JSON_DOUBLE_MAX];
+    for (int iter = 0; iter < 200000; iter++) {
+        int d = rand() % 8 - 1;
+        double scale = pow(10, rand() % 18 - 6);
+        double v = ((double)rand() / RAND_MAX - 0.3) * scale;
+        if (iter % 5 == 0)
+            v = (double)(rand() % 100000) / pow(10, rand() % 7); /* exact decimals, ties */
+        oracle_double(v, d, want, sizeof(want));
+        assert_int_equal(rt_json_format_double(v, d, got), strlen(want));
+        assert_string_equal(got, want);
+    }
+}
+
 /* Rows print their decimals by integers: the same digits as printf's %.Nf,
  * ties and carries included. */
 static void test_csv_decimals_as_printf(void **state)
@@ -253,6 +295,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_exact),
         cmocka_unit_test(test_csv_decimals_as_printf),
+        cmocka_unit_test(test_json_double_fast_path),
         cmocka_unit_test(test_json_job_fields_and_roundtrip),
         cmocka_unit_test(test_csv),
         cmocka_unit_test(test_json_double_format),
