@@ -366,7 +366,8 @@ static void reload(struct rt_daemon *d)
     uint32_t waiting = rt_config_adopt(&d->cfg, &next.cfg);
     rt_log_set_level(d->cfg.log_level);
     resolve_admin_group(d);
-    rt_sampler_set_retention(d->sampler, d->cfg.retention_max_age_secs, d->cfg.retention_max_bytes);
+    rt_sampler_set_retention(d->sampler, d->cfg.retention_max_age_secs, d->cfg.retention_max_bytes,
+                             d->cfg.retention_max_jobs_per_uid);
     rt_event_config_reloaded(path, changed, waiting);
     rt_notify_ready();
 }
@@ -499,6 +500,7 @@ int rt_daemon_run(struct rt_daemon *d)
         goto out;
     if (d->log_file[0] && (r = rt_log_file_open(d->store.dir_fd, d->log_file)) < 0)
         rt_warn("cannot open the log file %s: %s", d->log_file, strerror(-r));
+    d->store.backlog_max = test_backlog_bytes();
     int loaded = rt_store_load(&d->store, &d->jobs);
     if (loaded > 0)
         rt_info("loaded %d jobs from %s", loaded, d->cfg.state_dir);
@@ -513,9 +515,9 @@ int rt_daemon_run(struct rt_daemon *d)
         .roots = &d->roots,
         .with_pss = true,
         .stall_file = getenv("RESOURCE_TRACKERD_TEST_STALL_FILE"),
-        .backlog_max_bytes = test_backlog_bytes(),
         .retention_max_age_secs = d->cfg.retention_max_age_secs,
         .retention_max_bytes = d->cfg.retention_max_bytes,
+        .retention_max_jobs_per_uid = d->cfg.retention_max_jobs_per_uid,
     };
     d->sampler = rt_sampler_new(&so, &d->jobs, &d->store);
     /* The worker's thread may read d->sampler: create it afterwards. */

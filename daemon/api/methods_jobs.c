@@ -6,6 +6,7 @@
 #include "daemon.h"
 #include "proc/pidfd.h"
 #include "proc/procfs.h"
+#include "store/job_text.h"
 #include "rt/json.h"
 #include "rt/util.h"
 
@@ -178,6 +179,7 @@ static void m_start_job(struct rt_call *c)
     struct rt_job *j = rt_job_new();
     j->id = id;
     j->name = name ? rt_xstrdup(name) : NULL;
+    j->name_json = rt_job_name_json(j->name);
     j->owner_uid = peer->uid;
     j->pid = (int32_t)pid;
     j->starttime = st.starttime;

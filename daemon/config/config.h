@@ -25,6 +25,7 @@ struct rt_config {
     /* retention of finished jobs */
     uint64_t retention_max_age_secs;
     uint64_t retention_max_bytes;
+    unsigned retention_max_jobs_per_uid; /* ended jobs kept per user */
     /* authorisation and limits */
     char admin_group[64];              /* "" = root only */
     unsigned max_connections;
@@ -77,6 +78,7 @@ enum {
     RT_CFG_EXIT_ON_IDLE = 1u << 18,
     RT_CFG_S3_ENDPOINT = 1u << 19,
     RT_CFG_S3_REGION = 1u << 20,
+    RT_CFG_RETENTION_MAX_JOBS = 1u << 21,
 };
 
 /* Command-line flags: the values in .values whose bits are in .set win over

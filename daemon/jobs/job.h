@@ -7,6 +7,7 @@
 #include "jobs/summary.h"
 #include "proc/ptree.h"
 
+struct rt_figlog;
 struct rt_gpu_job;
 #include <json-c/json.h>
 #include <pthread.h>
@@ -39,12 +40,12 @@ struct rt_job {
     int signal;                    /* 0 unless killed */
     double interval_secs;
     struct json_object *metadata;  /* validated JobMetadata object; NULL once ended (on disk) */
-    size_t metadata_bytes;         /* its serialised size */
+    size_t metadata_bytes;         /* its serialised size (and its file's) */
+    uint64_t record_bytes;         /* size of its record file */
     struct rt_job_summary summary;
-    uint64_t samples_bytes;        /* size of the samples file */
-    /* Byte offset of every RT_JOB_CKPT-th sample line, for paging. */
-    uint64_t *ckpt;
-    size_t nckpt, ckpt_cap;
+    char *name_json;               /* the name as its samples show it */
+    struct rt_figlog *fig;         /* its samples in the store (store/samples.h) */
+    bool samples_blocked;          /* an older daemon's samples could not be moved: none kept now */
     bool wants_upload;
 
     /* sampler-owned */
@@ -53,15 +54,9 @@ struct rt_job {
     struct rt_ptree tree;
     unsigned ticks_per_sample, tick_phase;
     uint64_t last_sample_mono_ns;
-    int samples_fd;
-    char *unwritten;               /* sample bytes not yet on disk (disk full) */
-    size_t unwritten_len;
-    bool write_warned, backlog_warned;
     struct rt_gpu_job *gpu_state;
     double gpu_energy_seen;        /* gpu_state's energy total already counted */
 };
-
-#define RT_JOB_CKPT 256
 
 /* Summary fields derived at query time. */
 double rt_job_duration(const struct rt_job *j, double now);

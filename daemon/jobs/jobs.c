@@ -1,6 +1,8 @@
 #include "jobs/jobs.h"
 
 #include "collect/gpu/gpu.h"
+#include "store/job_text.h"
+#include "store/samples.h"
 
 #include "rt/json.h"
 #include "rt/util.h"
@@ -116,7 +118,6 @@ struct rt_job *rt_job_new(void)
 {
     struct rt_job *j = rt_xcalloc(1, sizeof(*j));
     j->pidfd = -1;
-    j->samples_fd = -1;
     j->summary.means_known = true;
     return j;
 }
@@ -127,28 +128,15 @@ void rt_job_free(struct rt_job *j)
         return;
     if (j->pidfd >= 0)
         close(j->pidfd);
-    if (j->samples_fd >= 0)
-        close(j->samples_fd);
     if (j->tracking)
         rt_ptree_free(&j->tree);
     free(j->name);
-    free(j->ckpt);
-    free(j->unwritten);
+    free(j->name_json);
+    rt_figlog_unref(j->fig);
     json_object_put(j->metadata);
     rt_job_summary_free(&j->summary);
     rt_gpu_job_free(j->gpu_state);
     free(j);
-}
-
-void rt_job_note_sample(struct rt_job *j, uint64_t index, uint64_t offset)
-{
-    if (index % RT_JOB_CKPT)
-        return;
-    if (j->nckpt == j->ckpt_cap) {
-        j->ckpt_cap = j->ckpt_cap ? j->ckpt_cap * 2 : 16;
-        j->ckpt = rt_xrealloc(j->ckpt, j->ckpt_cap * sizeof(*j->ckpt));
-    }
-    j->ckpt[j->nckpt++] = offset;
 }
 
 /* Online CPUs, read once: sysconf reads sysfs on every call, and a job's
@@ -262,6 +250,7 @@ struct rt_job *rt_job_from_record(struct json_object *o, const char **repaired)
     j->state = (enum rt_job_state)rt_job_state_from_name(state);
     const char *name = rt_json_get_string(o, "name");
     j->name = name ? rt_xstrdup(name) : NULL;
+    j->name_json = rt_job_name_json(j->name);
     rt_json_get_double(o, "started_at", &j->started_at);
     rt_json_get_double(o, "ended_at", &j->ended_at);
     int64_t v;

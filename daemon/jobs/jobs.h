@@ -29,8 +29,6 @@ size_t rt_jobs_running_for(struct rt_jobs *r, uid_t uid);
 
 struct rt_job *rt_job_new(void);
 void rt_job_free(struct rt_job *j);
-/* Record where sample number `index` starts in the samples file. */
-void rt_job_note_sample(struct rt_job *j, uint64_t index, uint64_t offset);
 
 /* The varlink Job object (see the IDL). Caller holds the lock. Its
  * metadata is null when the job does not hold it in memory (an ended job:

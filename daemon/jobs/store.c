@@ -1,5 +1,7 @@
 #include "jobs/store.h"
 
+#include "store/migrate.h"
+
 #include "system/log.h"
 #include "rt/json.h"
 #include "rt/util.h"
@@ -100,6 +102,9 @@ int rt_store_open(struct rt_store *s, const char *dir, bool private_mode, char *
 
 void rt_store_close(struct rt_store *s)
 {
+    if (s->samples_open)
+        rt_samples_close(&s->samples);
+    s->samples_open = false;
     if (s->jobs_fd >= 0)
         close(s->jobs_fd);
     if (s->dir_fd >= 0)
@@ -180,7 +185,7 @@ int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *re
         record, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
     int r = write_atomic(dfd, "job.json", txt, len, s->file_mode, sync);
     close(dfd);
-    return r;
+    return r < 0 ? r : (int)len;
 }
 
 static int save_metadata(struct rt_store *s, uint64_t id, struct json_object *md)
@@ -208,7 +213,7 @@ int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *rec
 
 /* A small JSON file of a job (its record or metadata), parsed; NULL when
  * missing, unreadable or malformed. */
-static struct json_object *read_json(struct rt_store *s, uint64_t id, const char *file, size_t max)
+static struct json_object *read_json(struct rt_store *s, uint64_t id, const char *file, size_t max, uint64_t *size)
 {
     char path[64], err[128];
     snprintf(path, sizeof(path), "%" PRIu64 "/%s", id, file);
@@ -222,6 +227,8 @@ static struct json_object *read_json(struct rt_store *s, uint64_t id, const char
         ssize_t n = read(fd, txt, (size_t)st.st_size);
         if (n == st.st_size)
             o = rt_vl_parse(txt, (size_t)n, err, sizeof(err));
+        if (size)
+            *size = (uint64_t)st.st_size;
         free(txt);
     }
     close(fd);
@@ -230,7 +237,7 @@ static struct json_object *read_json(struct rt_store *s, uint64_t id, const char
 
 struct json_object *rt_store_read_metadata(struct rt_store *s, uint64_t id)
 {
-    struct json_object *md = read_json(s, id, "metadata.json", 2 * RT_JOB_METADATA_MAX);
+    struct json_object *md = read_json(s, id, "metadata.json", 2 * RT_JOB_METADATA_MAX, NULL);
     if (!json_object_is_type(md, json_type_object) || rt_job_metadata_check(md)) {
         json_object_put(md);
         return NULL;
@@ -238,37 +245,24 @@ struct json_object *rt_store_read_metadata(struct rt_store *s, uint64_t id)
     return md;
 }
 
-int rt_store_open_samples(struct rt_store *s, uint64_t id)
+int rt_store_remove_job(struct rt_store *s, uint64_t id, struct rt_figlog *fig)
 {
+    if (fig)
+        rt_figlog_remove(fig);
     int dfd = job_dir(s, id);
     if (dfd < 0)
         return dfd;
-    int fd = openat(dfd, "samples.jsonl", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, s->file_mode);
-    int r = fd < 0 ? -errno : fd;
-    close(dfd);
-    return r;
-}
-
-int rt_store_read_samples(struct rt_store *s, uint64_t id)
-{
-    int dfd = job_dir(s, id);
-    if (dfd < 0)
-        return dfd;
-    int fd = openat(dfd, "samples.jsonl", O_RDONLY | O_CLOEXEC);
-    int r = fd < 0 ? -errno : fd;
-    close(dfd);
-    return r;
-}
-
-int rt_store_remove_job(struct rt_store *s, uint64_t id)
-{
-    int dfd = job_dir(s, id);
-    if (dfd < 0)
-        return dfd;
-    static const char *const files[] = {"samples.jsonl", "job.json", ".job.json.tmp", "metadata.json",
-                                        ".metadata.json.tmp"};
-    for (size_t i = 0; i < RT_ARRAY_SIZE(files); i++)
-        unlinkat(dfd, files[i], 0);
+    /* What an older daemon, or an interrupted write, may have left too. */
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            unlinkat(dfd, de->d_name, 0);
+    if (d)
+        closedir(d);
+    else if (fd >= 0)
+        close(fd);
     close(dfd);
     char name[32];
     snprintf(name, sizeof(name), "%" PRIu64, id);
@@ -278,128 +272,29 @@ int rt_store_remove_job(struct rt_store *s, uint64_t id)
 double rt_store_samples_mtime(struct rt_store *s, uint64_t id)
 {
     int dfd = job_dir(s, id);
-    if (dfd < 0)
-        return 0;
-    struct stat st;
-    double t = fstatat(dfd, "samples.jsonl", &st, 0) == 0
-                   ? (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9
-                   : 0;
-    close(dfd);
+    int fd = dfd >= 0 ? dup(dfd) : -1;
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    double t = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        struct stat st;
+        if (strncmp(de->d_name, "fig-", 4) != 0 || fstatat(dfd, de->d_name, &st, 0) < 0)
+            continue;
+        double m = (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9;
+        t = m > t ? m : t;
+    }
+    if (d)
+        closedir(d);
+    else if (fd >= 0)
+        close(fd);
+    if (dfd >= 0)
+        close(dfd);
     return t;
 }
 
-uint64_t rt_store_job_bytes(struct rt_store *s, uint64_t id)
+uint64_t rt_store_job_bytes(const struct rt_job *j)
 {
-    int dfd = job_dir(s, id);
-    if (dfd < 0)
-        return 0;
-    uint64_t total = 0;
-    struct stat st;
-    if (fstatat(dfd, "samples.jsonl", &st, 0) == 0)
-        total += (uint64_t)st.st_size;
-    if (fstatat(dfd, "job.json", &st, 0) == 0)
-        total += (uint64_t)st.st_size;
-    if (fstatat(dfd, "metadata.json", &st, 0) == 0)
-        total += (uint64_t)st.st_size;
-    close(dfd);
-    return total;
-}
-
-/* The figures of a sample line (written before the figures were stored on
- * their own: memory in whole MiB, no GPU energy). */
-static bool figures_from_line(const char *line, size_t len, double interval_secs, struct rt_job_figures *f)
-{
-    char err[128];
-    struct json_object *o = rt_vl_parse(line, len, err, sizeof(err));
-    struct json_object *cpu = rt_json_get_object(o, "cpu");
-    if (!cpu) {
-        json_object_put(o);
-        return false;
-    }
-    memset(f, 0, sizeof(*f));
-    uint64_t kids = 0, rss = 0, pss = 0, used = 0;
-    double vram = 0;
-    rt_json_get_double(cpu, "process_utime_secs", &f->utime_secs);
-    rt_json_get_double(cpu, "process_stime_secs", &f->stime_secs);
-    rt_json_get_double(cpu, "process_cores_used", &f->cores_used);
-    rt_json_get_u64(cpu, "process_child_count", &kids);
-    rt_json_get_u64(cpu, "process_rss_mib", &rss);
-    rt_json_get_u64(cpu, "process_pss_mib", &pss);
-    rt_json_get_u64(cpu, "process_disk_read_bytes", &f->disk_read_bytes);
-    rt_json_get_u64(cpu, "process_disk_write_bytes", &f->disk_write_bytes);
-    f->child_count = (uint32_t)kids;
-    f->rss_bytes = rss * RT_MIB;
-    f->pss_bytes = pss * RT_MIB;
-    if (!rt_json_get_u64(o, "actual_interval_ms", &f->interval_ms))
-        f->interval_ms = (uint64_t)(interval_secs * 1000);
-    if (rt_json_get_double(cpu, "process_gpu_usage", &f->gpu_usage)) {
-        f->has_gpu = true;
-        rt_json_get_double(cpu, "process_gpu_vram_mib", &vram);
-        rt_json_get_u64(cpu, "process_gpu_utilized", &used);
-        f->gpu_vram_bytes = (uint64_t)(vram * (double)RT_MIB);
-        f->gpu_utilized = (uint32_t)used;
-    }
-    json_object_put(o);
-    return true;
-}
-
-void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_t len, double interval_secs)
-{
-    struct rt_job_figures f;
-    if (figures_from_line(line, len, interval_secs, &f))
-        rt_job_summary_add(sum, &f, interval_secs);
-}
-
-/* Index the samples file: line count, checkpoints, torn tail. */
-static void index_samples(struct rt_store *s, struct rt_job *j)
-{
-    int dfd = job_dir(s, j->id);
-    if (dfd < 0)
-        return;
-    int fd = openat(dfd, "samples.jsonl", O_RDWR | O_CLOEXEC);
-    close(dfd);
-    if (fd < 0)
-        return;
-    uint64_t recorded = j->summary.samples;
-    uint64_t index = 0, line_start = 0, pos = 0;
-    char *line = NULL;
-    size_t line_len = 0, line_cap = 0;
-    char buf[65536];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof(buf))) > 0) {
-        for (ssize_t i = 0; i < n; i++, pos++) {
-            if (index >= recorded) {
-                if (line_len + 1 >= line_cap) {
-                    line_cap = line_cap ? line_cap * 2 : 4096;
-                    line = rt_xrealloc(line, line_cap);
-                }
-                line[line_len++] = buf[i];
-            }
-            if (buf[i] != '\n')
-                continue;
-            rt_job_note_sample(j, index, line_start);
-            if (index >= recorded)
-                rt_job_summary_add_line(&j->summary, line, line_len - 1, j->interval_secs);
-            line_len = 0;
-            index++;
-            line_start = pos + 1;
-        }
-    }
-    if (line_start < pos) {
-        rt_warn("job %" PRIu64 ": dropping a torn last sample line (%" PRIu64 " bytes)", j->id,
-                pos - line_start);
-        /* Keep the modification time: it tells when the job was last seen. */
-        struct stat st;
-        bool have_times = fstat(fd, &st) == 0;
-        if (ftruncate(fd, (off_t)line_start) < 0)
-            rt_warn("job %" PRIu64 ": cannot truncate samples: %s", j->id, strerror(errno));
-        else if (have_times)
-            futimens(fd, (struct timespec[2]){st.st_atim, st.st_mtim});
-    }
-    j->samples_bytes = line_start;
-    j->summary.samples = index;
-    free(line);
-    close(fd);
+    return j->record_bytes + j->metadata_bytes + (j->fig ? rt_seglog_bytes(&j->fig->log) : 0);
 }
 
 /* Metadata lives in its own file, written once: a running job keeps it in
@@ -413,6 +308,8 @@ static void load_metadata(struct rt_store *s, struct rt_job *j)
         if (r == 0)
             r = rt_store_save_record(s, j->id, rec, true);
         json_object_put(rec);
+        if (r >= 0)
+            j->record_bytes = (uint64_t)r;
         if (r < 0)
             rt_warn("state: job %" PRIu64 ": cannot move its metadata to a file: %s", j->id, strerror(-r));
     }
@@ -428,8 +325,42 @@ static void load_metadata(struct rt_store *s, struct rt_job *j)
     }
 }
 
+/* The job's samples: moved from an older daemon's samples file, or the
+ * figures log indexed; totals after its record added by the one rule. */
+static void load_samples(struct rt_store *s, struct rt_job *j, struct rt_migration **mig)
+{
+    struct rt_samples *sm = &s->samples;
+    uint64_t recorded = j->summary.samples;
+    char legacy[64];
+    snprintf(legacy, sizeof(legacy), "%" PRIu64 "/samples.jsonl", j->id);
+    if (faccessat(s->jobs_fd, legacy, F_OK, 0) == 0) {
+        if (!*mig)
+            *mig = rt_migration_new();
+        struct rt_migrate_job mj = {.id = j->id, .name_json = j->name_json, .pid = j->pid,
+                                    .interval_secs = j->interval_secs, .ended = j->state != RT_JOB_RUNNING,
+                                    .replay_from = recorded, .sum = &j->summary};
+        j->fig = rt_migrate_job(sm, *mig, &mj);
+        if (!j->fig)
+            j->samples_blocked = true; /* the file stays for the next start */
+        else
+            j->summary.samples = rt_samples_job_load(sm, j->fig, UINT64_MAX, &j->summary, j->interval_secs);
+        return;
+    }
+    j->fig = rt_samples_job_log(sm, j->id);
+    if (j->fig)
+        j->summary.samples = rt_samples_job_load(sm, j->fig, recorded, &j->summary, j->interval_secs);
+}
+
 int rt_store_load(struct rt_store *s, struct rt_jobs *jobs)
 {
+    char err[256];
+    int r = rt_samples_open(&s->samples, s->dir_fd, s->jobs_fd, s->dir_mode, s->file_mode,
+                            s->backlog_max ? s->backlog_max : 16u << 20, err, sizeof(err));
+    if (r < 0) {
+        rt_err("state: %s", err);
+        return r;
+    }
+    s->samples_open = true;
     int fd = dup(s->jobs_fd);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
@@ -437,13 +368,16 @@ int rt_store_load(struct rt_store *s, struct rt_jobs *jobs)
             close(fd);
         return -errno;
     }
+    rewinddir(d); /* the dup shares its position with jobs_fd */
+    struct rt_migration *mig = NULL;
     struct dirent *de;
     int loaded = 0;
     while ((de = readdir(d))) {
         uint64_t id;
         if (!rt_parse_u64(de->d_name, &id))
             continue;
-        struct json_object *rec = read_json(s, id, "job.json", 16 * 1024 * 1024);
+        uint64_t rec_bytes = 0;
+        struct json_object *rec = read_json(s, id, "job.json", 16 * 1024 * 1024, &rec_bytes);
         const char *repaired = NULL;
         struct rt_job *j = rec ? rt_job_from_record(rec, &repaired) : NULL;
         json_object_put(rec);
@@ -455,13 +389,15 @@ int rt_store_load(struct rt_store *s, struct rt_jobs *jobs)
         }
         if (repaired)
             rt_warn("state: job %" PRIu64 ": %s out of range in its record; using the default", id, repaired);
+        j->record_bytes = rec_bytes;
         load_metadata(s, j);
-        index_samples(s, j);
+        load_samples(s, j, &mig);
         if (id > s->last_id)
             s->last_id = id;
         rt_jobs_add(jobs, j);
         loaded++;
     }
     closedir(d);
+    rt_migration_free(mig);
     return loaded;
 }

@@ -60,7 +60,7 @@ struct rt_sampler_opts {
     const char *stall_file;      /* test hook: stall ticks while this file exists */
     uint64_t retention_max_age_secs;
     uint64_t retention_max_bytes;
-    size_t backlog_max_bytes;    /* unwritten samples kept per job on a full disk; 0 = 16 MiB */
+    unsigned retention_max_jobs_per_uid;  /* ended jobs kept per user; 0: no limit */
     struct rt_upload_worker *upload; /* set with rt_sampler_set_upload */
     const char *nvml_library;        /* NULL = libnvidia-ml.so.1 */
     bool disable_gpu;
@@ -74,7 +74,8 @@ void rt_sreq_free(struct rt_sreq *q);
 struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_jobs *jobs,
                                   struct rt_store *store);
 /* Retention limits; may change while running (SIGHUP). */
-void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint64_t max_bytes);
+void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint64_t max_bytes,
+                              unsigned max_jobs_per_uid);
 /* Before rt_sampler_start: where job rows go for upload (NULL = nowhere). */
 void rt_sampler_set_upload(struct rt_sampler *s, struct rt_upload_worker *w);
 /* Takes the baseline and the first host sample before returning, so callers

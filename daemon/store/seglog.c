@@ -27,9 +27,10 @@ struct rt_pending {
     size_t off, len;                /* payload, from the backlog start */
 };
 
+/* A file's path under dirfd. */
 static void name_of(const struct rt_seglog *l, uint64_t first, const char *ext, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s%" PRIu64 "%s", l->prefix, first, ext);
+    snprintf(buf, size, "%s%s%s%" PRIu64 "%s", l->subdir, l->subdir[0] ? "/" : "", l->prefix, first, ext);
 }
 
 /* ---- files ---- */
@@ -71,8 +72,10 @@ static uint8_t *slurp(int dirfd, const char *name, size_t *len)
 
 static int write_file(int dirfd, const char *name, const uint8_t *data, size_t len, mode_t mode)
 {
-    char tmp[96];
-    snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+    char tmp[128];
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", (int)(base - name), name, base);
     int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0)
         return -errno;
@@ -314,7 +317,7 @@ static void add_block(struct rt_seglog *l, uint64_t first, uint32_t span, uint64
  * is unlinked and the block listed. */
 static int seal_hot_file(struct rt_seglog *l, uint64_t first, const uint8_t *buf, const struct hot_scan *h)
 {
-    char name[96], hot[96];
+    char name[128], hot[128];
     struct rt_buf img = {0};
     int r = seal_image(l, buf, h, &img);
     name_of(l, first, ".hot", hot, sizeof(hot));
@@ -432,7 +435,7 @@ bool rt_seglog_flush(struct rt_seglog *l)
     if (!l->backlog.len)
         return true;
     if (l->hot_fd < 0) {
-        char hot[96];
+        char hot[128];
         name_of(l, l->hot_first, ".hot", hot, sizeof(hot));
         int fd = openat(l->o.dirfd, hot, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, l->o.mode);
         if (fd < 0) {
@@ -467,7 +470,8 @@ bool rt_seglog_flush(struct rt_seglog *l)
     }
     l->hot_size = l->backlog_base + l->backlog_done;
     pthread_mutex_unlock(&l->mu);
-    memmove(l->pend, l->pend + k, (l->npend - k) * sizeof(*l->pend));
+    if (k && l->npend > k)
+        memmove(l->pend, l->pend + k, (l->npend - k) * sizeof(*l->pend));
     l->npend -= k;
     if (err) {
         health_warn(l, err);
@@ -594,7 +598,7 @@ static void adopt_hot(struct rt_seglog *l, int fd, const uint8_t *buf, struct ho
 static void open_hot(struct rt_seglog *l, uint64_t *hots, size_t nhots)
 {
     for (size_t i = 0; i < nhots; i++) {
-        char name[96];
+        char name[128];
         name_of(l, hots[i], ".hot", name, sizeof(name));
         bool newest = true;
         for (size_t k = 0; k < nhots; k++)
@@ -642,21 +646,23 @@ int rt_seglog_open(struct rt_seglog *l, const struct rt_seglog_opts *o)
 {
     memset(l, 0, sizeof(*l));
     l->o = *o;
+    rt_strlcpy(l->subdir, o->subdir ? o->subdir : "", sizeof(l->subdir));
     rt_strlcpy(l->prefix, o->prefix, sizeof(l->prefix));
     rt_strlcpy(l->what, o->what, sizeof(l->what));
     l->o.prefix = l->prefix;
+    l->o.subdir = l->subdir;
     l->o.what = l->what;
     l->hot_fd = -1;
     pthread_mutex_init(&l->mu, NULL);
-    int fd = dup(o->dirfd);
+    int fd = openat(o->dirfd, l->subdir[0] ? l->subdir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
         int e = errno;
         if (fd >= 0)
             close(fd);
+        pthread_mutex_destroy(&l->mu);
         return -e;
     }
-    rewinddir(d); /* the dup shares its position with dirfd */
     uint64_t *hots = NULL;
     size_t nhots = 0;
     struct dirent *de;
@@ -671,7 +677,9 @@ int rt_seglog_open(struct rt_seglog *l, const struct rt_seglog_opts *o)
             continue;
         }
         uint8_t head[RT_FRAME_HEADER];
-        int bfd = openat(o->dirfd, de->d_name, O_RDONLY | O_CLOEXEC);
+        char path[128];
+        name_of(l, first, ".z", path, sizeof(path));
+        int bfd = openat(o->dirfd, path, O_RDONLY | O_CLOEXEC);
         struct stat st;
         uint64_t bfirst;
         uint32_t span;
@@ -693,8 +701,8 @@ int rt_seglog_open(struct rt_seglog *l, const struct rt_seglog_opts *o)
         if (bfd >= 0)
             close(bfd);
         if (!ok || bfirst != first || span == 0) {
-            rt_warn("%s: %s is damaged; its samples are lost", l->what, de->d_name);
-            unlinkat(o->dirfd, de->d_name, 0);
+            rt_warn("%s: %s is damaged; its samples are lost", l->what, path);
+            unlinkat(o->dirfd, path, 0);
             continue;
         }
         add_block(l, bfirst, span, (uint64_t)st.st_size);
@@ -730,22 +738,43 @@ void rt_seglog_close(struct rt_seglog *l)
 
 void rt_seglog_remove_files(struct rt_seglog *l)
 {
-    char name[96];
+    char name[128];
+    pthread_mutex_lock(&l->mu);
     for (size_t i = 0; i < l->nblocks; i++) {
         name_of(l, l->blocks[i].first, ".z", name, sizeof(name));
         unlinkat(l->o.dirfd, name, 0);
     }
+    l->nblocks = 0;
     if (l->hot_fd >= 0 || l->hot_size) {
         name_of(l, l->hot_first, ".hot", name, sizeof(name));
         unlinkat(l->o.dirfd, name, 0);
     }
-    rt_seglog_close(l);
+    pthread_mutex_unlock(&l->mu);
+}
+
+void rt_seglog_set_mtime(struct rt_seglog *l, const struct timespec *t)
+{
+    if (l->hot_fd >= 0)
+        futimens(l->hot_fd, (struct timespec[2]){{.tv_nsec = UTIME_OMIT}, *t});
+}
+
+int rt_seglog_sync(struct rt_seglog *l)
+{
+    return l->hot_fd >= 0 && fdatasync(l->hot_fd) < 0 ? -errno : 0;
 }
 
 uint64_t rt_seglog_count(struct rt_seglog *l)
 {
     pthread_mutex_lock(&l->mu);
     uint64_t n = l->next;
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+uint64_t rt_seglog_written(struct rt_seglog *l)
+{
+    pthread_mutex_lock(&l->mu);
+    uint64_t n = l->nhot ? l->hot[l->nhot - 1].index + 1 : l->hot_first;
     pthread_mutex_unlock(&l->mu);
     return n;
 }
@@ -764,7 +793,8 @@ struct rt_seg_block *rt_seglog_blocks(struct rt_seglog *l, size_t *n, struct rt_
 {
     pthread_mutex_lock(&l->mu);
     struct rt_seg_block *v = rt_xmalloc((l->nblocks ? l->nblocks : 1) * sizeof(*v));
-    memcpy(v, l->blocks, l->nblocks * sizeof(*v));
+    if (l->nblocks)
+        memcpy(v, l->blocks, l->nblocks * sizeof(*v));
     *n = l->nblocks;
     *hot = (struct rt_seg_block){l->hot_first, (uint32_t)(l->next - l->hot_first), l->hot_size, false};
     pthread_mutex_unlock(&l->mu);
@@ -773,13 +803,14 @@ struct rt_seg_block *rt_seglog_blocks(struct rt_seglog *l, size_t *n, struct rt_
 
 void rt_seglog_drop_block(struct rt_seglog *l, uint64_t first)
 {
-    char name[96];
+    char name[128];
     name_of(l, first, ".z", name, sizeof(name));
     pthread_mutex_lock(&l->mu);
     for (size_t i = 0; i < l->nblocks; i++) {
         if (l->blocks[i].first != first)
             continue;
-        memmove(&l->blocks[i], &l->blocks[i + 1], (l->nblocks - i - 1) * sizeof(*l->blocks));
+        if (i + 1 < l->nblocks)
+            memmove(&l->blocks[i], &l->blocks[i + 1], (l->nblocks - i - 1) * sizeof(*l->blocks));
         l->nblocks--;
         unlinkat(l->o.dirfd, name, 0);
         break;
@@ -820,8 +851,9 @@ static void mark_damaged(struct rt_seglog *l, uint64_t first, const char *why)
     for (size_t i = 0; i < l->nblocks; i++) {
         if (l->blocks[i].first == first && !l->blocks[i].damaged) {
             l->blocks[i].damaged = true;
-            rt_warn("%s: block %s%" PRIu64 ".z is damaged (%s); its samples are skipped", l->what, l->prefix,
-                    first, why);
+            char name[128];
+            name_of(l, first, ".z", name, sizeof(name));
+            rt_warn("%s: block %s is damaged (%s); its samples are skipped", l->what, name, why);
         }
     }
     pthread_mutex_unlock(&l->mu);
@@ -848,7 +880,7 @@ static bool load_block(struct rt_seglog_cursor *c, uint64_t index)
     if (c->have_frame)
         rt_frame_free(&c->frame);
     c->have_frame = false;
-    char name[96];
+    char name[128];
     name_of(l, first, ".z", name, sizeof(name));
     size_t len = 0;
     uint8_t *img = slurp(l->o.dirfd, name, &len);
@@ -877,12 +909,15 @@ static bool hot_snapshot(struct rt_seglog_cursor *c)
     c->hot_fd = l->hot_fd >= 0 ? dup(l->hot_fd) : -1;
     c->nhot = l->nhot;
     c->hot = rt_xrealloc(c->hot, (c->nhot ? c->nhot : 1) * sizeof(*c->hot));
-    memcpy(c->hot, l->hot, c->nhot * sizeof(*c->hot));
+    if (c->nhot)
+        memcpy(c->hot, l->hot, c->nhot * sizeof(*c->hot));
     c->ntmpl = l->ntmpl;
     c->tmpl_off = rt_xrealloc(c->tmpl_off, (c->ntmpl ? c->ntmpl : 1) * sizeof(*c->tmpl_off));
     c->tmpl_len = rt_xrealloc(c->tmpl_len, (c->ntmpl ? c->ntmpl : 1) * sizeof(*c->tmpl_len));
-    memcpy(c->tmpl_off, l->tmpl_off, c->ntmpl * sizeof(*c->tmpl_off));
-    memcpy(c->tmpl_len, l->tmpl_len, c->ntmpl * sizeof(*c->tmpl_len));
+    if (c->ntmpl) {
+        memcpy(c->tmpl_off, l->tmpl_off, c->ntmpl * sizeof(*c->tmpl_off));
+        memcpy(c->tmpl_len, l->tmpl_len, c->ntmpl * sizeof(*c->tmpl_len));
+    }
     pthread_mutex_unlock(&l->mu);
     c->cur_tid = UINT32_MAX;
     return c->hot_fd >= 0;

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 /* Write trouble shared by the logs of one store, logged once. */
 struct rt_store_health {
@@ -33,6 +34,7 @@ struct rt_store_health {
 
 struct rt_seglog_opts {
     int dirfd;                  /* borrowed */
+    const char *subdir;         /* the log's directory under dirfd, or NULL for dirfd itself */
     const char *prefix;         /* of the file names */
     const char *what;           /* for log lines: "job 7", "host timeline" */
     unsigned block;             /* records per sealed block */
@@ -58,7 +60,7 @@ struct rt_hot_rec {
 
 struct rt_seglog {
     struct rt_seglog_opts o;
-    char prefix[32], what[64];
+    char subdir[32], prefix[32], what[64];
     pthread_mutex_t mu;         /* blocks, hot records and fd as readers see them */
     struct rt_seg_block *blocks; /* ascending */
     size_t nblocks, blocks_cap;
@@ -87,8 +89,12 @@ struct rt_seglog {
  * the hot file is indexed (a torn tail cut off). 0 or -errno. */
 int rt_seglog_open(struct rt_seglog *l, const struct rt_seglog_opts *o);
 void rt_seglog_close(struct rt_seglog *l);
-/* Remove every file of the log (and close it). */
+/* Remove every file of the log (readers that hold it read no more). */
 void rt_seglog_remove_files(struct rt_seglog *l);
+/* The hot file's modification time (when its job was last seen). */
+void rt_seglog_set_mtime(struct rt_seglog *l, const struct timespec *t);
+/* The hot file on disk, for what must survive a power loss. */
+int rt_seglog_sync(struct rt_seglog *l);
 
 /* Append a record as number next. hold: only into the backlog (it must not
  * reach the disk before what it refers to). false when the record is not
@@ -103,6 +109,9 @@ int rt_seglog_seal(struct rt_seglog *l);
 
 /* Records appended (kept), and the index the next one gets. */
 uint64_t rt_seglog_count(struct rt_seglog *l);
+/* The index after the last record whole on disk: records below it that
+ * cannot be read are damaged or removed, not waiting for the disk. */
+uint64_t rt_seglog_written(struct rt_seglog *l);
 /* Bytes of all its files. */
 uint64_t rt_seglog_bytes(struct rt_seglog *l);
 /* The sealed blocks, copied (free the result), plus the hot block. */

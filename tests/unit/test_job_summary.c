@@ -10,6 +10,7 @@
 
 #include "jobs/jobs.h"
 #include "jobs/store.h"
+#include "store/figures.h"
 
 #include <json-c/json.h>
 #include <unistd.h>
@@ -52,8 +53,11 @@ static void test_rebuilt_from_lines(void **state)
         "{\"actual_interval_ms\":7,\"cpu\":{\"process_cores_used\":2.0,\"process_stime_secs\":0.01}}",
     };
     struct rt_job_summary s = {0};
-    for (size_t i = 0; i < 3; i++)
-        rt_job_summary_add_line(&s, lines[i], strlen(lines[i]), 0.2);
+    for (size_t i = 0; i < 3; i++) {
+        struct rt_job_figures f;
+        assert_true(rt_figures_from_line(lines[i], strlen(lines[i]), 0.2, &f));
+        rt_job_summary_add(&s, &f, 0.2);
+    }
     assert_int_equal(s.samples, 3);
     assert_true(s.peak_cores == 1.5);
     assert_true(s.cpu_secs > 0.3199 && s.cpu_secs < 0.3201); /* every sample's CPU counts */
@@ -96,8 +100,11 @@ static void test_means_rebuilt_and_recorded(void **state)
     struct rt_job *j = rt_job_new();
     j->id = 7;
     j->state = RT_JOB_FINISHED;
-    for (size_t i = 0; i < 3; i++)
-        rt_job_summary_add_line(&j->summary, lines[i], strlen(lines[i]), 1.0);
+    for (size_t i = 0; i < 3; i++) {
+        struct rt_job_figures f;
+        assert_true(rt_figures_from_line(lines[i], strlen(lines[i]), 1.0, &f));
+        rt_job_summary_add(&j->summary, &f, 1.0);
+    }
     const double mib = 1048576.0;
     struct json_object *o = rt_job_to_json(j, 0), *s, *v;
     assert_true(json_object_object_get_ex(o, "summary", &s));

@@ -219,6 +219,7 @@ static void test_log_blocks_and_reopen(void **state)
     assert_true(rt_seglog_cursor_get(&c, 229, &r));
     rt_seglog_cursor_free(&c);
     rt_seglog_remove_files(&l);
+    rt_seglog_close(&l);
     assert_false(rt_dir_has_entries_at(dirfd_, "."));
 }
 
@@ -280,6 +281,7 @@ static void test_log_damage(void **state)
     assert_true(rt_seglog_cursor_get(&c, 160, &r));
     rt_seglog_cursor_free(&c);
     rt_seglog_remove_files(&l);
+    rt_seglog_close(&l);
 }
 
 static void test_log_crash_while_sealing(void **state)
@@ -320,6 +322,7 @@ static void test_log_crash_while_sealing(void **state)
     assert_true(file_size("t-40.z") > 0);
     check(&l, 50, 0, 0);
     rt_seglog_remove_files(&l);
+    rt_seglog_close(&l);
 }
 
 static void test_log_backlog(void **state)
@@ -352,6 +355,7 @@ static void test_log_backlog(void **state)
     assert_true(rt_seglog_cursor_get(&c, 2, &r) && r.v[1] == 4);
     rt_seglog_cursor_free(&c);
     rt_seglog_remove_files(&l);
+    rt_seglog_close(&l);
 }
 
 int main(void)
