@@ -299,19 +299,17 @@ uint64_t rt_store_job_bytes(const struct rt_job *j)
 
 /* Metadata lives in its own file, written once: a running job keeps it in
  * memory as well, an ended one only on disk. Records from before that file
- * carry it; it moves to the file here. */
+ * carry it; it is copied to the file here (the record drops its copy when
+ * it is next saved; an ended job's record is left as it was). */
 static void load_metadata(struct rt_store *s, struct rt_job *j)
 {
-    if (j->metadata) {
+    char path[64];
+    snprintf(path, sizeof(path), "%" PRIu64 "/metadata.json", j->id);
+    if (j->metadata && faccessat(s->jobs_fd, path, F_OK, 0) < 0) {
+        /* The record keeps its copy until it is next saved. */
         int r = save_metadata(s, j->id, j->metadata);
-        struct json_object *rec = rt_job_to_record(j);
-        if (r == 0)
-            r = rt_store_save_record(s, j->id, rec, true);
-        json_object_put(rec);
-        if (r >= 0)
-            j->record_bytes = (uint64_t)r;
         if (r < 0)
-            rt_warn("state: job %" PRIu64 ": cannot move its metadata to a file: %s", j->id, strerror(-r));
+            rt_warn("state: job %" PRIu64 ": cannot write its metadata file: %s", j->id, strerror(-r));
     }
     if (j->state != RT_JOB_RUNNING) {
         json_object_put(j->metadata);

@@ -1,6 +1,7 @@
 #include "jobs/summary.h"
 
 #include "rt/json.h"
+#include "rt/sample.h"
 
 #include <string.h>
 
@@ -28,7 +29,8 @@ void rt_job_summary_add(struct rt_job_summary *s, const struct rt_job_figures *f
         s->peak_rss_bytes = f->rss_bytes;
     if (f->pss_bytes > s->peak_pss_bytes)
         s->peak_pss_bytes = f->pss_bytes;
-    s->pss_sum_bytes += (double)f->pss_bytes;
+    /* Means of what the samples show (whole MiB; VRAM to 4 places of MiB). */
+    s->pss_sum_bytes += (double)(f->pss_bytes / RT_MIB * RT_MIB);
     s->disk_read_bytes += f->disk_read_bytes;
     s->disk_write_bytes += f->disk_write_bytes;
     if (!f->has_gpu)
@@ -40,7 +42,7 @@ void rt_job_summary_add(struct rt_job_summary *s, const struct rt_job_figures *f
         s->gpu_peak_vram_bytes = f->gpu_vram_bytes;
     if (f->gpu_usage > s->gpu_peak_usage)
         s->gpu_peak_usage = f->gpu_usage;
-    s->gpu_vram_sum_bytes += (double)f->gpu_vram_bytes;
+    s->gpu_vram_sum_bytes += rt_round_dec((double)f->gpu_vram_bytes / (double)RT_MIB, RT_DEC_MIB) * (double)RT_MIB;
     if (f->has_gpu_energy) {
         s->has_gpu_energy = true;
         s->gpu_energy_joules += f->gpu_energy_joules;

@@ -90,8 +90,6 @@ class Metadata(unittest.TestCase):
         self.assertEqual(d2.call("GetJob", {"id": job["id"]})["job"]["metadata"], md)
         with open(os.path.join(jdir, "metadata.json")) as f:
             self.assertEqual(json.load(f), md)
-        with open(os.path.join(jdir, "job.json")) as f:
-            self.assertNotIn("metadata", json.load(f))
         d2.stop()
 
     def test_interval_out_of_range_in_a_record(self):
