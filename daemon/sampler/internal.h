@@ -53,6 +53,8 @@ struct rt_sampler {
     struct rt_job **active;
     size_t nactive, active_cap;
     struct rt_buf text;         /* a job sample being made */
+    struct rt_figlog **figs;    /* the active jobs' logs, for sealing */
+    size_t figs_cap, seal_turn;
     uint64_t next_retention_ns;
     unsigned ended_since_retention; /* a pass follows within a second */
     bool stall_logged;
@@ -82,6 +84,8 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
  * a job that begins or ends between ticks). */
 void rt_sampler_begin_scan(struct rt_sampler *s, bool fresh);
 bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struct rt_ptree_result *r);
+/* One full block of the store sealed (once per tick). */
+void rt_sampler_seal_one(struct rt_sampler *s);
 /* A job ended: its samples are sealed, retention will look at it. */
 void rt_sampler_job_stored(struct rt_sampler *s, struct rt_job *j);
 /* A new host sample (its text, as published): job samples are made from it. */

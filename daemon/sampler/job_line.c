@@ -47,6 +47,19 @@ void rt_sampler_host_stored(struct rt_sampler *s, const struct rt_rcstr *text)
     rt_csv_host_from_sample(&s->sample, &s->csv_host);
 }
 
+void rt_sampler_seal_one(struct rt_sampler *s)
+{
+    if (s->nactive > s->figs_cap) {
+        s->figs_cap = s->nactive;
+        s->figs = rt_xrealloc(s->figs, s->figs_cap * sizeof(*s->figs));
+    }
+    /* From a different job each time, so none waits behind the others. */
+    for (size_t i = 0; i < s->nactive; i++)
+        s->figs[i] = s->active[(i + s->seal_turn) % s->nactive]->fig;
+    s->seal_turn++;
+    rt_samples_seal_one(&s->store->samples, s->figs, s->nactive);
+}
+
 void rt_sampler_job_stored(struct rt_sampler *s, struct rt_job *j)
 {
     rt_samples_job_ended(&s->store->samples, j->fig, s->nactive == 0);

@@ -98,6 +98,7 @@ static void tick(struct rt_sampler *s)
     }
     if (sampled)
         rt_sampler_wake_main(s);
+    rt_sampler_seal_one(s);
     uint64_t now = rt_mono_ns();
     /* Every minute, and soon after jobs end: a user who starts and stops
      * jobs in a loop must not run past the limits for a minute. */
@@ -262,6 +263,7 @@ void rt_sampler_free(struct rt_sampler *s)
     }
     free(s->active);
     rt_buf_free(&s->text);
+    free(s->figs);
     rt_csv_host_free(&s->csv_host);
     /* Requests never answered and undelivered events. */
     for (struct rt_sreq *q = s->reqs; q;) {

@@ -9,6 +9,7 @@
 #define MAX_SCALE 9
 #define MAX_COLS (1u << 20)
 #define RAW_MAX (256u << 20) /* a block's stream, raw */
+#define VALUES_MAX (16u << 20) /* numbers in a block: far more than ours hold */
 
 static const int64_t pow10s[MAX_SCALE + 1] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
                                                100000000, 1000000000};
@@ -32,13 +33,62 @@ static int column_scale(const struct rt_rec *r, size_t a, size_t b, size_t c)
     return s;
 }
 
-static void encode_column(const struct rt_rec *r, size_t a, size_t b, size_t c, int scale, struct rt_buf *out)
+/* How a column's values are written: as they are, as differences from the
+ * value before, or as differences of those (counters growing steadily). */
+enum { MODE_RAW, MODE_DELTA, MODE_DELTA2, MODES };
+
+static size_t varint_len(uint64_t v)
 {
-    uint64_t prev = 0;
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* The residual of value x (unsigned arithmetic: wraps, and back) given the
+ * two before it. */
+static uint64_t residual(int mode, uint64_t x, uint64_t p1, uint64_t p2)
+{
+    switch (mode) {
+    case MODE_RAW:
+        return x;
+    case MODE_DELTA:
+        return x - p1;
+    default:
+        return x - (2 * p1 - p2);
+    }
+}
+
+/* The mode that writes the column in the fewest bytes. */
+static int column_mode(const struct rt_rec *r, size_t a, size_t b, size_t c, int scale)
+{
+    size_t cost[MODES] = {0};
+    uint64_t p1 = 0, p2 = 0;
     for (size_t i = a; i < b; i++) {
         uint64_t x = (uint64_t)(r[i].v[c] / pow10s[scale]);
-        rt_buf_varint(out, rt_zigzag((int64_t)(x - prev))); /* wraps, and back */
-        prev = x;
+        for (int m = 0; m < MODES; m++)
+            cost[m] += varint_len(rt_zigzag((int64_t)residual(m, x, p1, p2)));
+        p2 = p1;
+        p1 = x;
+    }
+    int best = MODE_DELTA;
+    for (int m = 0; m < MODES; m++)
+        if (cost[m] < cost[best])
+            best = m;
+    return best;
+}
+
+static void encode_column(const struct rt_rec *r, size_t a, size_t b, size_t c, int scale, int mode,
+                          struct rt_buf *out)
+{
+    uint64_t p1 = 0, p2 = 0;
+    for (size_t i = a; i < b; i++) {
+        uint64_t x = (uint64_t)(r[i].v[c] / pow10s[scale]);
+        rt_buf_varint(out, rt_zigzag((int64_t)residual(mode, x, p1, p2)));
+        p2 = p1;
+        p1 = x;
     }
 }
 
@@ -46,7 +96,7 @@ static void deflate_into(const struct rt_buf *raw, struct rt_buf *out, uint32_t 
 {
     uLongf n = compressBound((uLong)raw->len);
     rt_buf_reserve(out, n);
-    if (compress2(out->p + out->len, &n, raw->p ? raw->p : (const Bytef *)"", (uLong)raw->len, 6) != Z_OK)
+    if (compress2(out->p + out->len, &n, raw->p ? raw->p : (const Bytef *)"", (uLong)raw->len, 9) != Z_OK)
         abort(); /* only for lack of memory or a bad level */
     out->len += n;
     *zlen = (uint32_t)n;
@@ -73,11 +123,11 @@ void rt_frame_encode(const struct rt_rec *recs, size_t n, rt_csv_cols_fn csv_col
         if (csv_cols)
             csv_cols(recs[a].tmpl, recs[a].tlen, ncols, flags);
         for (size_t c = 0; c < ncols; c++) {
-            int scale = column_scale(recs, a, b, c);
+            int scale = column_scale(recs, a, b, c), mode = column_mode(recs, a, b, c, scale);
             struct rt_buf *dst = &s[flags[c] ? 1 : 2];
             size_t before = dst->len;
-            encode_column(recs, a, b, c, scale, dst);
-            rt_buf_byte(&s[0], (uint8_t)(scale | (flags[c] ? 0x80 : 0)));
+            encode_column(recs, a, b, c, scale, mode, dst);
+            rt_buf_byte(&s[0], (uint8_t)(scale | mode << 4 | (flags[c] ? 0x80 : 0)));
             rt_buf_varint(&s[0], dst->len - before);
         }
     }
@@ -132,25 +182,29 @@ static uint8_t *inflate_stream(const uint8_t *z, uint32_t zlen, uint32_t rawlen)
 
 void rt_frame_free(struct rt_frame *f)
 {
-    for (size_t i = 0; i < f->nruns; i++)
+    for (size_t i = 0; i < f->nruns; i++) {
         free(f->runs[i].vals);
+        free(f->runs[i].csv);
+    }
     free(f->runs);
     for (int i = 0; i < 3; i++)
         free(f->streams[i]);
     memset(f, 0, sizeof(*f));
 }
 
-static bool decode_column(struct rt_cur *c, size_t nbytes, int scale, uint32_t nrec, int64_t *out)
+static bool decode_column(struct rt_cur *c, size_t nbytes, int scale, int mode, uint32_t nrec, int64_t *out)
 {
     struct rt_cur col = {c->p, c->p + nbytes, false};
     if (!rt_cur_take(c, nbytes))
         return false;
-    uint64_t x = 0, d;
+    uint64_t p1 = 0, p2 = 0, d;
     for (uint32_t i = 0; i < nrec; i++) {
         if (!rt_cur_varint(&col, &d))
             return false;
-        x += (uint64_t)rt_unzigzag(d);
+        uint64_t x = (uint64_t)rt_unzigzag(d) + (mode == MODE_RAW ? 0 : mode == MODE_DELTA ? p1 : 2 * p1 - p2);
         out[i] = (int64_t)(x * (uint64_t)pow10s[scale]); /* wraps on damage, never UB */
+        p2 = p1;
+        p1 = x;
     }
     return col.p == col.end;
 }
@@ -162,14 +216,13 @@ bool rt_frame_decode(const uint8_t *img, size_t len, bool csv_only, struct rt_fr
         return false;
     const uint8_t *z = img + RT_FRAME_HEADER;
     uint32_t rawlen[3];
-    uint64_t values_max = 0; /* every number takes a byte at least */
+    uint64_t values_max = VALUES_MAX; /* what a block may hold in all, decoded */
     for (int i = 0; i < 3; i++) {
         uint32_t zlen = rt_le32(img + 20 + 8 * i);
         rawlen[i] = rt_le32(img + 24 + 8 * i);
         /* deflate expands at most about 1032 times: a larger claim is damage */
         if (rawlen[i] > RAW_MAX || rawlen[i] > (uint64_t)zlen * 1040 + 64)
             goto bad;
-        values_max += i ? rawlen[i] : 0;
         if (i < 2 || !csv_only) {
             f->streams[i] = inflate_stream(z, zlen, rawlen[i]);
             if (!f->streams[i])
@@ -202,16 +255,22 @@ bool rt_frame_decode(const uint8_t *img, size_t len, bool csv_only, struct rt_fr
         r->ncols = ncols;
         total += nrec;
         r->vals = rt_xcalloc(ncols && nrec ? ncols * nrec : 1, sizeof(int64_t));
+        r->csv = rt_xcalloc(ncols ? ncols : 1, sizeof(*r->csv));
+        r->only_csv = csv_only;
         for (size_t c = 0; c < ncols; c++) {
             const uint8_t *sc = rt_cur_take(&idx, 1);
             uint64_t nbytes;
-            if (!sc || !rt_cur_varint(&idx, &nbytes) || (*sc & 0x7f) > MAX_SCALE)
+            if (!sc || !rt_cur_varint(&idx, &nbytes))
                 goto bad;
+            int scale = sc[0] & 0x0f, mode = (sc[0] >> 4) & 0x7;
+            if (scale > MAX_SCALE || mode >= MODES)
+                goto bad;
+            r->csv[c] = *sc & 0x80;
             struct rt_cur *src = &data[*sc & 0x80 ? 1 : 2];
             if (!src->p) { /* not decoded (CSV only) */
                 continue;
             }
-            if (!decode_column(src, nbytes, *sc & 0x7f, r->nrec, r->vals + c * nrec))
+            if (!decode_column(src, nbytes, scale, mode, r->nrec, r->vals + c * nrec))
                 goto bad;
         }
     }
@@ -233,7 +292,8 @@ bool rt_frame_get(const struct rt_frame *f, uint64_t index, int64_t *vbuf, size_
             return false;
         size_t k = (size_t)(index - run->first);
         for (size_t c = 0; c < run->ncols; c++)
-            vbuf[c] = run->vals[c * run->nrec + k];
+            if (!run->only_csv || run->csv[c]) /* the others were not decoded */
+                vbuf[c] = run->vals[c * run->nrec + k];
         *r = (struct rt_rec){.index = index, .tmpl = run->tmpl, .tlen = run->tlen, .v = vbuf, .n = run->ncols};
         return true;
     }

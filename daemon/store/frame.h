@@ -44,6 +44,8 @@ struct rt_frame_run {
     const uint8_t *tmpl;
     size_t tlen, ncols;
     int64_t *vals;      /* ncols x nrec, column by column; CSV-only decodes leave others 0 */
+    bool *csv;          /* per column: one a CSV row needs */
+    bool only_csv;      /* decoded for CSV: the other columns are not there */
 };
 
 struct rt_frame {
@@ -58,7 +60,8 @@ struct rt_frame {
  * is damaged. */
 bool rt_frame_decode(const uint8_t *img, size_t len, bool csv_only, struct rt_frame *f);
 /* Record index of a decoded frame into r (numbers copied to vbuf, which
- * must hold the run's columns); false when the frame lacks it. */
+ * must hold the run's columns; decoded for CSV, the other columns of vbuf
+ * are left as they were); false when the frame lacks it. */
 bool rt_frame_get(const struct rt_frame *f, uint64_t index, int64_t *vbuf, size_t vcap, struct rt_rec *r);
 void rt_frame_free(struct rt_frame *f);
 

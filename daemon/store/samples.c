@@ -225,6 +225,21 @@ bool rt_samples_flush(struct rt_samples *s, struct rt_figlog *fl)
     return host && fl ? rt_seglog_flush(&fl->log) : host;
 }
 
+bool rt_samples_seal_one(struct rt_samples *s, struct rt_figlog *const *figs, size_t n)
+{
+    if (rt_seglog_full(&s->host)) {
+        rt_seglog_seal(&s->host);
+        return true;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (figs[i] && rt_seglog_full(&figs[i]->log)) {
+            rt_seglog_seal(&figs[i]->log);
+            return true;
+        }
+    }
+    return false;
+}
+
 void rt_samples_job_ended(struct rt_samples *s, struct rt_figlog *fl, bool last_running)
 {
     if (rt_samples_flush(s, fl) && fl)

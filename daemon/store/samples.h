@@ -85,6 +85,10 @@ bool rt_samples_store_host(struct rt_samples *s, const char *text, size_t len, u
 bool rt_samples_append_at(struct rt_samples *s, struct rt_figlog *fl, const struct rt_job_figures *f, uint64_t hseq,
                           uint64_t timestamp);
 bool rt_samples_append_verbatim(struct rt_samples *s, struct rt_figlog *fl, const char *line, size_t len);
+/* Seal one full block, the host timeline's first, else of one of the given
+ * jobs' (once per tick: blocks that fill together are sealed in turn).
+ * false when none is full. */
+bool rt_samples_seal_one(struct rt_samples *s, struct rt_figlog *const *figs, size_t n);
 /* A job ended: its figures are sealed; with no job running, so is the host
  * timeline's hot block. */
 void rt_samples_job_ended(struct rt_samples *s, struct rt_figlog *fl, bool last_running);

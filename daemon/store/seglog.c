@@ -72,10 +72,11 @@ static uint8_t *slurp(int dirfd, const char *name, size_t *len)
 
 static int write_file(int dirfd, const char *name, const uint8_t *data, size_t len, mode_t mode)
 {
-    char tmp[128];
+    char tmp[300];
     const char *base = strrchr(name, '/');
     base = base ? base + 1 : name;
-    snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", (int)(base - name), name, base);
+    if (snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", (int)(base - name), name, base) >= (int)sizeof(tmp))
+        return -ENAMETOOLONG;
     int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0)
         return -errno;
@@ -538,13 +539,14 @@ bool rt_seglog_append(struct rt_seglog *l, const uint8_t *tmpl, size_t tlen, con
     pthread_mutex_lock(&l->mu);
     l->next++;
     pthread_mutex_unlock(&l->mu);
-    if (hold || !rt_seglog_flush(l))
-        return true;
-    if (l->seal_retry)
+    if (!hold && rt_seglog_flush(l) && l->seal_retry)
         l->seal_retry--;
-    else if (l->nhot >= l->o.block)
-        rt_seglog_seal(l);
     return true;
+}
+
+bool rt_seglog_full(const struct rt_seglog *l)
+{
+    return l->nhot >= l->o.block && !l->backlog.len && !l->seal_retry;
 }
 
 /* ---- open and close ---- */

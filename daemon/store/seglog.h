@@ -98,14 +98,17 @@ int rt_seglog_sync(struct rt_seglog *l);
 
 /* Append a record as number next. hold: only into the backlog (it must not
  * reach the disk before what it refers to). false when the record is not
- * kept: the backlog would grow past its limit. Seals a full block. */
+ * kept: the backlog would grow past its limit. */
 bool rt_seglog_append(struct rt_seglog *l, const uint8_t *tmpl, size_t tlen, const int64_t *v, size_t n,
                       bool hold);
 /* Write what waits in the backlog; true when nothing waits any more. */
 bool rt_seglog_flush(struct rt_seglog *l);
 bool rt_seglog_has_backlog(const struct rt_seglog *l);
-/* Seal the hot records into a block now (a finished job). */
+/* Seal the hot records into a block now (a full block, a finished job). */
 int rt_seglog_seal(struct rt_seglog *l);
+/* The hot block is full and can be sealed (the writer seals one log at a
+ * time, so that logs filling up together do not stall one tick). */
+bool rt_seglog_full(const struct rt_seglog *l);
 
 /* Records appended (kept), and the index the next one gets. */
 uint64_t rt_seglog_count(struct rt_seglog *l);

@@ -107,8 +107,8 @@ static void test_frame(void **state)
             assert_true(rt_frame_get(&f, recs[i].index, vb, C, &r));
             assert_int_equal(r.n, recs[i].n);
             assert_memory_equal(r.tmpl, recs[i].tmpl, 6);
-            for (size_t c = 0; c < r.n; c++)
-                assert_true(vb[c] == (csv_only && c >= r.n / 2 ? 0 : v[i][c]));
+            for (size_t c = 0; c < r.n; c++) /* decoded for CSV, the others are not there */
+                assert_true((csv_only && c >= r.n / 2) || vb[c] == v[i][c]);
         }
         assert_false(rt_frame_get(&f, 1252, vb, C, &r)); /* in the gap */
         rt_frame_free(&f);
@@ -163,6 +163,8 @@ static void append(struct rt_seglog *l, uint64_t i, bool hold)
     int64_t v[3] = {(int64_t)i, (int64_t)(i * i), -(int64_t)i};
     const char *t = i % 50 < 25 ? "even" : "odd";
     assert_true(rt_seglog_append(l, (const uint8_t *)t, 4, v, 3, hold));
+    if (rt_seglog_full(l)) /* as the sampler does, once per tick */
+        assert_int_equal(rt_seglog_seal(l), 0);
 }
 
 /* Every index in [0, n) reads back (or, in skip, is gone). */
