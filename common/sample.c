@@ -25,7 +25,8 @@ void rt_sample_free(struct rt_sample *s)
 
 double rt_round_dec(double v, int decimals)
 {
-    double scale = pow(10.0, decimals);
+    static const double pow10[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8};
+    double scale = decimals >= 0 && decimals <= 8 ? pow10[decimals] : pow(10.0, decimals);
     double r = round(v * scale) / scale;
     return isfinite(r) ? r : v;
 }

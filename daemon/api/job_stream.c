@@ -145,7 +145,10 @@ static void pump(struct rt_server *srv, struct rt_conn *conn)
         if (s->next < produced) {
             struct page pg;
             uint64_t want = produced - s->next;
-            if (read_page(d, s->job, s->next, want < PAGE_DEFAULT ? want : PAGE_DEFAULT, s->csv, &pg) < 0 ||
+            /* CSV rows are small: pages of many (about PAGE_MAX_BYTES at most) cost the
+             * store one decode of each block they span. */
+            uint64_t rows = s->csv ? PAGE_MAX : PAGE_DEFAULT;
+            if (read_page(d, s->job, s->next, want < rows ? want : rows, s->csv, &pg) < 0 ||
                 pg.next == s->next) {
                 /* Counted but not on disk yet (disk full): wait for live samples. */
                 rt_buf_free(&pg.b);

@@ -185,6 +185,7 @@ void rt_frame_free(struct rt_frame *f)
     for (size_t i = 0; i < f->nruns; i++) {
         free(f->runs[i].vals);
         free(f->runs[i].csv);
+        free(f->runs[i].csv_cols);
     }
     free(f->runs);
     for (int i = 0; i < 3; i++)
@@ -256,6 +257,7 @@ bool rt_frame_decode(const uint8_t *img, size_t len, bool csv_only, struct rt_fr
         total += nrec;
         r->vals = rt_xcalloc(ncols && nrec ? ncols * nrec : 1, sizeof(int64_t));
         r->csv = rt_xcalloc(ncols ? ncols : 1, sizeof(*r->csv));
+        r->csv_cols = rt_xcalloc(ncols ? ncols : 1, sizeof(*r->csv_cols));
         r->only_csv = csv_only;
         for (size_t c = 0; c < ncols; c++) {
             const uint8_t *sc = rt_cur_take(&idx, 1);
@@ -266,6 +268,8 @@ bool rt_frame_decode(const uint8_t *img, size_t len, bool csv_only, struct rt_fr
             if (scale > MAX_SCALE || mode >= MODES)
                 goto bad;
             r->csv[c] = *sc & 0x80;
+            if (r->csv[c])
+                r->csv_cols[r->ncsv++] = (uint32_t)c;
             struct rt_cur *src = &data[*sc & 0x80 ? 1 : 2];
             if (!src->p) { /* not decoded (CSV only) */
                 continue;
@@ -291,10 +295,15 @@ bool rt_frame_get(const struct rt_frame *f, uint64_t index, int64_t *vbuf, size_
         if (run->ncols > vcap)
             return false;
         size_t k = (size_t)(index - run->first);
-        for (size_t c = 0; c < run->ncols; c++)
-            if (!run->only_csv || run->csv[c]) /* the others were not decoded */
+        if (run->only_csv) { /* the others were not decoded */
+            for (size_t x = 0; x < run->ncsv; x++)
+                vbuf[run->csv_cols[x]] = run->vals[run->csv_cols[x] * run->nrec + k];
+        } else {
+            for (size_t c = 0; c < run->ncols; c++)
                 vbuf[c] = run->vals[c * run->nrec + k];
-        *r = (struct rt_rec){.index = index, .tmpl = run->tmpl, .tlen = run->tlen, .v = vbuf, .n = run->ncols};
+        }
+        *r = (struct rt_rec){.index = index, .tmpl = run->tmpl, .tlen = run->tlen, .v = vbuf, .n = run->ncols,
+                             .tmpl_id = i};
         return true;
     }
     return false;

@@ -26,6 +26,7 @@ struct rt_rec {
     size_t tlen;
     const int64_t *v;
     size_t n;
+    uint64_t tmpl_id;   /* reading: records with equal ids (from one cursor) have equal templates */
 };
 
 /* Marks the columns of a template a CSV row needs (flags[c] = 1). */
@@ -46,6 +47,8 @@ struct rt_frame_run {
     int64_t *vals;      /* ncols x nrec, column by column; CSV-only decodes leave others 0 */
     bool *csv;          /* per column: one a CSV row needs */
     bool only_csv;      /* decoded for CSV: the other columns are not there */
+    uint32_t *csv_cols; /* the columns a CSV row needs */
+    size_t ncsv;
 };
 
 struct rt_frame {

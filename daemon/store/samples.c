@@ -260,6 +260,7 @@ struct reader {
     struct rt_buf text;
     /* CSV: the map of the last template */
     struct rt_buf map_tmpl;
+    uint64_t map_id;                    /* the host cursor's id of that template */
     struct rt_csv_map map;
     bool have_map, map_ok;
     double *vals;
@@ -278,7 +279,9 @@ static void warn_skip(struct reader *rd, uint64_t index, const char *why)
 /* CSV values of a host record through the map of its template. */
 static bool host_csv_values(struct reader *rd, const struct rt_rec *h, uint64_t hseq, const double **v, size_t *n)
 {
-    if (!rd->have_map || rd->map_tmpl.len != h->tlen || memcmp(rd->map_tmpl.p, h->tmpl, h->tlen) != 0) {
+    /* Records of one run of a block share their template (same tmpl_id). */
+    if (!rd->have_map || (h->tmpl_id != rd->map_id && (rd->map_tmpl.len != h->tlen ||
+                                                      memcmp(rd->map_tmpl.p, h->tmpl, h->tlen) != 0))) {
         if (rd->have_map)
             rt_csv_map_free(&rd->map);
         rd->map_tmpl.len = 0;
@@ -286,6 +289,7 @@ static bool host_csv_values(struct reader *rd, const struct rt_rec *h, uint64_t 
         rd->have_map = rt_csv_map_build(h->tmpl, h->tlen, &rd->map);
         rd->map_ok = rd->have_map && rt_csv_map_check(&rd->map, h->tmpl, h->tlen, h->v, h->n);
     }
+    rd->map_id = h->tmpl_id;
     if (rd->map_ok && h->n == rd->map.ncols) {
         if (rd->map.n > rd->vals_cap) {
             rd->vals_cap = rd->map.n;

@@ -899,6 +899,7 @@ static bool load_block(struct rt_seglog_cursor *c, uint64_t index)
         return false;
     }
     c->have_frame = true;
+    c->gen++;
     return true;
 }
 
@@ -969,6 +970,7 @@ static bool get_hot(struct rt_seglog_cursor *c, uint64_t index, struct rt_rec *r
         memmove(c->tmpl.p, t, tl);
         c->tmpl.len = tl;
         c->cur_tid = h->tid;
+        c->gen++;
     }
     size_t n = 0;
     if (!read_entry(c, h->off, h->len, &c->payload) ||
@@ -976,7 +978,8 @@ static bool get_hot(struct rt_seglog_cursor *c, uint64_t index, struct rt_rec *r
         rt_warn("%s: a damaged sample (%" PRIu64 ") is skipped", c->log->what, index);
         return false;
     }
-    *r = (struct rt_rec){.index = index, .tmpl = c->tmpl.p, .tlen = c->tmpl.len, .v = c->vbuf, .n = n};
+    *r = (struct rt_rec){.index = index, .tmpl = c->tmpl.p, .tlen = c->tmpl.len, .v = c->vbuf, .n = n,
+                         .tmpl_id = c->gen << 20};
     return true;
 }
 
@@ -992,7 +995,10 @@ static int frame_lookup(struct rt_seglog_cursor *c, uint64_t index, struct rt_re
         c->vcap = need;
         c->vbuf = rt_xrealloc(c->vbuf, need * sizeof(*c->vbuf));
     }
-    return rt_frame_get(&c->frame, index, c->vbuf, c->vcap, r) ? 1 : 0;
+    if (!rt_frame_get(&c->frame, index, c->vbuf, c->vcap, r))
+        return 0;
+    r->tmpl_id += c->gen << 20;
+    return 1;
 }
 
 bool rt_seglog_cursor_get(struct rt_seglog_cursor *c, uint64_t index, struct rt_rec *r)

@@ -139,6 +139,7 @@ struct rt_seglog_cursor {
     uint32_t *tmpl_len;
     size_t ntmpl;
     uint32_t cur_tid;
+    uint64_t gen;               /* a new block or template: records' tmpl_id */
     struct rt_buf tmpl, payload;
     int64_t *vbuf;
     size_t vcap;

@@ -485,7 +485,29 @@ int main(int argc, char **argv)
     json_object_object_add(r, "read_json_bytes", json_object_new_int64((int64_t)json_bytes));
     puts(rt_json_plain(r));
     json_object_put(r);
+    /* Records, so that a daemon can serve the jobs (bench_store.py reads a
+     * day's CSV through GetJobSamples). */
     struct store *all[] = {&one, &ten};
+    for (int k = 0; k < 2; k++) {
+        for (int j = 0; j < all[k]->njobs; j++) {
+            char path[32], rec[512];
+            snprintf(path, sizeof(path), "%d/job.json", j + 1);
+            int n = snprintf(rec, sizeof(rec),
+                             "{\"id\":%d,\"name\":\"train\",\"owner_uid\":0,\"pid\":4242,\"starttime\":1,"
+                             "\"state\":\"finished\",\"started_at\":1800000000.0,\"ended_at\":%u.0,"
+                             "\"interval_secs\":1.0,\"totals\":{\"samples\":%u}}",
+                             j + 1, 1800000000u + samples, samples);
+            int fd = openat(all[k]->jobs_fd, path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            if (fd < 0 || write(fd, rec, (size_t)n) != n)
+                return 1;
+            close(fd);
+            snprintf(path, sizeof(path), "%d/metadata.json", j + 1);
+            fd = openat(all[k]->jobs_fd, path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            if (fd < 0 || write(fd, "{}", 2) != 2)
+                return 1;
+            close(fd);
+        }
+    }
     for (int k = 0; k < 2; k++) {
         for (int j = 0; j < all[k]->njobs; j++)
             rt_figlog_unref(all[k]->fl[j]);
