@@ -57,12 +57,8 @@ __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char 
 
 static void put_u64(struct out *o, uint64_t v)
 {
-    char tmp[24];
-    size_t i = sizeof(tmp);
-    do
-        tmp[--i] = (char)('0' + v % 10);
-    while (v /= 10);
-    put_mem(o, tmp + i, sizeof(tmp) - i);
+    char tmp[20];
+    put_mem(o, tmp, rt_fmt_u64(tmp, v));
 }
 
 static void put_c(struct out *o, char c)

@@ -175,30 +175,29 @@ static int job_dir(struct rt_store *s, uint64_t id)
     return fd < 0 ? -errno : fd;
 }
 
-int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *record, bool sync)
+/* A job's JSON file, replaced atomically: its length, or -errno. */
+static int save_json(struct rt_store *s, uint64_t id, const char *file, struct json_object *o, bool sync)
 {
     int dfd = job_dir(s, id);
     if (dfd < 0)
         return dfd;
     size_t len;
-    const char *txt = json_object_to_json_string_length(
-        record, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-    int r = write_atomic(dfd, "job.json", txt, len, s->file_mode, sync);
+    const char *txt = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                        &len);
+    int r = write_atomic(dfd, file, txt, len, s->file_mode, sync);
     close(dfd);
     return r < 0 ? r : (int)len;
 }
 
+int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *record, bool sync)
+{
+    return save_json(s, id, "job.json", record, sync);
+}
+
 static int save_metadata(struct rt_store *s, uint64_t id, struct json_object *md)
 {
-    int dfd = job_dir(s, id);
-    if (dfd < 0)
-        return dfd;
-    size_t len;
-    const char *txt = json_object_to_json_string_length(
-        md, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-    int r = write_atomic(dfd, "metadata.json", txt, len, s->file_mode, true);
-    close(dfd);
-    return r;
+    int r = save_json(s, id, "metadata.json", md, true);
+    return r < 0 ? r : 0;
 }
 
 int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *record, struct json_object *md)
@@ -249,46 +248,35 @@ int rt_store_remove_job(struct rt_store *s, uint64_t id, struct rt_figlog *fig)
 {
     if (fig)
         rt_figlog_remove(fig);
-    int dfd = job_dir(s, id);
-    if (dfd < 0)
-        return dfd;
+    char name[32];
+    snprintf(name, sizeof(name), "%" PRIu64, id);
     /* What an older daemon, or an interrupted write, may have left too. */
-    int fd = dup(dfd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    DIR *d = rt_opendir_sub(s->jobs_fd, name);
     struct dirent *de;
     while (d && (de = readdir(d)))
         if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-            unlinkat(dfd, de->d_name, 0);
+            unlinkat(dirfd(d), de->d_name, 0);
     if (d)
         closedir(d);
-    else if (fd >= 0)
-        close(fd);
-    close(dfd);
-    char name[32];
-    snprintf(name, sizeof(name), "%" PRIu64, id);
     return unlinkat(s->jobs_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
 double rt_store_samples_mtime(struct rt_store *s, uint64_t id)
 {
-    int dfd = job_dir(s, id);
-    int fd = dfd >= 0 ? dup(dfd) : -1;
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    char name[32];
+    snprintf(name, sizeof(name), "%" PRIu64, id);
+    DIR *d = rt_opendir_sub(s->jobs_fd, name);
     double t = 0;
     struct dirent *de;
     while (d && (de = readdir(d))) {
         struct stat st;
-        if (strncmp(de->d_name, "fig-", 4) != 0 || fstatat(dfd, de->d_name, &st, 0) < 0)
+        if (strncmp(de->d_name, "fig-", 4) != 0 || fstatat(dirfd(d), de->d_name, &st, 0) < 0)
             continue;
         double m = (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9;
         t = m > t ? m : t;
     }
     if (d)
         closedir(d);
-    else if (fd >= 0)
-        close(fd);
-    if (dfd >= 0)
-        close(dfd);
     return t;
 }
 
@@ -359,14 +347,9 @@ int rt_store_load(struct rt_store *s, struct rt_jobs *jobs)
         return r;
     }
     s->samples_open = true;
-    int fd = dup(s->jobs_fd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
+    DIR *d = rt_opendir_sub(s->jobs_fd, ".");
+    if (!d)
         return -errno;
-    }
-    rewinddir(d); /* the dup shares its position with jobs_fd */
     struct rt_migration *mig = NULL;
     struct dirent *de;
     int loaded = 0;

@@ -67,16 +67,15 @@ static void put_str(struct rt_buf *b, const char *s)
 
 static void put_u64(struct rt_buf *b, uint64_t v)
 {
-    char tmp[24];
-    int n = snprintf(tmp, sizeof(tmp), "%" PRIu64, v);
-    rt_buf_put(b, tmp, (size_t)n);
+    char tmp[20];
+    rt_buf_put(b, tmp, rt_fmt_u64(tmp, v));
 }
 
 static void put_i64(struct rt_buf *b, int64_t v)
 {
-    char tmp[24];
-    int n = snprintf(tmp, sizeof(tmp), "%" PRId64, v);
-    rt_buf_put(b, tmp, (size_t)n);
+    if (v < 0)
+        rt_buf_byte(b, '-');
+    put_u64(b, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
 }
 
 static void put_double(struct rt_buf *b, double v, int decimals)

@@ -168,13 +168,9 @@ static bool migrate_line(struct rt_samples *s, struct rt_migration *m, const str
 /* Figures files of an earlier attempt that did not finish. */
 static void remove_partial(int jobs_fd, const char *sub)
 {
-    int fd = openat(jobs_fd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
+    DIR *d = rt_opendir_sub(jobs_fd, sub);
+    if (!d)
         return;
-    }
     struct dirent *de;
     while ((de = readdir(d)))
         if (strncmp(de->d_name, "fig-", 4) == 0 || strncmp(de->d_name, ".fig-", 5) == 0)

@@ -16,8 +16,9 @@
 
 #define HOT_MAGIC "RTHOT1\0\0"
 #define HOT_HEADER 16
-#define ENTRY_HEADER 9              /* kind, payload length, crc32 */
-#define ENTRY_MAX (64u << 20)
+#define ENTRY_MAGIC 0xe5
+#define ENTRY_HEADER 10             /* magic, kind, payload length, crc32 */
+#define ENTRY_MAX (1u << 20)        /* a sample line kept as it was is the largest */
 #define FILE_MAX (512u << 20)         /* larger: not a file of ours */
 
 struct rt_pending {
@@ -104,6 +105,7 @@ static int write_file(int dirfd, const char *name, const uint8_t *data, size_t l
 
 static void put_entry(struct rt_buf *b, uint8_t kind, const uint8_t *payload, size_t len)
 {
+    rt_buf_byte(b, ENTRY_MAGIC);
     rt_buf_byte(b, kind);
     rt_buf_u32(b, (uint32_t)len);
     rt_buf_u32(b, (uint32_t)crc32(0, payload, (uInt)len));
@@ -114,12 +116,12 @@ static void put_entry(struct rt_buf *b, uint8_t kind, const uint8_t *payload, si
  * whole, valid entry. */
 static size_t entry_at(const uint8_t *p, size_t n)
 {
-    if (n < ENTRY_HEADER || (p[0] != 'T' && p[0] != 'R'))
+    if (n < ENTRY_HEADER || p[0] != ENTRY_MAGIC || (p[1] != 'T' && p[1] != 'R'))
         return 0;
-    uint32_t len = rt_le32(p + 1);
+    uint32_t len = rt_le32(p + 2);
     if (len > ENTRY_MAX || len > n - ENTRY_HEADER)
         return 0;
-    if (rt_le32(p + 5) != (uint32_t)crc32(0, p + ENTRY_HEADER, len))
+    if (rt_le32(p + 6) != (uint32_t)crc32(0, p + ENTRY_HEADER, len))
         return 0;
     return len ? len : SIZE_MAX; /* SIZE_MAX: an empty template */
 }
@@ -192,7 +194,7 @@ static bool scan_hot(const uint8_t *buf, size_t len, struct hot_scan *h)
         if (plen == SIZE_MAX)
             plen = 0;
         const uint8_t *payload = buf + pos + ENTRY_HEADER;
-        if (buf[pos] == 'T') {
+        if (buf[pos + 1] == 'T') {
             struct rt_cur tc = {payload, payload + plen, false};
             uint64_t tid;
             if (!rt_cur_varint(&tc, &tid) || tid > 1u << 20) {
@@ -656,12 +658,9 @@ int rt_seglog_open(struct rt_seglog *l, const struct rt_seglog_opts *o)
     l->o.what = l->what;
     l->hot_fd = -1;
     pthread_mutex_init(&l->mu, NULL);
-    int fd = openat(o->dirfd, l->subdir[0] ? l->subdir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    DIR *d = rt_opendir_sub(o->dirfd, l->subdir[0] ? l->subdir : ".");
     if (!d) {
         int e = errno;
-        if (fd >= 0)
-            close(fd);
         pthread_mutex_destroy(&l->mu);
         return -e;
     }
@@ -934,7 +933,7 @@ static bool read_entry(struct rt_seglog_cursor *c, uint64_t off, uint32_t len, s
     if (off < ENTRY_HEADER || pread_all(c->hot_fd, out->p, (size_t)len + ENTRY_HEADER, (off_t)(off - ENTRY_HEADER)) !=
                                  (ssize_t)len + ENTRY_HEADER)
         return false;
-    if (rt_le32(out->p + 1) != len || rt_le32(out->p + 5) != (uint32_t)crc32(0, out->p + ENTRY_HEADER, len))
+    if (rt_le32(out->p + 2) != len || rt_le32(out->p + 6) != (uint32_t)crc32(0, out->p + ENTRY_HEADER, len))
         return false;
     memmove(out->p, out->p + ENTRY_HEADER, len);
     out->len = len;

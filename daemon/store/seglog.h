@@ -5,7 +5,7 @@
  * compressed file of its own and the hot file starts again.
  *
  *   <prefix><first>.hot   "RTHOT1" header with the first index, then entries:
- *                         kind ('T' template, 'R' record) | length | crc32 | payload
+ *                         0xe5 | kind ('T' template, 'R' record) | length | crc32 | payload
  *   <prefix><first>.z     a sealed block (frame.h)
  *
  * Damage costs only what it touches: a torn last entry is cut off, a bad

@@ -109,12 +109,8 @@ bool rt_textcode_split(const char *text, size_t len, struct rt_buf *tmpl, struct
 
 static void put_u64(struct rt_buf *out, uint64_t v)
 {
-    char tmp[24];
-    size_t i = sizeof(tmp);
-    do
-        tmp[--i] = (char)('0' + v % 10);
-    while (v /= 10);
-    rt_buf_put(out, tmp + i, sizeof(tmp) - i);
+    char tmp[20];
+    rt_buf_put(out, tmp, rt_fmt_u64(tmp, v));
 }
 
 static void put_number(struct rt_buf *out, int marker, int64_t v)

@@ -197,7 +197,7 @@ class KillAndRestart(StateDirTest):
         self.assertEqual(len(hot), 1)
         for path in (self.job_path(running, "fig-0.hot"), hot[0]):
             with open(path, "ab") as f:
-                f.write(b"R\x40\x00\x00\x00\x12\x34")
+                f.write(b"\xe5R\x40\x00\x00\x00\x12\x34")  # a record cut short
         with open(self.job_path(ended, "fig-0.z"), "r+b") as f:
             f.seek(-5, os.SEEK_END)
             f.write(b"\xff\xff\xff\xff\xff")
