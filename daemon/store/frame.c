@@ -96,7 +96,7 @@ static void deflate_into(const struct rt_buf *raw, struct rt_buf *out, uint32_t 
 {
     uLongf n = compressBound((uLong)raw->len);
     rt_buf_reserve(out, n);
-    if (compress2(out->p + out->len, &n, raw->p ? raw->p : (const Bytef *)"", (uLong)raw->len, 9) != Z_OK)
+    if (compress2(out->p + out->len, &n, raw->p ? raw->p : (const Bytef *)"", (uLong)raw->len, 6) != Z_OK)
         abort(); /* only for lack of memory or a bad level */
     out->len += n;
     *zlen = (uint32_t)n;
