@@ -64,17 +64,18 @@ size_t rt_sample_to_csv(const struct rt_sample *s, char *buf, size_t size)
         rt_sample_net_sent_bytes(s), gpu_usage, gpu_vram, gpu_busy);
 
     const struct rt_process *p = &s->proc;
-    if (p->present) {
+    if (p->present)
         put(&o, "%" PRId32 ",%" PRIu32 ",%.4f,%.4f,%.4f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", p->pid,
             p->child_count, rt_round_dec(p->utime_secs, RT_DEC_SECS), rt_round_dec(p->stime_secs, RT_DEC_SECS),
             rt_round_dec(p->cores_used, RT_DEC_CORES), p->pss_mib, p->disk_read_bytes, p->disk_write_bytes);
-        if (s->proc_gpu.present)
-            put(&o, "%.4f,%.4f,%" PRIu32 "\n", rt_round_dec(s->proc_gpu.usage, RT_DEC_CORES),
-                rt_round_dec(s->proc_gpu.vram_mib, RT_DEC_MIB), s->proc_gpu.utilized);
-        else
-            put(&o, ",,\n");
-    } else {
-        put(&o, ",,,,,,,,,,\n");
-    }
+    else
+        put(&o, ",,,,,,,,");
+    /* On host samples these are the host's GPU use, as the Rust tracker
+     * writes them without a PID; empty without a GPU backend. */
+    if (s->proc_gpu.present)
+        put(&o, "%.4f,%.4f,%" PRIu32 "\n", rt_round_dec(s->proc_gpu.usage, RT_DEC_CORES),
+            rt_round_dec(s->proc_gpu.vram_mib, RT_DEC_MIB), s->proc_gpu.utilized);
+    else
+        put(&o, ",,\n");
     return o.len;
 }

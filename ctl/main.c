@@ -19,6 +19,10 @@ const struct ctl_verb ctl_verbs[] = {
     {"info", ctl_info, &ctl_info_spec, "", "show the daemon"},
     {"report", ctl_report, &ctl_report_spec, "[-o FILE] JOB", "a self-contained HTML report of JOB"},
     {"recommend", ctl_recommend, &ctl_recommend_spec, "[--history N] JOB", "resources for JOB's next run"},
+    {"top", ctl_top, &ctl_top_spec, "[--sort COLUMN] [--mine] [--iterations N]",
+     "a live view of the host and the jobs you may see"},
+    {"metrics", ctl_metrics, &ctl_metrics_spec, "[--jobs WHICH] [--http | --textfile PATH]",
+     "the figures in the Prometheus text format"},
     {"help", ctl_help, &ctl_help_spec, "[COMMAND]", "this overview, or COMMAND's options"},
     {"version", ctl_version, &ctl_version_spec, "", "show the version"},
     {"__complete", ctl_complete, NULL, NULL, NULL}, /* for the bash completion */

@@ -43,9 +43,29 @@ struct rt_job *rt_api_lookup_job(struct rt_call *c)
     return j;
 }
 
+static struct json_object *current_json(const struct rt_job *j)
+{
+    const struct rt_job_current *c = &j->current;
+    if (j->state != RT_JOB_RUNNING || !c->present)
+        return NULL;
+    struct json_object *o = json_object_new_object();
+    json_object_object_add(o, "sampled_at", rt_json_double(c->sampled_at, 3));
+    json_object_object_add(o, "cores", rt_json_double(c->cores, 4));
+    json_object_object_add(o, "processes", json_object_new_int64(c->processes));
+    json_object_object_add(o, "rss_bytes", rt_json_u64(c->rss_bytes));
+    json_object_object_add(o, "pss_bytes", rt_json_u64(c->pss_bytes));
+    json_object_object_add(o, "disk_read_bytes_per_sec", rt_json_double(c->disk_read_bytes_per_sec, 1));
+    json_object_object_add(o, "disk_write_bytes_per_sec", rt_json_double(c->disk_write_bytes_per_sec, 1));
+    json_object_object_add(o, "gpu_usage", c->has_gpu ? rt_json_double(c->gpu_usage, 4) : NULL);
+    json_object_object_add(o, "gpu_vram_bytes", c->has_gpu ? rt_json_u64(c->gpu_vram_bytes) : NULL);
+    json_object_object_add(o, "gpus_used", c->has_gpu ? json_object_new_int64(c->gpus_used) : NULL);
+    return o;
+}
+
 struct json_object *rt_api_job_json(struct rt_daemon *d, const struct rt_job *j)
 {
     struct json_object *o = rt_job_to_json(j, (double)rt_real_ns() / 1e9);
+    json_object_object_add(o, "current", current_json(j));
     if (!j->wants_upload || !d->upload)
         return o;
     struct rt_upload_status st;

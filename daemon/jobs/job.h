@@ -47,6 +47,21 @@ struct rt_job_summary {
     double gpu_vram_sum_bytes;
 };
 
+/* The figures of a running job's latest sample, for live views and
+ * exporters (Job.current); present from the first sample on. */
+struct rt_job_current {
+    bool present;
+    double sampled_at;             /* Unix seconds */
+    double cores;
+    uint32_t processes;            /* the root and its descendants */
+    uint64_t rss_bytes, pss_bytes;
+    double disk_read_bytes_per_sec, disk_write_bytes_per_sec;
+    bool has_gpu;                  /* the host has a GPU backend */
+    double gpu_usage;              /* fractional GPUs */
+    uint64_t gpu_vram_bytes;
+    uint32_t gpus_used;
+};
+
 struct rt_job {
     uint64_t id;
     char *name;                    /* NULL when unnamed */
@@ -61,6 +76,7 @@ struct rt_job {
     double interval_secs;
     struct json_object *metadata;  /* validated JobMetadata object */
     struct rt_job_summary summary;
+    struct rt_job_current current;
     uint64_t samples_bytes;        /* size of the samples file */
     /* Byte offset of every RT_JOB_CKPT-th sample line, for paging. */
     uint64_t *ckpt;

@@ -233,6 +233,20 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
         sum->peak_pss_bytes = r->pss_bytes;
     sum->disk_read_bytes += r->d_read_bytes;
     sum->disk_write_bytes += r->d_write_bytes;
+    j->current = (struct rt_job_current){
+        .present = true,
+        .sampled_at = (double)rt_real_ns() / 1e9,
+        .cores = p->cores_used,
+        .processes = (uint32_t)r->nprocs,
+        .rss_bytes = r->rss_bytes,
+        .pss_bytes = r->pss_bytes,
+        .disk_read_bytes_per_sec = (double)r->d_read_bytes / elapsed,
+        .disk_write_bytes_per_sec = (double)r->d_write_bytes / elapsed,
+        .has_gpu = sm->proc_gpu.present,
+        .gpu_usage = sm->proc_gpu.usage,
+        .gpu_vram_bytes = (uint64_t)llround(sm->proc_gpu.vram_mib * (double)RT_MIB),
+        .gpus_used = sm->proc_gpu.utilized,
+    };
     if (gs.present) {
         sum->has_gpu = true;
         sum->gpu_avg_usage = gs.avg_usage;

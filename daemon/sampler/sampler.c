@@ -78,7 +78,6 @@ static void tick(struct rt_sampler *s)
     }
     s->tick_no++;
     host_tick(s);
-    bool sampled = false;
     for (size_t i = 0; i < s->nactive;) {
         struct rt_job *j = s->active[i];
         if (j->pidfd < 0 && root_ended(s, j)) {
@@ -90,14 +89,13 @@ static void tick(struct rt_sampler *s)
             continue;
         j->tick_phase = 0;
         struct rt_ptree_result r;
-        if (rt_sampler_job_sample(s, j, false, &r)) {
-            sampled = true;
-            if (j->summary.samples % RECORD_EVERY == 0)
-                rt_sampler_save_record(s, j, false);
-        }
+        if (rt_sampler_job_sample(s, j, false, &r) && j->summary.samples % RECORD_EVERY == 0)
+            rt_sampler_save_record(s, j, false);
     }
-    if (sampled)
-        rt_sampler_wake_main(s);
+    /* Wakes the main loop for the tick's job samples too. */
+    struct rt_sevt *done = rt_sevt_new(RT_SEVT_TICK_DONE);
+    done->index = s->tick_no;
+    rt_sampler_publish(s, done, false);
     uint64_t now = rt_mono_ns();
     if (now >= s->next_retention_ns) {
         rt_sampler_retention(s);

@@ -43,6 +43,7 @@ enum rt_sevt_type {
     RT_SEVT_HOST,        /* json: host sample */
     RT_SEVT_JOB_SAMPLE,  /* json + csv row of sample number index of job_id */
     RT_SEVT_JOB_ENDED,
+    RT_SEVT_TICK_DONE,   /* index: the tick whose host and job samples are all out (live views refresh) */
 };
 
 struct rt_sevt {

@@ -13,7 +13,8 @@
 #      a bad file without a restart loop;
 #   C. the real resource-trackerd, enabled by the README's command, with
 #      resource-trackerctl as root and as an unprivileged user: READY/STATUS,
-#      job records, socket activation, the watchdog, reload and drop-ins.
+#      job records, socket activation, the watchdog, reload and drop-ins;
+#   D. the Prometheus exporter through its socket unit and the textfile mode.
 # Skips (77) when not root or without systemd-nspawn or git; the root file
 # system is built once by make-rootfs.sh and cached, with the apt archives
 # (/var/cache/resource-tracker-tests).
@@ -275,4 +276,8 @@ ct systemctl start resource-trackerd || fail "start with the file restored"
 # ---------------------------------------------------------------- C
 step "C: the real daemon and resource-trackerctl"
 source "$here/scenarios-daemon.sh"
+
+# ---------------------------------------------------------------- D
+step "D: the Prometheus exporter"
+source "$here/scenarios-metrics.sh"
 echo ok

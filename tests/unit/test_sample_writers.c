@@ -144,6 +144,14 @@ static void test_csv(void **state)
                              "2.000000,0.600000,1.400000,101,10,0.0000,0.0000,0,,,,,,,,,,,\n");
     assert_int_equal(count_fields(row), RT_CSV_COLUMNS);
 
+    /* A host sample on a GPU host: the host's GPU use in process_gpu_*, as
+     * the Rust tracker writes it without a PID. */
+    s.proc_gpu = (struct rt_process_gpu){.present = true, .usage = 0.5, .vram_mib = 1024, .utilized = 1};
+    rt_sample_to_csv(&s, row, sizeof(row));
+    assert_non_null(strstr(row, ",0,,,,,,,,,0.5000,1024.0000,1\n"));
+    assert_int_equal(count_fields(row), RT_CSV_COLUMNS);
+    s.proc_gpu.present = false;
+
     s.proc = (struct rt_process){.present = true, .pid = 9, .child_count = 0, .cores_used = 0.99,
                                  .utime_secs = 0.99, .pss_mib = 31, .disk_write_bytes = 4096};
     rt_sample_to_csv(&s, row, sizeof(row));
