@@ -79,6 +79,14 @@ extern const struct ctl_opt ctl_meta_opts[];
     "                          metadata ($TRACKER_PROJECT_NAME, ... likewise)\n"           \
     "  --tag KEY=VALUE         a free-form tag, repeatable\n"
 
+/* -u, --user USER: whose jobs a JOB name is looked up among (an
+ * administrator's choice; stop, status, samples). ctl_args_simple keeps it
+ * in ctl->user. */
+enum { CTL_OPT_USER = 'u' };
+extern const struct ctl_opt ctl_user_opts[];
+#define CTL_USER_USAGE \
+    "  -u, --user USER         a JOB name means USER's job (administrators; a name or a uid)\n"
+
 /* The verbs (main.c's table, ending in a NULL name). */
 struct ctl_verb {
     const char *name;
@@ -118,8 +126,9 @@ int ctl_args_next(struct ctl_args *a, int argc, char **argv);
  * 0, or RT_EXIT_USAGE after a message when there are fewer than min or more
  * than max. */
 int ctl_args_operands(struct ctl_args *a, int argc, char **argv, const char **out, int min, int max);
-/* The whole command line of a verb with no options of its own: 0 with its
- * arguments in out[0..max), -1 after --help (exit 0), or RT_EXIT_USAGE. */
+/* The whole command line of a verb with no options of its own (but
+ * ctl_user_opts): 0 with its arguments in out[0..max), -1 after --help (exit
+ * 0), or RT_EXIT_USAGE. */
 int ctl_args_simple(struct ctl *ctl, const struct ctl_spec *spec, int argc, char **argv, const char **out, int min,
                     int max);
 /* "VERB: MESSAGE" and where to find help, for a command line the verb

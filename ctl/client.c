@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,8 +83,14 @@ int ctl_report_error(struct json_object *reply)
         CTL_ERR("no such process: %lld", (long long)v);
         return RT_EXIT_NOT_FOUND;
     }
-    if (strcmp(tail, "JobNameInUse") == 0) {
-        CTL_ERR("a running job is already named %s", rt_json_get_string(p, "name"));
+    if (strcmp(tail, "AmbiguousJobName") == 0) {
+        char ids[256] = "";
+        struct json_object *a = rt_json_get_array(p, "ids");
+        size_t len = 0;
+        for (size_t i = 0; a && i < json_object_array_length(a) && len < sizeof(ids); i++)
+            len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%s", i ? ", " : "",
+                                    json_object_get_string(json_object_array_get_idx(a, i)));
+        CTL_ERR("%s names more than one running job (ids %s): give the id", rt_json_get_string(p, "name"), ids);
         return RT_EXIT_USAGE;
     }
     if (strcmp(tail, "JobNotRunning") == 0) {
@@ -145,13 +152,26 @@ int ctl_simple_call(struct ctl *ctl, const char *method, struct json_object *par
     return ctl_call(c, method, params, reply, p);
 }
 
-void ctl_job_ref(struct json_object *params, const char *arg)
+int ctl_job_ref(const struct ctl *ctl, struct json_object *params, const char *arg)
 {
     uint64_t id;
-    if (rt_parse_u64(arg, &id))
+    if (rt_parse_u64(arg, &id)) {
         json_object_object_add(params, "id", rt_json_u64(id));
-    else
-        json_object_object_add(params, "name", json_object_new_string(arg));
+        return 0;
+    }
+    json_object_object_add(params, "name", json_object_new_string(arg));
+    if (!ctl->user)
+        return 0;
+    uint64_t uid;
+    const struct passwd *pw = getpwnam(ctl->user);
+    if (pw)
+        uid = pw->pw_uid;
+    else if (!rt_parse_u64(ctl->user, &uid) || uid >= UINT32_MAX) {
+        CTL_ERR("no such user: %s", ctl->user);
+        return RT_EXIT_USAGE;
+    }
+    json_object_object_add(params, "owner_uid", rt_json_u64(uid));
+    return 0;
 }
 
 int ctl_list_jobs(struct rt_vl_client *c, struct json_object *filter, struct json_object **jobs)

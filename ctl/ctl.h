@@ -26,6 +26,7 @@ struct ctl {
     const char *socket;        /* --socket or $RESOURCE_TRACKER_SOCKET, else NULL */
     unsigned format;           /* --json, --format: a CTL_FMT_* bit; 0 until chosen or settled */
     bool json;                 /* format is CTL_FMT_JSON */
+    const char *user;          /* --user: whose job a JOB name means (administrators) */
     char used_socket[4096];    /* the socket we connected to */
 };
 
@@ -54,8 +55,10 @@ int ctl_list_jobs(struct rt_vl_client *c, struct json_object *filter, struct jso
 /* Exit code and message for an error reply. */
 int ctl_report_error(struct json_object *reply);
 
-/* JOB argument: an id when numeric, else a name. Adds "id" or "name". */
-void ctl_job_ref(struct json_object *params, const char *arg);
+/* JOB argument: an id when numeric, else a name, which the daemon resolves
+ * among the caller's jobs or, with --user, that user's. Adds "id", or "name"
+ * and "owner_uid". 0, or RT_EXIT_USAGE after printing why. */
+int ctl_job_ref(const struct ctl *ctl, struct json_object *params, const char *arg);
 
 /* Metadata flags and TRACKER_* variables, shared by run and start
  * (ctl_meta_opts in args.h, in their specs). */

@@ -94,7 +94,10 @@ int insight_analysis_fetch(struct ctl *ctl, const char *ref, unsigned history, b
     if (rc)
         return rc;
     struct json_object *p = json_object_new_object(), *reply, *rp;
-    ctl_job_ref(p, ref);
+    if ((rc = ctl_job_ref(ctl, p, ref))) {
+        json_object_put(p);
+        return rc;
+    }
     rc = ctl_call(c, M("GetJob"), p, &reply, &rp);
     if (rc)
         return rc;

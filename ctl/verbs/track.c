@@ -108,14 +108,17 @@ static void print_summary_line(struct json_object *job)
 }
 
 static const char stop_usage[] =
-    "Usage: resource-trackerctl stop [--json] JOB\n"
-    "Stop tracking JOB (an id or a name); its processes keep running.\n\n"
+    "Usage: resource-trackerctl stop [--json] [--user USER] JOB\n"
+    "Stop tracking JOB (an id, or a name among your jobs: the running one); its\n"
+    "processes keep running.\n\n"
     "  -f, --format FORMAT     text (a summary line) or json; --json is --format json\n"
+    CTL_USER_USAGE
     "  -h, --help              this help\n";
 
 const struct ctl_spec ctl_stop_spec = {
     .verb = "stop",
     .usage = stop_usage,
+    .more = ctl_user_opts,
     .formats = CTL_FMT_TEXT | CTL_FMT_JSON,
     .operand = CTL_KIND_RUNNING,
 };
@@ -127,7 +130,10 @@ int ctl_stop(struct ctl *ctl, int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     struct json_object *p = json_object_new_object();
-    ctl_job_ref(p, job);
+    if ((rc = ctl_job_ref(ctl, p, job))) {
+        json_object_put(p);
+        return rc;
+    }
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
     rc = ctl_simple_call(ctl, M("StopJob"), p, &c, &reply, &rp);

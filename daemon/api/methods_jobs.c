@@ -147,21 +147,13 @@ static void m_start_job(struct rt_call *c)
         return;
     }
 
+    /* A name is a label: jobs of one user or many may share it. */
     rt_jobs_lock(&d->jobs);
     size_t running = rt_jobs_running_for(&d->jobs, peer->uid);
-    struct rt_job *same = name ? rt_jobs_find_name(&d->jobs, name) : NULL;
-    bool name_taken = same && same->state == RT_JOB_RUNNING;
     rt_jobs_unlock(&d->jobs);
     if (peer->uid != 0 && running >= d->cfg.max_jobs_per_uid) {
         close(pidfd);
         rt_call_limit_exceeded(c, "jobs_per_user", d->cfg.max_jobs_per_uid);
-        return;
-    }
-    if (name_taken) {
-        close(pidfd);
-        struct json_object *p = json_object_new_object();
-        json_object_object_add(p, "name", json_object_new_string(name));
-        rt_call_error(c, RT_E_PREFIX "JobNameInUse", p);
         return;
     }
     uint64_t id = rt_store_alloc_id(&d->store);
@@ -362,11 +354,13 @@ static const struct rt_method methods[] = {
                 RT_OPT("upload_interval_secs", RT_P_INT)}},
     {.name = "FinishJob", .fn = m_finish_job,
      .params = {RT_REQ("id", RT_P_INT), RT_OPT("exit_code", RT_P_INT), RT_OPT("signal", RT_P_INT)}},
-    {.name = "StopJob", .fn = m_stop_job, .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING)}},
+    {.name = "StopJob", .fn = m_stop_job,
+     .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING), RT_OPT("owner_uid", RT_P_INT)}},
     {.name = "ListJobs", .fn = m_list_jobs,
      .params = {RT_OPT("running_only", RT_P_BOOL), RT_OPT("name", RT_P_STRING), RT_OPT("owner_uid", RT_P_INT),
                 RT_OPT("since", RT_P_FLOAT), RT_OPT("limit", RT_P_INT), RT_OPT("before_id", RT_P_INT)}},
-    {.name = "GetJob", .fn = m_get_job, .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING)}},
+    {.name = "GetJob", .fn = m_get_job,
+     .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING), RT_OPT("owner_uid", RT_P_INT)}},
 };
 
 const struct rt_method_table rt_job_methods = {RT_VL_INTERFACE, methods, RT_ARRAY_SIZE(methods)};

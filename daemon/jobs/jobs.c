@@ -89,19 +89,20 @@ struct rt_job *rt_jobs_find(struct rt_jobs *r, uint64_t id)
     return lo < r->n && r->v[lo]->id == id ? r->v[lo] : NULL;
 }
 
-struct rt_job *rt_jobs_find_name(struct rt_jobs *r, const char *name)
+struct rt_job *rt_jobs_find_name(struct rt_jobs *r, const char *name, uid_t owner, size_t *running)
 {
-    struct rt_job *newest = NULL;
-    for (size_t i = r->n; i-- > 0;) {
+    struct rt_job *newest = NULL, *live = NULL;
+    *running = 0;
+    for (size_t i = r->n; i-- > 0;) { /* newest first */
         struct rt_job *j = r->v[i];
-        if (!j->name || strcmp(j->name, name) != 0)
+        if (j->owner_uid != owner || !j->name || strcmp(j->name, name) != 0)
             continue;
-        if (j->state == RT_JOB_RUNNING)
-            return j;
         if (!newest)
             newest = j;
+        if (j->state == RT_JOB_RUNNING && !(*running)++)
+            live = j;
     }
-    return newest;
+    return live ? live : newest;
 }
 
 size_t rt_jobs_running_for(struct rt_jobs *r, uid_t uid)

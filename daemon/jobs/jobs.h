@@ -23,8 +23,11 @@ void rt_jobs_unlock(struct rt_jobs *r);
 void rt_jobs_add(struct rt_jobs *r, struct rt_job *j);
 void rt_jobs_remove(struct rt_jobs *r, struct rt_job *j);
 struct rt_job *rt_jobs_find(struct rt_jobs *r, uint64_t id);
-/* The running job of that name, else the newest job of that name. */
-struct rt_job *rt_jobs_find_name(struct rt_jobs *r, const char *name);
+/* owner's job of that name: a running one, else the newest. *running counts
+ * owner's running jobs of that name (more than one: the name is ambiguous,
+ * and the newest running one is returned). Names are labels: any number of
+ * jobs may share one. */
+struct rt_job *rt_jobs_find_name(struct rt_jobs *r, const char *name, uid_t owner, size_t *running);
 size_t rt_jobs_running_for(struct rt_jobs *r, uid_t uid);
 
 struct rt_job *rt_job_new(void);
