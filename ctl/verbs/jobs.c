@@ -82,6 +82,9 @@ static const char *exit_text(struct json_object *j, char *buf, size_t size)
         snprintf(buf, size, "SIG%s", abbrev);
     else if (rt_json_get_i64(j, "exit_code", &v))
         snprintf(buf, size, "%lld", (long long)v);
+    else if (strcmp(rt_json_get_string(j, "state") ?: "", "lost") == 0 ||
+             strcmp(rt_json_get_string(j, "state") ?: "", "ended") == 0)
+        snprintf(buf, size, "?"); /* ended, its status not known */
     else
         snprintf(buf, size, "-");
     return buf;

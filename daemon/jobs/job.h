@@ -18,7 +18,8 @@ enum rt_job_state {
     RT_JOB_FINISHED, /* root exited with status 0 */
     RT_JOB_FAILED,   /* root exited non-zero or was killed */
     RT_JOB_STOPPED,  /* tracking stopped on request; processes live on */
-    RT_JOB_LOST,     /* the daemon restarted and the root was gone */
+    RT_JOB_LOST,     /* the daemon restarted and the root was gone; status unknown */
+    RT_JOB_ENDED,    /* the root exited, its status unknown (reaped by its parent first) */
 };
 
 const char *rt_job_state_name(enum rt_job_state s);

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const state_names[] = {"running", "finished", "failed", "stopped", "lost"};
+static const char *const state_names[] = {"running", "finished", "failed", "stopped", "lost", "ended"};
 
 const char *rt_job_state_name(enum rt_job_state s)
 {

@@ -78,10 +78,13 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
     ended.has_exit = has_exit;
     ended.exit_code = has_exit ? code : 0;
     ended.signal = has_exit ? sig : 0;
+    /* "finished" means status 0: a status nobody could read is no success. */
     if (why == RT_END_STOPPED)
         ended.state = RT_JOB_STOPPED;
+    else if (!has_exit)
+        ended.state = RT_JOB_ENDED;
     else
-        ended.state = has_exit && (code != 0 || sig != 0) ? RT_JOB_FAILED : RT_JOB_FINISHED;
+        ended.state = code != 0 || sig != 0 ? RT_JOB_FAILED : RT_JOB_FINISHED;
     struct json_object *rec = rt_job_to_record(&ended);
     rt_jobs_unlock(s->jobs);
     int w = rt_store_save_record(s->store, j->id, rec, true);
@@ -109,7 +112,7 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
     j->tracking = false;
     active_remove(s, j);
     if (j->wants_upload && s->o.upload)
-        rt_upload_job_end(s->o.upload, j->id, j->has_exit ? j->exit_code : 0);
+        rt_upload_job_end(s->o.upload, j->id, j->has_exit ? j->exit_code : RT_UPLOAD_EXIT_UNKNOWN);
     /* Its journal record ("Job N … finished after …") comes from the main thread. */
     struct rt_sevt *e = rt_sevt_new(RT_SEVT_JOB_ENDED);
     e->job_id = j->id;
@@ -223,7 +226,7 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
         rt_sampler_save_record(s, j, true);
         rt_notice("job %" PRIu64 " lost: its process ended while the daemon was not running", j->id);
         if (j->wants_upload && s->o.upload)
-            rt_upload_job_end(s->o.upload, j->id, 0);
+            rt_upload_job_end(s->o.upload, j->id, RT_UPLOAD_EXIT_UNKNOWN);
         break;
     }
     case RT_SREQ_FINISH:
@@ -240,7 +243,9 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
                     q->exit_code, q->signal);
         } else if (q->type == RT_SREQ_FINISH && q->has_exit && !j->has_exit &&
                    j->state != RT_JOB_STOPPED) {
-            /* The pidfd beat the parent's report: fill in the status it knows. */
+            /* The daemon ended it without a status (its root gone while no
+             * daemon ran: lost; or reaped first: ended): the parent knows it. */
+            bool was_lost = j->state == RT_JOB_LOST;
             rt_jobs_lock(s->jobs);
             j->has_exit = true;
             j->exit_code = q->exit_code;
@@ -248,6 +253,14 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
             j->state = q->exit_code || q->signal ? RT_JOB_FAILED : RT_JOB_FINISHED;
             rt_jobs_unlock(s->jobs);
             rt_sampler_save_record(s, j, true);
+            rt_info("job %" PRIu64 ": exit status %d reported after its end", j->id, j->exit_code);
+            if (j->wants_upload && s->o.upload)
+                rt_upload_job_set_exit(s->o.upload, j->id, j->exit_code);
+            if (was_lost) { /* its first journal record: a lost job had none */
+                struct rt_sevt *e = rt_sevt_new(RT_SEVT_JOB_ENDED);
+                e->job_id = j->id;
+                rt_sampler_publish(s, e, false);
+            }
         } else if (q->type == RT_SREQ_STOP) {
             q->result = -EALREADY;
         }

@@ -5,6 +5,7 @@
 #include "rt/util.h"
 #include "upload/sentinel.h"
 #include "upload/spool.h"
+#include "upload/upload.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -172,7 +173,7 @@ char *rt_upload_job_meta(const struct rt_upload_job *j)
     json_object_object_add(o, "sent", u64_array(&j->sent));
     json_object_object_add(o, "dropped", u64_array(&j->dropped));
     json_object_object_add(o, "ended", json_object_new_boolean(j->ended));
-    json_object_object_add(o, "exit_code", json_object_new_int(j->exit_code));
+    json_object_object_add(o, "exit_code", j->exit_code >= 0 ? json_object_new_int(j->exit_code) : NULL);
     json_object_object_add(o, "finished_at", json_object_new_int64(j->finished_at));
     char *s = rt_xstrdup(rt_json_plain(o));
     json_object_put(o);
@@ -217,8 +218,7 @@ static int parse_meta(struct rt_upload_job *j, const char *text)
     load_u64_array(o, "dropped", &j->dropped);
     rt_json_get_bool(o, "ended", &j->ended);
     int64_t v = 0;
-    if (rt_json_get_i64(o, "exit_code", &v))
-        j->exit_code = (int)v;
+    j->exit_code = rt_json_get_i64(o, "exit_code", &v) && v >= 0 && v <= 255 ? (int)v : RT_UPLOAD_EXIT_UNKNOWN;
     rt_json_get_i64(o, "finished_at", &j->finished_at);
     json_object_put(o);
     return 0;

@@ -411,6 +411,34 @@ class UploadTest(unittest.TestCase):
         self.assertEqual(os.listdir(self.spool), [], "finished jobs leave nothing in the spool")
         self.quit(d)
 
+    def test_unknown_exit_status_waits_then_fails(self):
+        # Ended without a status: /finish waits for a late one (a run client
+        # reconnecting after a restart) and never says exit 0.
+        d = self.driver(exit_wait_ms=3000)
+        rows = make_rows(21, 4)
+        for job in (1, 2):
+            d.begin(job, TOKEN, FIELDS)
+            d.rows(job, rows)
+        t0 = time.monotonic()
+        d.end(1, -1)
+        d.end(2, -1)
+        time.sleep(0.8)
+        self.assertEqual(self.api.finishes(), {}, "/finish went before the wait for a status")
+        d.exit(1, 3)
+        fin = self.wait_finished(1)
+        self.assertEqual([f[0]["exit_code"] for f in fin.values()], [3])
+        self.assertLess(time.monotonic() - t0, 3.0, "a late status sends /finish at once")
+        fin = self.wait_finished(2)
+        codes = sorted((f[0]["exit_code"], f[0]["run_status"]) for f in fin.values())
+        self.assertEqual(codes, [(-1, "failed"), (3, "failed")])
+        self.assertGreaterEqual(time.monotonic() - t0, 3.0)
+        d.exit(2, 0)  # too late: ignored
+        time.sleep(0.3)
+        self.assertEqual(self.api.count(r"/finish$"), 2)
+        for run_id, f in fin.items():
+            self.check_run(run_id, rows, f[0]["exit_code"])
+        self.quit(d)
+
     def test_finish_any_2xx_accepted(self):
         self.api.finish_status = 202
         d = self.driver()

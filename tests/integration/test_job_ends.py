@@ -1,0 +1,76 @@
+"""How jobs end, with a real unprivileged user: a root reaped at once by its
+parent (a shell, a supervisor) is never called finished (its status is right
+or marked unknown), and processes that detach from `run`'s command stay in
+the job (the client is their subreaper)."""
+
+import json
+import os
+import pwd
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from rtlib import (IFACE, TOOLS, Daemon, TestUsers, call_as, run_ctl, spawn_as, wait_for)  # noqa: E402
+
+
+class JobEnds(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.users = TestUsers()
+        try:
+            cls.u = cls.users.user("u")
+            cls.uid = pwd.getpwnam(cls.u).pw_uid
+            cls.d = Daemon(interval=0.2).start()
+        except BaseException:
+            cls.users.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.d.stop()
+        finally:
+            cls.d.cleanup()
+            cls.users.cleanup()
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="rt-ends-")
+        os.chmod(self.tmp, 0o777)
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", self.tmp]))
+
+    def job(self, job_id):
+        return self.d.call("GetJob", {"id": job_id})["job"]
+
+    def test_reaped_root_status_is_right_or_unknown(self):
+        # The shell reaps its child as soon as it exits: the daemon may or may
+        # not read the status from the zombie first. Either way, never
+        # "finished" for a command that exited 3 or was killed.
+        for script, code, sig in (("sleep 0.4; exit 3", 3, None), ("sleep 0.4; kill -9 \\$\\$", 137, 9)) * 3:
+            gate = os.path.join(self.tmp, "gate")
+            if os.path.exists(gate):
+                os.unlink(gate)
+            outer = spawn_as(self.u, ["sh", "-c", 'sh -c "while [ ! -e %s ]; do sleep 0.01; done; %s" & '
+                                      'echo $!; wait' % (gate, script)], stdout=subprocess.PIPE)
+            self.addCleanup(outer.wait)
+            pid = int(outer.stdout.readline())
+            [r] = call_as(self.u, self.d.socket, "StartJob", {"pid": pid})
+            self.assertEqual(r[0], "ok", r)
+            job_id = r[1]["job"]["id"]
+            open(gate, "w").close()
+            outer.wait(timeout=30)
+            wait_for(lambda: self.job(job_id)["state"] != "running", what="the job's end")
+            j = self.job(job_id)
+            got = (j["state"], j["exit_code"], j["signal"])
+            self.assertIn(got, [("failed", code, sig), ("ended", None, None)], script)
+            # Its parent (the one that knows) may still report the status.
+            [r] = call_as(self.u, self.d.socket, "FinishJob",
+                          {"id": job_id, "signal": sig} if sig else {"id": job_id, "exit_code": code})
+            self.assertEqual((r[1]["job"]["state"], r[1]["job"]["exit_code"]), ("failed", code))
+            _, out, _ = run_ctl(self.d, "--json", "status", str(job_id), user=self.u, check=0)
+            self.assertEqual(json.loads(out)["job"]["exit_code"], code)
+
+
+if __name__ == "__main__":
+    unittest.main()
