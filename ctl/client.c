@@ -27,7 +27,7 @@ static bool try_connect(struct ctl *ctl, struct rt_vl_client *c, const char *pat
     return false;
 }
 
-int ctl_connect(struct ctl *ctl, struct rt_vl_client *c, bool autostart)
+static int connect_to_daemon(struct ctl *ctl, struct rt_vl_client *c, bool autostart)
 {
     int err = 0;
     /* A socket named by --socket or the environment is that daemon or none:
@@ -38,22 +38,58 @@ int ctl_connect(struct ctl *ctl, struct rt_vl_client *c, bool autostart)
         CTL_ERR("cannot reach the daemon at %s: %s", ctl->socket, strerror(-err));
         return RT_EXIT_UNREACHABLE;
     }
-    char user[PATH_MAX];
-    bool have_user = rt_user_socket_path(user, sizeof(user)) == 0;
     if (try_connect(ctl, c, RT_SYSTEM_SOCKET, &err))
         return 0;
-    if (have_user && try_connect(ctl, c, user, &err))
+    /* No system daemon: the user's own, started when it is not running, so
+     * that every verb reaches the user's history. */
+    char user[PATH_MAX], tried[PATH_MAX] = "";
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (rt_user_socket_path(user, sizeof(user)) < 0) {
+            ctl->blocked = true;
+            CTL_ERR("no daemon is running and there is no place for a private one");
+            return RT_EXIT_UNREACHABLE;
+        }
+        if (strcmp(user, tried) == 0)
+            break;
+        if (try_connect(ctl, c, user, &err))
+            return 0;
+        if (!autostart) {
+            CTL_ERR("cannot reach the daemon at %s or %s: %s", RT_SYSTEM_SOCKET, user, strerror(-err));
+            return RT_EXIT_UNREACHABLE;
+        }
+        ctl->blocked = false;
+        int rc = ctl_autostart(ctl, c, user);
+        if (!ctl->blocked)
+            return rc;
+        /* Its directory was taken meanwhile: the next path is the fallback. */
+        rt_strlcpy(tried, user, sizeof(tried));
+    }
+    return RT_EXIT_UNREACHABLE;
+}
+
+int ctl_connect(struct ctl *ctl, struct rt_vl_client *c)
+{
+    return connect_to_daemon(ctl, c, true);
+}
+
+int ctl_connect_running(struct ctl *ctl, struct rt_vl_client *c)
+{
+    return connect_to_daemon(ctl, c, false);
+}
+
+int ctl_reconnect(struct ctl *ctl, struct rt_vl_client *c)
+{
+    char path[sizeof(ctl->used_socket)];
+    rt_strlcpy(path, ctl->used_socket, sizeof(path));
+    int err;
+    if (try_connect(ctl, c, path, &err))
         return 0;
-    if (!autostart) {
-        CTL_ERR("cannot reach the daemon at %s%s%s: %s", RT_SYSTEM_SOCKET, have_user ? " or " : "",
-                have_user ? user : "", strerror(-err));
-        return RT_EXIT_UNREACHABLE;
-    }
-    if (!have_user) {
-        CTL_ERR("no daemon is running and there is no place for a private one");
-        return RT_EXIT_UNREACHABLE;
-    }
-    return ctl_autostart(ctl, c, user);
+    if (ctl->socket || strcmp(path, RT_SYSTEM_SOCKET) == 0)
+        return RT_EXIT_UNREACHABLE; /* that daemon comes back, or not */
+    ctl->quiet = true; /* the caller retries and says so once */
+    int rc = ctl_autostart(ctl, c, path);
+    ctl->quiet = false;
+    return rc;
 }
 
 int ctl_report_error(struct json_object *reply)
@@ -144,7 +180,7 @@ int ctl_simple_call(struct ctl *ctl, const char *method, struct json_object *par
                     struct json_object **reply, struct json_object **p)
 {
     *reply = NULL;
-    int rc = ctl_connect(ctl, c, false);
+    int rc = ctl_connect(ctl, c);
     if (rc) {
         json_object_put(params);
         return rc;

@@ -90,7 +90,7 @@ int insight_analysis_fetch(struct ctl *ctl, const char *ref, unsigned history, b
                            struct rt_vl_client *c, struct insight_analysis *a)
 {
     memset(a, 0, sizeof(*a));
-    int rc = ctl_connect(ctl, c, false);
+    int rc = ctl_connect(ctl, c);
     if (rc)
         return rc;
     struct json_object *p = json_object_new_object(), *reply, *rp;

@@ -232,7 +232,7 @@ int ctl_jobs(struct ctl *ctl, int argc, char **argv)
     }
     struct rt_vl_client c = {.fd = -1};
     struct json_object *jobs = NULL;
-    int rc = ctl_connect(ctl, &c, false);
+    int rc = ctl_connect(ctl, &c);
     if (!rc && user)
         rc = check_user(&c, uid, user);
     if (rc)

@@ -58,7 +58,7 @@ int ctl_samples(struct ctl *ctl, int argc, char **argv)
     struct json_object *p = json_object_new_object();
     rc = ctl_job_ref(ctl, p, job);
     struct rt_vl_client c = {.fd = -1};
-    if (rc || (rc = ctl_connect(ctl, &c, false))) {
+    if (rc || (rc = ctl_connect(ctl, &c))) {
         json_object_put(p);
         return rc;
     }

@@ -75,7 +75,7 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
         json_object_object_add(p, "pidfd", json_object_new_int(0));
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
-    rc = ctl_connect(ctl, &c, false);
+    rc = ctl_connect(ctl, &c);
     if (rc)
         json_object_put(p);
     else

@@ -146,6 +146,15 @@ static void m_start_job(struct rt_call *c)
         rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "the process belongs to another user");
         return;
     }
+    /* The caller adopts the root's orphans (a child subreaper): only the
+     * root's parent may, and it must be the caller itself. */
+    struct rt_pstat reaper = {0};
+    if (rt_call_bool(c, "adopt_orphans", false) &&
+        (peer->pid <= 0 || st.ppid != peer->pid || rt_pstat_read(d->roots.proc_fd, peer->pid, &reaper) < 0)) {
+        close(pidfd);
+        rt_call_invalid_param(c, "adopt_orphans");
+        return;
+    }
 
     /* A name is a label: jobs of one user or many may share it. */
     rt_jobs_lock(&d->jobs);
@@ -169,6 +178,8 @@ static void m_start_job(struct rt_call *c)
     j->owner_uid = peer->uid;
     j->pid = (int32_t)pid;
     j->starttime = st.starttime;
+    j->reaper_pid = reaper.pid;
+    j->reaper_starttime = reaper.starttime;
     j->state = RT_JOB_RUNNING;
     j->started_at = (double)rt_real_ns() / 1e9;
     j->interval_secs = interval;
@@ -351,7 +362,7 @@ static const struct rt_method methods[] = {
                 RT_OPT("start_time", RT_P_INT),
                 RT_OPT("interval_secs", RT_P_FLOAT), RT_OPT("metadata", RT_P_OBJECT),
                 RT_OPT("sentinel_token", RT_P_STRING), RT_OPT("sentinel_api_url", RT_P_STRING),
-                RT_OPT("upload_interval_secs", RT_P_INT)}},
+                RT_OPT("upload_interval_secs", RT_P_INT), RT_OPT("adopt_orphans", RT_P_BOOL)}},
     {.name = "FinishJob", .fn = m_finish_job,
      .params = {RT_REQ("id", RT_P_INT), RT_OPT("exit_code", RT_P_INT), RT_OPT("signal", RT_P_INT)}},
     {.name = "StopJob", .fn = m_stop_job,

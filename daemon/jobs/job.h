@@ -69,6 +69,8 @@ struct rt_job {
     uid_t owner_uid;
     int32_t pid;
     uint64_t starttime;            /* root's starttime, clock ticks since boot */
+    int32_t reaper_pid;            /* the root's parent adopting its orphans (0: none) */
+    uint64_t reaper_starttime;
     enum rt_job_state state;
     double started_at, ended_at;   /* Unix seconds; ended_at 0 while running */
     bool has_exit;

@@ -233,6 +233,10 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
 {
     struct json_object *o = rt_job_to_json(j, 0);
     add(o, "starttime", rt_json_u64(j->starttime));
+    if (j->reaper_pid > 0) {
+        add(o, "reaper_pid", json_object_new_int64(j->reaper_pid));
+        add(o, "reaper_starttime", rt_json_u64(j->reaper_starttime));
+    }
     /* Exact times: durations must not change across a restart. */
     add(o, "started_at", json_object_new_double(j->started_at));
     if (j->state != RT_JOB_RUNNING)
@@ -279,6 +283,10 @@ struct rt_job *rt_job_from_record(struct json_object *o)
     j->owner_uid = (uid_t)uid;
     j->pid = (int32_t)pid;
     j->starttime = starttime;
+    int64_t rp;
+    if (rt_json_get_i64(o, "reaper_pid", &rp) && rp > 0 && rp <= INT32_MAX &&
+        rt_json_get_u64(o, "reaper_starttime", &j->reaper_starttime))
+        j->reaper_pid = (int32_t)rp;
     j->state = (enum rt_job_state)rt_job_state_from_name(state);
     const char *name = rt_json_get_string(o, "name");
     j->name = name ? rt_xstrdup(name) : NULL;

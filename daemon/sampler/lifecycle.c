@@ -144,6 +144,8 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
         j->pidfd = -1;
         return -ESRCH;
     }
+    if (j->reaper_pid > 0)
+        rt_ptree_set_reaper(&j->tree, j->reaper_pid, j->reaper_starttime);
     j->tracking = true;
     if (!resume) {
         rt_jobs_lock(s->jobs);

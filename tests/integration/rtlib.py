@@ -10,6 +10,7 @@ import grp
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -323,6 +324,15 @@ def spawn_at(test, pid, *cmd):
 
 def read_json_lines(text):
     return [json.loads(ln) for ln in text.splitlines() if ln.strip()]
+
+
+SUMMARY_RE = re.compile(r"^Job \d+( \(.*\))? \w+ after ", re.M)
+
+
+def split_summary(err):
+    """stderr of `run`: (what came before the summary, the summary or None)."""
+    m = SUMMARY_RE.search(err)
+    return (err[:m.start()], err[m.start():]) if m else (err, None)
 
 
 class TestUsers:
