@@ -12,7 +12,8 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (IFACE, TOOLS, Daemon, TestUsers, call_as, run_ctl, spawn_as, wait_for)  # noqa: E402
+from rtlib import (TOOLS, Daemon, TestUsers, call_as, run_ctl, spawn_as, wait_for,  # noqa: E402
+                   world_path)
 
 
 class JobEnds(unittest.TestCase):
@@ -53,7 +54,7 @@ class JobEnds(unittest.TestCase):
                 os.unlink(gate)
             outer = spawn_as(self.u, ["sh", "-c", 'sh -c "while [ ! -e %s ]; do sleep 0.01; done; %s" & '
                                       'echo $!; wait' % (gate, script)], stdout=subprocess.PIPE)
-            self.addCleanup(outer.wait)
+            self.addCleanup(lambda o=outer: (o.wait(), o.stdout.close()))
             pid = int(outer.stdout.readline())
             [r] = call_as(self.u, self.d.socket, "StartJob", {"pid": pid})
             self.assertEqual(r[0], "ok", r)
@@ -70,6 +71,39 @@ class JobEnds(unittest.TestCase):
             self.assertEqual((r[1]["job"]["state"], r[1]["job"]["exit_code"]), ("failed", code))
             _, out, _ = run_ctl(self.d, "--json", "status", str(job_id), user=self.u, check=0)
             self.assertEqual(json.loads(out)["job"]["exit_code"], code)
+
+    def test_detached_descendants_stay_in_the_job(self):
+        # A double fork re-parents the worker; run is its subreaper, so the
+        # worker stays in the job and its CPU is counted.
+        truth = os.path.join(self.tmp, "truth.json")
+        tool = world_path(os.path.join(TOOLS, "rt_workload"))
+        # The command outlives the worker (a loaded machine may stretch its 2 s of CPU).
+        script = "(%s --burners 1 --burn-secs 2 --out %s &); while [ ! -s %s ]; do sleep 0.1; done" % (
+            tool, truth, truth)
+        rc, _, err = run_ctl(self.d, "run", "-q", "-n", "detached", "--", "sh", "-c", script, user=self.u)
+        self.assertEqual(rc, 0, err)
+        with open(truth) as f:
+            cpu = json.load(f)["cpu_secs"]
+        [job] = self.d.call("ListJobs", {"name": "detached"})["jobs"]
+        self.assertEqual(job["state"], "finished")
+        got = job["summary"]["cpu_secs"]
+        self.assertGreater(cpu, 1.5)
+        self.assertLess(abs(got - cpu), 0.05 * cpu, "job CPU %.3f s, the detached worker's %.3f s" % (got, cpu))
+        self.assertGreaterEqual(job["summary"]["peak_children"], 1)
+
+    def test_orphans_are_counted_while_they_run(self):
+        # Twenty detached sleepers: all of them are processes of the job.
+        script = "for i in $(seq 20); do (sleep 2 &); done; sleep 2.5"
+        rc, _, err = run_ctl(self.d, "run", "-q", "-n", "sleepers", "--", "sh", "-c", script, user=self.u)
+        self.assertEqual(rc, 0, err)
+        [job] = self.d.call("ListJobs", {"name": "sleepers"})["jobs"]
+        self.assertGreaterEqual(job["summary"]["peak_children"], 20)
+
+    def test_orphans_left_running_are_named(self):
+        # The job ends with its command; what it left running is said, not tracked.
+        rc, _, err = run_ctl(self.d, "run", "-q", "--", "sh", "-c", "(sleep 5 &); true", user=self.u)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(err, r"note: 1 process left behind by the command still runs \(pid \d+\)")
 
 
 if __name__ == "__main__":
