@@ -28,8 +28,7 @@ int rt_job_state_from_name(const char *name);
 struct rt_job_summary {
     uint64_t samples;
     double cpu_secs;
-    double peak_cores;
-    bool peak_full;                /* peak_cores is from a full-length interval */
+    double peak_cores;             /* highest process_cores_used of a sample */
     uint32_t peak_children;
     uint64_t peak_rss_bytes, peak_pss_bytes;
     uint64_t disk_read_bytes, disk_write_bytes;
@@ -92,6 +91,7 @@ struct rt_job {
     struct rt_ptree tree;
     unsigned ticks_per_sample, tick_phase;
     uint64_t last_sample_mono_ns;
+    uint64_t last_timestamp_ms;    /* of its latest sample: the next one is later */
     int samples_fd;
     char *unwritten;               /* sample bytes not yet on disk (disk full) */
     size_t unwritten_len;

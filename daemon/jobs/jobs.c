@@ -152,16 +152,10 @@ void rt_job_note_sample(struct rt_job *j, uint64_t index, uint64_t offset)
     j->ckpt[j->nckpt++] = offset;
 }
 
-void rt_job_summary_note_cores(struct rt_job_summary *s, double cores, double span_secs,
-                               double interval_secs)
+void rt_job_summary_note_cores(struct rt_job_summary *s, double cores)
 {
-    bool full = span_secs >= interval_secs / 2;
-    if (full && !s->peak_full) {
-        s->peak_full = true;
+    if (cores > s->peak_cores)
         s->peak_cores = cores;
-    } else if (full == s->peak_full && cores > s->peak_cores) {
-        s->peak_cores = cores;
-    }
 }
 
 /* Online CPUs, read once: sysconf reads sysfs on every call, and a job's
@@ -190,9 +184,12 @@ static struct json_object *summary_json(const struct rt_job *j, double now)
     add(o, "cpu_secs", rt_json_double(s->cpu_secs, 3));
     /* CPU time comes in clock ticks: a job of a few ms could show more
      * cores than the host has. */
-    double avg = dur > 0 ? s->cpu_secs / dur : 0, ncpu = online_cpus();
-    add(o, "avg_cores", rt_json_double(ncpu >= 1 && avg > ncpu ? ncpu : avg, 4));
-    add(o, "peak_cores", rt_json_double(s->peak_cores, 4));
+    double avg = s->cpu_secs / fmax(dur, RT_CORES_MIN_SPAN_SECS), ncpu = online_cpus();
+    if (ncpu >= 1 && avg > ncpu)
+        avg = ncpu;
+    add(o, "avg_cores", rt_json_double(avg, 4));
+    /* The whole job is a span too: no peak below its average. */
+    add(o, "peak_cores", rt_json_double(fmax(s->peak_cores, avg), 4));
     add(o, "peak_children", json_object_new_int64(s->peak_children));
     add(o, "peak_rss_bytes", rt_json_u64(s->peak_rss_bytes));
     add(o, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
@@ -247,7 +244,6 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
     add(t, "samples", rt_json_u64(s->samples));
     add(t, "cpu_secs", json_object_new_double(s->cpu_secs));
     add(t, "peak_cores", json_object_new_double(s->peak_cores));
-    add(t, "peak_full", json_object_new_boolean(s->peak_full));
     add(t, "peak_children", json_object_new_int64(s->peak_children));
     add(t, "peak_rss_bytes", rt_json_u64(s->peak_rss_bytes));
     add(t, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
@@ -311,9 +307,6 @@ struct rt_job *rt_job_from_record(struct json_object *o)
         rt_json_get_u64(t, "samples", &s->samples);
         rt_json_get_double(t, "cpu_secs", &s->cpu_secs);
         rt_json_get_double(t, "peak_cores", &s->peak_cores);
-        /* Records from before the flag: their peak is a plain maximum. */
-        s->peak_full = true;
-        rt_json_get_bool(t, "peak_full", &s->peak_full);
         if (rt_json_get_u64(t, "peak_children", &u))
             s->peak_children = (uint32_t)u;
         rt_json_get_u64(t, "peak_rss_bytes", &s->peak_rss_bytes);

@@ -42,7 +42,7 @@ struct rt_sampler {
     struct rt_sample sample;
     struct json_object *host_obj;
     unsigned host_lines;        /* job lines made from host_obj this tick */
-    uint64_t host_timestamp, host_interval_ms;
+    uint64_t host_timestamp_ms, host_interval_ms;
     bool host_has_interval;
     struct rt_ticker ticker;
     struct rt_job **active;

@@ -38,7 +38,7 @@ static void host_tick(struct rt_sampler *s)
     rt_sample_reset(&s->sample);
     rt_host_sampler_collect(s->host, &s->sample);
     rt_gpu_collect(s->gpu, &s->sample);
-    s->host_timestamp = s->sample.timestamp_secs;
+    s->host_timestamp_ms = s->sample.timestamp_ms;
     s->host_has_interval = s->sample.has_interval;
     s->host_interval_ms = s->sample.actual_interval_ms;
     unsigned amd = 0;

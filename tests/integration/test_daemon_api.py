@@ -169,7 +169,8 @@ class JobMethods(DaemonTest):
         for line, s in zip(lines[1:], samples):
             f = line.split(",")
             self.assertEqual(len(f), 32)
-            self.assertEqual(int(f[0]), s["timestamp_secs"])
+            self.assertEqual(f[0], "%d.%03d" % divmod(s["timestamp_ms"], 1000))
+            self.assertEqual(s["timestamp_ms"] // 1000, s["timestamp_secs"])
             self.assertEqual(int(f[21]), p.pid)
         tail = self.d.call("GetJobSamples", {"id": job["id"], "format": "csv", "offset": total - 1})["csv"]
         self.assertEqual(tail.splitlines(), lines[-1:])

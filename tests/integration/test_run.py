@@ -169,7 +169,7 @@ class Run(DaemonTest):
         for line, s in zip(lines[1:], samples):
             f = line.split(",")
             self.assertEqual(len(f), CSV_FIELDS, line)
-            self.assertEqual(int(f[0]), s["timestamp_secs"])
+            self.assertEqual(f[0], "%d.%03d" % divmod(s["timestamp_ms"], 1000))
             self.assertEqual(int(f[21]), s["tracked_pid"])
         # CSV on stderr, and TRACKER_OUTPUT as the file.
         rc, _, err = run_ctl(self.d, "run", "--format=csv", "-n", "err-csv", "--", "sleep", "0.5")
