@@ -110,7 +110,7 @@ static void print_table(struct json_object *jobs)
 {
     char head[256];
     int fixed = snprintf(head, sizeof(head), "%-6s %-20s %-9s %-7s %-8s %-10s %-19s %9s %8s %8s %10s  ", "ID", "NAME",
-                         "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG CPU", "PEAK CPU", "PEAK MEM");
+                         "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG CPU", "PEAK CPU", "PEAK RSS");
     /* The command takes what the terminal has left, 10 characters at least. */
     size_t width = ctl_term_width();
     size_t cmd_width = !width ? SIZE_MAX : width > (size_t)fixed + 10 ? width - (size_t)fixed : 10;

@@ -143,7 +143,7 @@ class Ctl(DaemonTest):
         self.assertEqual((rc, err), (0, ""))
         head, *rows = out.splitlines()
         self.assertEqual(head.split(), ["ID", "NAME", "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG",
-                                        "CPU", "PEAK", "CPU", "PEAK", "MEM", "COMMAND"])
+                                        "CPU", "PEAK", "CPU", "PEAK", "RSS", "COMMAND"])
         self.assertEqual(len(rows), 2)
         when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
         # start knows no command: "-".

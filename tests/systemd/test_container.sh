@@ -210,7 +210,7 @@ step "B: job-finished record"
 [ "$(rtsock 'job train')" = ok ] || fail "job request"
 ct_wait 30 has_record MESSAGE_ID="$MSG_FINISHED" JOB_NAME=train || fail "journalctl MESSAGE_ID=… JOB_NAME=train finds nothing"
 journal MESSAGE_ID="$MSG_FINISHED" JOB_NAME=train >"$work/finished"
-for f in JOB_ID=1 JOB_OWNER_UID=0 EXIT_STATUS=0 CPU_USAGE_NSEC=1000000000 MEMORY_PEAK_BYTES=4096 \
+for f in JOB_ID=1 JOB_OWNER_UID=0 EXIT_STATUS=0 CPU_USAGE_NSEC=1000000000 MEMORY_RSS_PEAK_BYTES=8192 MEMORY_PSS_PEAK_BYTES=4096 \
          IO_METRIC_READ_BYTES=512 IO_METRIC_WRITE_BYTES=1024 PRIORITY=6 \
          _SYSTEMD_UNIT=resource-trackerd.service SYSLOG_IDENTIFIER=resource-trackerd; do
   grep -qax "$f" "$work/finished" || fail "job-finished record lacks $f"
