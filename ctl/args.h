@@ -31,7 +31,7 @@
 /* Rules, said in messages and --help (one wording everywhere). */
 #define CTL_RULE_NAME "a name is 1-128 characters of A-Z a-z 0-9 . _ - @ + : and not all digits"
 #define CTL_RULE_PID "a process ID is a whole number above 0"
-#define CTL_RULE_INTERVAL "an interval is a number of seconds above 0, at most 3600"
+#define CTL_RULE_INTERVAL "an interval is a number of seconds from 0.1 to 3600"
 #define CTL_RULE_JOB "a JOB is a job's id or its name"
 
 /* What the value of an option, or an argument, is: for completion. */
@@ -73,7 +73,7 @@ extern const struct ctl_opt ctl_meta_opts[];
 #define CTL_META_USAGE                                                                   \
     "  -n, --job-name NAME     the job's name ($TRACKER_JOB_NAME): 1-128 characters\n"    \
     "                          of A-Z a-z 0-9 . _ - @ + :, not all digits\n"               \
-    "  -i, --interval SECS     the job's sampling interval (0 < SECS <= 3600)\n"           \
+    "  -i, --interval SECS     the job's sampling interval, 0.1 to 3600, kept exactly\n"   \
     "  --project-name, --stage-name, --task-name, --team, --env, --language,\n"            \
     "  --orchestrator, --executor, --external-run-id, --container-image VALUE\n"           \
     "                          metadata ($TRACKER_PROJECT_NAME, ... likewise)\n"           \
@@ -148,7 +148,7 @@ unsigned ctl_format_parse(const char *name);
 /* Values. Each returns false when s is not one. */
 bool ctl_parse_pid(const char *s, int64_t *out);
 bool ctl_parse_count(const char *s, int64_t *out);  /* a whole number above 0 */
-bool ctl_parse_secs(const char *s, double *out);    /* seconds above 0, at most 3600 */
+bool ctl_parse_secs(const char *s, double *out);    /* a job's interval: 0.1 to 3600 seconds */
 /* A point in time: a date/time in local time ("2026-01-31", "2026-01-31
  * 14:00[:05]", 'T' also, "14:00" today, "today", "yesterday", "@UNIX") or a
  * duration ago ("90s", "30m", "2h", "3d", "1w", "1h30m"). now: Unix seconds. */

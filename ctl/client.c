@@ -135,7 +135,13 @@ int ctl_report_error(struct json_object *reply)
     }
     if (strcmp(tail, "LimitExceeded") == 0) {
         rt_json_get_i64(p, "max", &v);
-        CTL_ERR("limit reached: %s (at most %lld)", rt_json_get_string(p, "limit"), (long long)v);
+        const char *limit = rt_json_get_string(p, "limit");
+        if (limit && strcmp(limit, "sample_rate_per_user") == 0)
+            CTL_ERR("limit reached: your running jobs sampled faster than the daemon's interval may take at "
+                    "most %lld samples per second together (a job at interval S takes 1/S); use a longer interval",
+                    (long long)v);
+        else
+            CTL_ERR("limit reached: %s (at most %lld)", limit ? limit : "?", (long long)v);
         return RT_EXIT_FAILURE;
     }
     if (strcmp(tail, "InvalidParameter") == 0) {

@@ -392,6 +392,7 @@ static void reload(struct rt_daemon *d)
     rt_log_set_level(d->cfg.log_level);
     resolve_admin_group(d);
     rt_sampler_set_retention(d->sampler, d->cfg.retention_max_age_secs, d->cfg.retention_max_bytes);
+    rt_sampler_set_interval(d->sampler, d->cfg.interval_secs);
     rt_event_config_reloaded(path, changed, waiting);
     rt_notify_ready();
 }

@@ -73,7 +73,7 @@ static void m_start_job(struct rt_call *c)
         return;
     }
     double interval = rt_call_float(c, "interval_secs", d->cfg.interval_secs);
-    if (!(interval > 0 && interval <= 3600)) {
+    if (!(interval >= RT_JOB_INTERVAL_MIN && interval <= RT_JOB_INTERVAL_MAX)) {
         rt_call_invalid_param(c, "interval_secs");
         return;
     }
@@ -159,10 +159,18 @@ static void m_start_job(struct rt_call *c)
     /* A name is a label: jobs of one user or many may share it. */
     rt_jobs_lock(&d->jobs);
     size_t running = rt_jobs_running_for(&d->jobs, peer->uid);
+    double rate = rt_jobs_fast_rate_for(&d->jobs, peer->uid, d->cfg.interval_secs) +
+                  (interval < d->cfg.interval_secs ? 1 / interval : 0);
     rt_jobs_unlock(&d->jobs);
     if (peer->uid != 0 && running >= d->cfg.max_jobs_per_uid) {
         close(pidfd);
         rt_call_limit_exceeded(c, "jobs_per_user", d->cfg.max_jobs_per_uid);
+        return;
+    }
+    /* Jobs faster than the daemon's interval cost host samples of their own. */
+    if (peer->uid != 0 && interval < d->cfg.interval_secs && rate > d->cfg.max_sample_rate_per_uid + 1e-9) {
+        close(pidfd);
+        rt_call_limit_exceeded(c, "sample_rate_per_user", d->cfg.max_sample_rate_per_uid);
         return;
     }
     uint64_t id = rt_store_alloc_id(&d->store);

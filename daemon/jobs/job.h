@@ -89,7 +89,7 @@ struct rt_job {
     int pidfd;
     bool tracking;                 /* ptree initialised */
     struct rt_ptree tree;
-    unsigned ticks_per_sample, tick_phase;
+    uint64_t interval_ns, due_ns;  /* its own grid: the next sample at due_ns (monotonic) */
     uint64_t last_sample_mono_ns;
     uint64_t last_timestamp_ms;    /* of its latest sample: the next one is later */
     int samples_fd;
@@ -100,6 +100,10 @@ struct rt_job {
 };
 
 #define RT_JOB_CKPT 256
+
+/* A job's sampling interval: any value in this range, exactly as asked. */
+#define RT_JOB_INTERVAL_MIN 0.1
+#define RT_JOB_INTERVAL_MAX 3600.0
 
 /* Summary fields derived at query time. */
 double rt_job_duration(const struct rt_job *j, double now);

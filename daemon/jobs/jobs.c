@@ -105,6 +105,18 @@ struct rt_job *rt_jobs_find_name(struct rt_jobs *r, const char *name, uid_t owne
     return live ? live : newest;
 }
 
+double rt_jobs_fast_rate_for(struct rt_jobs *r, uid_t uid, double base_secs)
+{
+    double rate = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct rt_job *j = r->v[i];
+        if (j->state == RT_JOB_RUNNING && j->owner_uid == uid && j->interval_secs > 0 &&
+            j->interval_secs < base_secs)
+            rate += 1 / j->interval_secs;
+    }
+    return rate;
+}
+
 size_t rt_jobs_running_for(struct rt_jobs *r, uid_t uid)
 {
     size_t n = 0;

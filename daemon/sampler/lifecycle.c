@@ -163,11 +163,14 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
     j->samples_fd = rt_store_open_samples(s->store, j->id);
     if (j->samples_fd < 0)
         rt_err("job %" PRIu64 ": cannot open its samples file: %s", j->id, strerror(-j->samples_fd));
-    double ratio = j->interval_secs / s->o.interval_secs;
-    j->ticks_per_sample = ratio < 1.5 ? 1 : (unsigned)llround(ratio);
-    j->interval_secs = j->ticks_per_sample * s->o.interval_secs;
-    j->tick_phase = 0;
+    /* A record's interval is checked like a client's (a damaged file). */
+    if (!(j->interval_secs >= RT_JOB_INTERVAL_MIN && j->interval_secs <= RT_JOB_INTERVAL_MAX)) {
+        rt_warn("job %" PRIu64 ": interval %g s out of range; sampling every %g s", j->id, j->interval_secs,
+                s->o.interval_secs);
+        j->interval_secs = s->o.interval_secs;
+    }
     j->last_sample_mono_ns = rt_mono_ns();
+    rt_sampler_schedule_job(s, j, j->last_sample_mono_ns);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
     if (j->pidfd >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, j->pidfd, &ev) < 0) {
         /* Without the watch, the tick notices the end (as without pidfds). */

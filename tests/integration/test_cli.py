@@ -51,11 +51,11 @@ class Messages(unittest.TestCase):
         for bad in ("abc", "0", "-5", "12x", "99999999999"):
             self.refused(["start", "--pid", bad], "start: --pid '%s': %s" % (bad, PID_RULE), "start")
         self.refused(["start", "--pid=", ], "start: --pid '': " + PID_RULE, "start")
-        for bad in ("0", "abc", "-1", "3601", "nan"):
+        for bad in ("0", "0.05", "abc", "-1", "3601", "nan"):
             self.refused(["run", "--interval", bad, "--", "true"],
-                         "run: --interval '%s': an interval is a number of seconds above 0, at most 3600" % bad, "run")
-        self.refused(["run", "-i"], "run: --interval needs a value: an interval is a number of seconds above 0, "
-                     "at most 3600", "run")
+                         "run: --interval '%s': an interval is a number of seconds from 0.1 to 3600" % bad, "run")
+        self.refused(["run", "-i"], "run: --interval needs a value: an interval is a number of seconds from 0.1 "
+                     "to 3600", "run")
         self.refused(["run", "--tag", "novalue", "--", "true"], "run: --tag 'novalue': a tag is KEY=VALUE", "run")
         self.refused(["run", "-o"], "run: --output needs a value (FILE)", "run")
         self.refused(["jobs", "--limit", "0"], "jobs: --limit '0': a limit is a whole number above 0", "jobs")
