@@ -82,6 +82,7 @@ void rt_upload_job_destroy(struct rt_upload_job *j)
     }
     free(j->api_url);
     json_object_put(j->run_fields);
+    json_object_put(j->omitted);
     free(j->run_id);
     free(j->uri_prefix);
     free(j->bucket);
@@ -160,6 +161,7 @@ char *rt_upload_job_meta(const struct rt_upload_job *j)
     json_object_object_add(o, "api_url", rt_json_string_or_null(j->api_url));
     json_object_object_add(o, "interval_ms", json_object_new_uint64(j->interval_ms));
     json_object_object_add(o, "run_fields", json_object_get(j->run_fields));
+    json_object_object_add(o, "omitted_fields", json_object_get(j->omitted));
     json_object_object_add(o, "run_id", rt_json_string_or_null(j->run_id));
     json_object_object_add(o, "upload_uri_prefix", rt_json_string_or_null(j->uri_prefix));
     if (j->has_creds) {
@@ -204,6 +206,8 @@ static int parse_meta(struct rt_upload_job *j, const char *text)
     rt_json_get_u64(o, "interval_ms", &j->interval_ms);
     struct json_object *f = rt_json_get_object(o, "run_fields");
     j->run_fields = f ? json_object_get(f) : json_object_new_object();
+    struct json_object *om = rt_json_get_array(o, "omitted_fields");
+    j->omitted = om ? json_object_get(om) : NULL;
     const char *run_id = rt_json_get_string(o, "run_id");
     if (run_id) {
         struct json_object *c = rt_json_get_object(o, "credentials");

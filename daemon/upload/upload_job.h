@@ -34,6 +34,7 @@ struct rt_upload_job {
     char *api_url;               /* NULL = the worker's */
     uint64_t interval_ms;        /* 0 = the worker's */
     struct json_object *run_fields;
+    struct json_object *omitted; /* names of fields POST /runs refused: sent without them */
     /* run state */
     char *run_id, *uri_prefix;
     char *bucket, *key_prefix;   /* from uri_prefix; NULL = no S3 (inline only) */

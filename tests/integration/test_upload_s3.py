@@ -140,7 +140,7 @@ class UploadTest(unittest.TestCase):
         start = self.api.runs[run_id]["start"]
         self.assertEqual(list(start)[:4], ["job_name", "project_name", "tags", "command"])
         self.assertEqual(json.loads(start["command"]), ["python3", "train.py", "--lr=0.1"])
-        self.assertEqual(start["tags"], ["team=ml", "gpu=a100"])
+        self.assertEqual(start["tags"], {"team": "ml", "gpu": "a100"})
         self.assertEqual((start["host_id"], start["host_vcpus"], start["host_gpu_model"]), ("h-1", 2, None))
         # S3 PUTs: path-style, key percent-encoded, gzip content type, signed STS token.
         mine = self.my_puts(run_id)
@@ -409,6 +409,26 @@ class UploadTest(unittest.TestCase):
         self.assertEqual(by_rows[1][0]["data_csv"], HEADER + "\n" + "\n".join(rows) + "\n")
         self.assertEqual({f[0]["data_source"] for f in fin.values()}, {"inline"})
         self.assertEqual(os.listdir(self.spool), [], "finished jobs leave nothing in the spool")
+        self.quit(d)
+
+    def test_refused_optional_field_is_left_out(self):
+        # The API refuses a field's shape with a 422 naming it: the run starts
+        # without it at once, and the job's data is not given up.
+        self.api.refuse = {"tags", "team"}
+        d = self.driver()
+        d.begin(1, TOKEN, dict(FIELDS, team="core"))
+        rows = make_rows(23, 5)
+        d.rows(1, rows, pace=0.05)
+        d.end(1, 2)
+        fin = self.wait_finished()
+        (run_id,) = fin.keys()
+        start = self.api.runs[run_id]["start"]
+        self.assertNotIn("tags", start)
+        self.assertNotIn("team", start)
+        self.assertEqual(start["job_name"], "train")
+        self.assertEqual(self.api.count(r"^/runs$"), 2, "one refusal, then the run")
+        self.check_run(run_id, rows, exit_code=2)
+        self.assertIn("POST /runs refused", d.log_text())
         self.quit(d)
 
     def test_unknown_exit_status_waits_then_fails(self):
