@@ -23,7 +23,7 @@
 #define FINISH_WAIT_MS 10000
 #define DRAIN_WAIT_MS 5000
 #define WATCH_FIRST_MS 2000
-#define WATCH_EVERY_MS 5000
+#define WATCH_EVERY_MS 3000
 #define PENDING_WARN 3 /* batches waiting: uploads fall behind */
 
 static uint64_t ms_from_now(unsigned ms)

@@ -128,9 +128,13 @@ class PrivateDaemonOfAUser(unittest.TestCase):
         d = Daemon(interval=0.2, args=["--exit-on-idle", "1"]).start()
         self.addCleanup(d.cleanup)
         e = dict(os.environ, RESOURCE_TRACKER_SOCKET=d.socket, SENTINEL_API_TOKEN="tok-idle",
-                 SENTINEL_API_URL=api.url)
-        p = subprocess.run([CTL, "run", "-q", "--", "sleep", "0.5"], env=e, capture_output=True, timeout=60)
+                 SENTINEL_API_URL=api.url, TRACKER_UPLOAD_INTERVAL="1")
+        p = subprocess.run([CTL, "run", "-q", "--", "sleep", "6"], env=e, capture_output=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
+        # run says so as it happens, not only in status.
+        err = p.stderr.decode()
+        self.assertIn("warn: the run cannot be registered with Sentinel yet (start run: HTTP 503", err)
+        self.assertRegex(err, r"warn: uploads fall behind: \d+ batches wait; last error: start run: HTTP 503")
         time.sleep(4)
         self.assertIsNone(d.proc.poll(), "the daemon idled out with an upload pending")
         api.fail = None

@@ -86,8 +86,11 @@ class RunSurvivesRestart(unittest.TestCase):
             printed = f.read()
         if fmt == "json":
             self.assertEqual(read_json_lines(printed), stored, "--output must hold every sample once")
+            stamps = [s["timestamp_ms"] for s in stored]
         else:
             self.assertEqual(printed, stored, "--output must hold the header once and every row once")
+            stamps = [ln.split(",")[0] for ln in stored.splitlines()[1:]]
+        self.assertEqual(len(stamps), len(set(stamps)), "two samples share a timestamp")
         rows = stored.splitlines()[1:] if fmt == "csv" else None
         fin = wait_for(lambda: self.api.finishes(), timeout=60, what="the upload's /finish")
         [(run_id, [f])] = fin.items()
