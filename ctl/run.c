@@ -40,15 +40,17 @@ struct run {
 
 static const char usage[] =
     "Usage: resource-trackerctl run [OPTIONS] [--] COMMAND [ARGS...]\n"
-    "Run COMMAND as a tracked job; print a sample per interval to stderr; exit with\n"
-    "COMMAND's exit status (128+N when killed by signal N). The options end at\n"
-    "COMMAND, or at --.\n\n"
+    "Run COMMAND as a tracked job; print a sample per interval to stderr, then a\n"
+    "summary of the job; exit with COMMAND's exit status (128+N when killed by\n"
+    "signal N). Processes COMMAND leaves behind stay in the job; a daemon restart\n"
+    "does not interrupt it. The options end at COMMAND, or at --.\n\n"
     "  -f, --format json|csv   sample format (default json); --json is --format json\n"
     "  -o, --output FILE       write samples to FILE, not stderr ($TRACKER_OUTPUT)\n"
-    "  -q, --quiet             do not print samples ($TRACKER_QUIET=1)\n" CTL_META_USAGE
+    "  -q, --quiet             print neither samples nor the summary ($TRACKER_QUIET=1)\n" CTL_META_USAGE
     "  -h, --help              this help\n\n"
     "Short options may be bundled (-qn NAME). Uploads to Sentinel when\n"
-    "SENTINEL_API_TOKEN is set (SENTINEL_API_URL, TRACKER_UPLOAD_INTERVAL).\n"
+    "SENTINEL_API_TOKEN is set (SENTINEL_API_URL, TRACKER_UPLOAD_INTERVAL); upload\n"
+    "problems are printed as warn: lines.\n"
     "Without a running daemon, a private one is started.\n";
 
 static const struct ctl_opt run_opts[] = {
