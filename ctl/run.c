@@ -13,7 +13,6 @@
 #include "args.h"
 
 #include "rt/json.h"
-#include "rt/sample_csv.h"
 #include "rt/util.h"
 
 #include <errno.h>
@@ -24,8 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 struct run {

@@ -12,9 +12,9 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <unistd.h>
 
 #define M(name) RT_VL_INTERFACE "." name
 #define BACKOFF_FIRST_MS 100
