@@ -271,6 +271,37 @@ class DaemonTest(unittest.TestCase):
             self.d.cleanup()
 
 
+class UsersDaemonTest(unittest.TestCase):
+    """One daemon and real users (named after roles, as attributes) for a
+    whole test class; daemon() may be overridden to start it differently."""
+
+    roles = ("u",)
+    interval = 0.2
+
+    @classmethod
+    def daemon(cls):
+        return Daemon(interval=cls.interval)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.users = TestUsers()
+        try:
+            for role in cls.roles:
+                setattr(cls, role, cls.users.user(role))
+            cls.d = cls.daemon().start()
+        except BaseException:
+            cls.users.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.d.stop()
+        finally:
+            cls.d.cleanup()
+            cls.users.cleanup()
+
+
 def starttime(pid):
     """Field 22 of /proc/PID/stat: clock ticks since boot."""
     with open("/proc/%d/stat" % pid) as f:

@@ -4,7 +4,6 @@ shorter is refused with the rule; a user's jobs together are held to a
 sample rate; a reload applies a new base interval. No job's CSV repeats a
 timestamp."""
 
-import json
 import os
 import pwd
 import signal
@@ -12,42 +11,27 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (Daemon, TestUsers, call_as, run_ctl, spawn_as, wait_for)  # noqa: E402
+from rtlib import (Daemon, UsersDaemonTest, call_as, run_ctl, spawn_as, wait_for)  # noqa: E402
 
 
 def csv_stamps(csv):
     return [float(ln.split(",")[0]) for ln in csv.splitlines()[1:]]
 
 
-class Intervals(unittest.TestCase):
+class Intervals(UsersDaemonTest):
     @classmethod
-    def setUpClass(cls):
-        cls.users = TestUsers()
-        try:
-            cls.u = cls.users.user("u")
-            cls.tmp = tempfile.mkdtemp(prefix="rt-iv-")
-            os.chmod(cls.tmp, 0o755)
-            cls.conf = os.path.join(cls.tmp, "rt.conf")
-            with open(cls.conf, "w") as f:
-                f.write("interval = \"1s\";\nlimits: { max_sample_rate_per_user = 12; };\n")
-            # No --interval flag: the file's applies, and a reload may change it.
-            cls.d = Daemon(interval=None, args=["--config", cls.conf]).start()
-        except BaseException:
-            cls.users.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
-            cls.users.cleanup()
-            subprocess.run(["rm", "-rf", cls.tmp])
+    def daemon(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="rt-iv-")
+        cls.addClassCleanup(subprocess.run, ["rm", "-rf", cls.tmp])
+        os.chmod(cls.tmp, 0o755)
+        cls.conf = os.path.join(cls.tmp, "rt.conf")
+        with open(cls.conf, "w") as f:
+            f.write("interval = \"1s\";\nlimits: { max_sample_rate_per_user = 12; };\n")
+        # No --interval flag: the file's applies, and a reload may change it.
+        return Daemon(interval=None, args=["--config", cls.conf])
 
     def ctl(self, *args):
         return run_ctl(self.d, *args, user=self.u)

@@ -5,37 +5,16 @@ the job (the client is their subreaper)."""
 
 import json
 import os
-import pwd
 import subprocess
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (TOOLS, Daemon, TestUsers, call_as, run_ctl, spawn_as, wait_for,  # noqa: E402
-                   world_path)
+from rtlib import (TOOLS, UsersDaemonTest, call_as, run_ctl, spawn_as, wait_for, world_path)  # noqa: E402
 
 
-class JobEnds(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.users = TestUsers()
-        try:
-            cls.u = cls.users.user("u")
-            cls.uid = pwd.getpwnam(cls.u).pw_uid
-            cls.d = Daemon(interval=0.2).start()
-        except BaseException:
-            cls.users.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
-            cls.users.cleanup()
-
+class JobEnds(UsersDaemonTest):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="rt-ends-")
         os.chmod(self.tmp, 0o777)

@@ -4,7 +4,6 @@ sample exactly once, and the command's exit status reaches the daemon and
 the Sentinel API stand-in, also when the command ends while no daemon runs."""
 
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -100,23 +99,20 @@ class RunSurvivesRestart(unittest.TestCase):
         self.assertEqual(self.api.violations, [])
         return job
 
-    def test_sigterm_while_running(self):
-        gate, out = self.path("go"), self.path("out.csv")
-        p = self.run_client("term", out, "csv", gate)
-        self.restart("term", "term")
-        before = self.samples(self.d, "term")
-        wait_for(lambda: self.samples(self.d, "term") >= before + 5, what="samples after the restart")
+    def restart_while_running(self, how, fmt):
+        gate, out = self.path("go"), self.path("out." + fmt)
+        p = self.run_client(how, out, fmt, gate)
+        self.restart(how, how)
+        before = self.samples(self.d, how)
+        wait_for(lambda: self.samples(self.d, how) >= before + 5, what="samples after the restart")
         open(gate, "w").close()
-        self.check(p, "term", out, "csv")
+        self.check(p, how, out, fmt)
+
+    def test_sigterm_while_running(self):
+        self.restart_while_running("term", "csv")
 
     def test_sigkill_while_running(self):
-        gate, out = self.path("go"), self.path("out.jsonl")
-        p = self.run_client("kill", out, "json", gate)
-        self.restart("kill", "kill")
-        before = self.samples(self.d, "kill")
-        wait_for(lambda: self.samples(self.d, "kill") >= before + 5, what="samples after the restart")
-        open(gate, "w").close()
-        self.check(p, "kill", out, "json")
+        self.restart_while_running("kill", "json")
 
     def test_command_ends_while_no_daemon_runs(self):
         # The client holds the exited command as a zombie until a daemon takes
