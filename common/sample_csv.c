@@ -53,7 +53,10 @@ size_t rt_sample_to_csv(const struct rt_sample *s, char *buf, size_t size)
     }
 
     /* Values rounded as the JSON writer rounds them (see RT_DEC_*). */
-    put(&o, "%" PRIu64 ",%" PRIu32 ",%.3f,%.3f,%.4f,", s->timestamp_secs, s->cpu.process_count,
+    /* Seconds with milliseconds, as the Python tracker writes them (3 dp):
+     * samples less than a second apart keep distinct timestamps. */
+    put(&o, "%" PRIu64 ".%03u,%" PRIu32 ",%.3f,%.3f,%.4f,", s->timestamp_ms / 1000,
+        (unsigned)(s->timestamp_ms % 1000), s->cpu.process_count,
         rt_round_dec(s->cpu.utime_secs, RT_DEC_SECS), rt_round_dec(s->cpu.stime_secs, RT_DEC_SECS),
         rt_round_dec(s->cpu.utilization_pct, RT_DEC_CORES));
     put(&o, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", m->free_mib,

@@ -10,10 +10,10 @@
 const struct ctl_verb ctl_verbs[] = {
     {"run", ctl_run, &ctl_run_spec, "[OPTIONS] [--] CMD [ARGS...]", "run CMD as a tracked job, exit with its status"},
     {"start", ctl_start, &ctl_start_spec, "--pid PID [--name NAME]", "track an existing process tree"},
-    {"stop", ctl_stop, &ctl_stop_spec, "JOB", "stop tracking JOB (an id or a name)"},
+    {"stop", ctl_stop, &ctl_stop_spec, "[--user USER] JOB", "stop tracking JOB (an id or a name)"},
     {"jobs", ctl_jobs, &ctl_jobs_spec, "[--running] [--name NAME] [--user USER] [--since TIME] [--limit N]",
      "list jobs, newest first"},
-    {"status", ctl_status, &ctl_status_spec, "[JOB]", "live host figures, or those of JOB"},
+    {"status", ctl_status, &ctl_status_spec, "[--user USER] [JOB]", "live host figures, or those of JOB"},
     {"samples", ctl_samples, &ctl_samples_spec, "[--format json|csv] [--follow] [--offset N] JOB",
      "print JOB's samples"},
     {"info", ctl_info, &ctl_info_spec, "", "show the daemon"},

@@ -7,7 +7,7 @@
 int ctl_stream_open(struct ctl *ctl, struct rt_vl_client *c, const char *method,
                     struct json_object *params)
 {
-    int rc = ctl_connect(ctl, c, false);
+    int rc = ctl_connect(ctl, c);
     if (rc) {
         json_object_put(params);
         return rc;

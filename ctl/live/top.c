@@ -106,7 +106,7 @@ static int daemon_info(struct ctl *ctl, struct top *t)
 {
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *p;
-    int rc = ctl_connect(ctl, &c, false);
+    int rc = ctl_connect(ctl, &c);
     if (!rc)
         rc = ctl_call(&c, M("Info"), NULL, &reply, &p);
     if (!rc) {

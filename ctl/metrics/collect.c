@@ -36,7 +36,7 @@ int ctl_metrics_collect(const struct ctl_metrics *m, char **text, size_t *len)
     struct json_object *info_r = NULL, *host_r = NULL, *jobs_r = NULL, *info, *host;
     struct rt_sample s;
     rt_sample_init(&s);
-    int rc = ctl_connect(m->ctl, &c, false);
+    int rc = ctl_connect_running(m->ctl, &c);
     if (!rc)
         rc = ctl_call(&c, M("Info"), NULL, &info_r, &info);
     if (!rc && m->publish == CTL_PUBLISH_ALL) {

@@ -8,14 +8,16 @@
 enum { FOLLOW = 'F' };
 
 static const char usage[] =
-    "Usage: resource-trackerctl status [--json] [JOB]\n"
+    "Usage: resource-trackerctl status [--json] [--user USER] [JOB]\n"
     "       resource-trackerctl status --follow [--format json|csv]\n"
-    "Live host figures, or JOB's summary, metadata, tags and latest sample; with\n"
+    "Live host figures, or JOB's summary, metadata, tags and latest sample (JOB: an\n"
+    "id, or a name among your jobs: the running one, else the newest); with\n"
     "--follow, every host sample as it is taken until interrupted, like the Rust\n"
     "tracker without arguments.\n\n"
     "  -f, --format FORMAT     text or json; --json is --format json; with --follow,\n"
     "                          json (JSON Lines, the default) or csv (the 32 columns)\n"
     "  -F, --follow            the host's samples as they come\n"
+    CTL_USER_USAGE
     "  -h, --help              this help\n";
 
 static const struct ctl_opt opts[] = {
@@ -28,6 +30,7 @@ const struct ctl_spec ctl_status_spec = {
     .usage = usage,
     .opts = opts,
     .formats = CTL_FMT_TEXT | CTL_FMT_JSON | CTL_FMT_CSV,
+    .more = ctl_user_opts,
     .operand = CTL_KIND_JOB,
 };
 
@@ -204,6 +207,8 @@ int ctl_status(struct ctl *ctl, int argc, char **argv)
         if (o == CTL_ARGS_STOP)
             return a.rc;
         follow |= o == FOLLOW;
+        if (o == CTL_OPT_USER)
+            ctl->user = optarg;
     }
     int rc = ctl_args_operands(&a, argc, argv, &ref, 0, 1);
     if (rc)
@@ -229,7 +234,10 @@ int ctl_status(struct ctl *ctl, int argc, char **argv)
         return rc;
     }
     struct json_object *p = json_object_new_object();
-    ctl_job_ref(p, ref);
+    if ((rc = ctl_job_ref(ctl, p, ref))) {
+        json_object_put(p);
+        return rc;
+    }
     rc = ctl_simple_call(ctl, M("GetJob"), p, &c, &reply, &rp);
     if (rc) {
         rt_vl_client_close(&c);

@@ -18,7 +18,8 @@ enum rt_job_state {
     RT_JOB_FINISHED, /* root exited with status 0 */
     RT_JOB_FAILED,   /* root exited non-zero or was killed */
     RT_JOB_STOPPED,  /* tracking stopped on request; processes live on */
-    RT_JOB_LOST,     /* the daemon restarted and the root was gone */
+    RT_JOB_LOST,     /* the daemon restarted and the root was gone; status unknown */
+    RT_JOB_ENDED,    /* the root exited, its status unknown (reaped by its parent first) */
 };
 
 const char *rt_job_state_name(enum rt_job_state s);
@@ -27,8 +28,7 @@ int rt_job_state_from_name(const char *name);
 struct rt_job_summary {
     uint64_t samples;
     double cpu_secs;
-    double peak_cores;
-    bool peak_full;                /* peak_cores is from a full-length interval */
+    double peak_cores;             /* highest process_cores_used of a sample */
     uint32_t peak_children;
     uint64_t peak_rss_bytes, peak_pss_bytes;
     uint64_t disk_read_bytes, disk_write_bytes;
@@ -68,6 +68,8 @@ struct rt_job {
     uid_t owner_uid;
     int32_t pid;
     uint64_t starttime;            /* root's starttime, clock ticks since boot */
+    int32_t reaper_pid;            /* the root's parent adopting its orphans (0: none) */
+    uint64_t reaper_starttime;
     enum rt_job_state state;
     double started_at, ended_at;   /* Unix seconds; ended_at 0 while running */
     bool has_exit;
@@ -87,8 +89,9 @@ struct rt_job {
     int pidfd;
     bool tracking;                 /* ptree initialised */
     struct rt_ptree tree;
-    unsigned ticks_per_sample, tick_phase;
+    uint64_t interval_ns, due_ns;  /* its own grid: the next sample at due_ns (monotonic) */
     uint64_t last_sample_mono_ns;
+    uint64_t last_timestamp_ms;    /* of its latest sample: the next one is later */
     int samples_fd;
     char *unwritten;               /* sample bytes not yet on disk (disk full) */
     size_t unwritten_len;
@@ -97,6 +100,10 @@ struct rt_job {
 };
 
 #define RT_JOB_CKPT 256
+
+/* A job's sampling interval: any value in this range, exactly as asked. */
+#define RT_JOB_INTERVAL_MIN 0.1
+#define RT_JOB_INTERVAL_MAX 3600.0
 
 /* Summary fields derived at query time. */
 double rt_job_duration(const struct rt_job *j, double now);

@@ -256,7 +256,7 @@ uint64_t rt_store_job_bytes(struct rt_store *s, uint64_t id)
     return total;
 }
 
-void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_t len, double interval_secs)
+void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_t len)
 {
     char err[128];
     struct json_object *o = rt_vl_parse(line, len, err, sizeof(err));
@@ -277,10 +277,7 @@ void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_
     rt_json_get_u64(cpu, "process_disk_write_bytes", &wb);
     sum->samples++;
     sum->cpu_secs += u + s;
-    uint64_t span_ms = 0;
-    if (!rt_json_get_u64(o, "actual_interval_ms", &span_ms))
-        span_ms = (uint64_t)(interval_secs * 1000);
-    rt_job_summary_note_cores(sum, cores, (double)span_ms / 1000, interval_secs);
+    rt_job_summary_note_cores(sum, cores);
     if (kids > sum->peak_children)
         sum->peak_children = (uint32_t)kids;
     if (rss * RT_MIB > sum->peak_rss_bytes)
@@ -333,7 +330,7 @@ static void index_samples(struct rt_store *s, struct rt_job *j)
                 continue;
             rt_job_note_sample(j, index, line_start);
             if (index >= recorded)
-                rt_job_summary_add_line(&j->summary, line, line_len - 1, j->interval_secs);
+                rt_job_summary_add_line(&j->summary, line, line_len - 1);
             line_len = 0;
             index++;
             line_start = pos + 1;

@@ -51,6 +51,6 @@ uint64_t rt_store_job_bytes(struct rt_store *s, uint64_t id);
 int rt_store_load(struct rt_store *s, struct rt_jobs *jobs);
 
 /* Add one sample line (without newline) to a job's totals. */
-void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_t len, double interval_secs);
+void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_t len);
 
 #endif

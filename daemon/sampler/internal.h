@@ -33,6 +33,7 @@ struct rt_sampler {
     _Atomic uint64_t heartbeat;
     atomic_uint ngpus, ngpus_amd;
     _Atomic uint64_t retention_age, retention_bytes;
+    _Atomic uint64_t host_interval_ns; /* the base interval; a reload may change it */
 
     /* sampler thread only */
     struct rt_host_sampler *host;
@@ -42,9 +43,10 @@ struct rt_sampler {
     struct rt_sample sample;
     struct json_object *host_obj;
     unsigned host_lines;        /* job lines made from host_obj this tick */
-    uint64_t host_timestamp, host_interval_ms;
+    uint64_t host_timestamp_ms, host_interval_ms;
     bool host_has_interval;
     struct rt_ticker ticker;
+    uint64_t grid_origin_ns;    /* host and job deadlines are origin + k·interval */
     struct rt_job **active;
     size_t nactive, active_cap;
     char *line;                 /* a job's sample line with its '\n' */
@@ -61,6 +63,9 @@ void rt_sampler_wake_main(struct rt_sampler *s);
 void rt_sampler_publish(struct rt_sampler *s, struct rt_sevt *e, bool quiet);
 struct rt_sevt *rt_sevt_new(enum rt_sevt_type t);
 void rt_sampler_drain_requests(struct rt_sampler *s);
+
+/* sampler.c: a job's first deadline on the grid of its interval. */
+void rt_sampler_schedule_job(struct rt_sampler *s, struct rt_job *j, uint64_t now);
 
 /* lifecycle.c: jobs begin and end. */
 enum rt_end_reason {

@@ -168,15 +168,21 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
         .disk_read_bytes = r->d_read_bytes,
         .disk_write_bytes = r->d_write_bytes,
     };
-    /* CPU times move in clock ticks: over less than one, a tick would read
-     * as several cores. No tree uses more cores than the host has. */
-    p->cores_used = (p->utime_secs + p->stime_secs) / fmax(elapsed, 1.0 / tck);
+    /* CPU times move in clock ticks: over a few ms, one tick would read as
+     * several cores. No tree uses more cores than the host has. */
+    p->cores_used = (p->utime_secs + p->stime_secs) / fmax(elapsed, RT_CORES_MIN_SPAN_SECS);
     double ncpu = sm->cpu.n_cores ? (double)sm->cpu.n_cores : (double)sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu >= 1 && p->cores_used > ncpu)
         p->cores_used = ncpu;
     sm->job_id = j->id;
     sm->job_name = j->name;
-    sm->timestamp_secs = fresh ? rt_real_ns() / RT_NSEC_PER_SEC : s->host_timestamp;
+    /* No two samples of a job share a timestamp: a final sample right after
+     * a tick's (or a wall clock stepped back) moves to the next ms. */
+    sm->timestamp_ms = fresh ? rt_real_ns() / 1000000 : s->host_timestamp_ms;
+    if (sm->timestamp_ms <= j->last_timestamp_ms)
+        sm->timestamp_ms = j->last_timestamp_ms + 1;
+    j->last_timestamp_ms = sm->timestamp_ms;
+    sm->timestamp_secs = sm->timestamp_ms / 1000;
     sm->has_interval = true;
     sm->actual_interval_ms = (uint64_t)llround(elapsed * 1000.0);
     struct rt_process_gpu host_gpu = sm->proc_gpu;
@@ -188,6 +194,7 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
 
     freeze_host(s);
     rt_sample_json_set_job(s->host_obj, sm);
+    json_object_object_add(s->host_obj, "timestamp_ms", rt_json_u64(sm->timestamp_ms));
     json_object_object_add(s->host_obj, "timestamp_secs", rt_json_u64(sm->timestamp_secs));
     json_object_object_add(s->host_obj, "actual_interval_ms", rt_json_u64(sm->actual_interval_ms));
     size_t len;
@@ -223,8 +230,7 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
         }
     }
     sum->cpu_secs += p->utime_secs + p->stime_secs;
-    /* The span as the line has it, so a restart rebuilds the same peak. */
-    rt_job_summary_note_cores(sum, p->cores_used, (double)sm->actual_interval_ms / 1000, j->interval_secs);
+    rt_job_summary_note_cores(sum, p->cores_used);
     if (p->child_count > sum->peak_children)
         sum->peak_children = p->child_count;
     if (r->rss_bytes > sum->peak_rss_bytes)
@@ -279,7 +285,8 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
 
     /* Restore the host view for the next job of this tick. */
     sm->proc_gpu = host_gpu;
-    sm->timestamp_secs = s->host_timestamp;
+    sm->timestamp_ms = s->host_timestamp_ms;
+    sm->timestamp_secs = s->host_timestamp_ms / 1000;
     sm->has_interval = s->host_has_interval;
     sm->actual_interval_ms = s->host_interval_ms;
     return kept;

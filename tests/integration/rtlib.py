@@ -10,6 +10,7 @@ import grp
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -270,6 +271,37 @@ class DaemonTest(unittest.TestCase):
             self.d.cleanup()
 
 
+class UsersDaemonTest(unittest.TestCase):
+    """One daemon and real users (named after roles, as attributes) for a
+    whole test class; daemon() may be overridden to start it differently."""
+
+    roles = ("u",)
+    interval = 0.2
+
+    @classmethod
+    def daemon(cls):
+        return Daemon(interval=cls.interval)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.users = TestUsers()
+        try:
+            for role in cls.roles:
+                setattr(cls, role, cls.users.user(role))
+            cls.d = cls.daemon().start()
+        except BaseException:
+            cls.users.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.d.stop()
+        finally:
+            cls.d.cleanup()
+            cls.users.cleanup()
+
+
 def starttime(pid):
     """Field 22 of /proc/PID/stat: clock ticks since boot."""
     with open("/proc/%d/stat" % pid) as f:
@@ -323,6 +355,15 @@ def spawn_at(test, pid, *cmd):
 
 def read_json_lines(text):
     return [json.loads(ln) for ln in text.splitlines() if ln.strip()]
+
+
+SUMMARY_RE = re.compile(r"^Job \d+( \(.*\))? \w+ after ", re.M)
+
+
+def split_summary(err):
+    """stderr of `run`: (what came before the summary, the summary or None)."""
+    m = SUMMARY_RE.search(err)
+    return (err[:m.start()], err[m.start():]) if m else (err, None)
 
 
 class TestUsers:

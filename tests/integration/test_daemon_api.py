@@ -90,9 +90,16 @@ class JobMethods(DaemonTest):
         self.assertEqual(by_name["id"], job["id"])
         jobs = self.d.call("ListJobs")["jobs"]
         self.assertEqual([j["id"] for j in jobs], [job["id"]])
+        # A name is a label: a second running job may carry it, and then the
+        # name no longer says which one is meant.
+        twin = self.d.call("StartJob", {"pid": p.pid, "name": "napper"})["job"]
         with self.assertRaises(VarlinkError) as e:
-            self.d.call("StartJob", {"pid": p.pid, "name": "napper"})
-        self.assertEqual(e.exception.error, IFACE + ".JobNameInUse")
+            self.d.call("StopJob", {"name": "napper"})
+        self.assertEqual(e.exception.error, IFACE + ".AmbiguousJobName")
+        self.assertEqual(e.exception.parameters, {"name": "napper", "ids": [job["id"], twin["id"]]})
+        self.d.call("StopJob", {"id": twin["id"]})
+        self.assertEqual(self.d.call("GetJob", {"name": "napper"})["job"]["id"], job["id"],
+                         "the running one comes first")
         stopped = self.d.call("StopJob", {"name": "napper"})["job"]
         self.assertEqual(stopped["state"], "stopped")
         self.assertIsNone(stopped["exit_code"])
@@ -162,7 +169,8 @@ class JobMethods(DaemonTest):
         for line, s in zip(lines[1:], samples):
             f = line.split(",")
             self.assertEqual(len(f), 32)
-            self.assertEqual(int(f[0]), s["timestamp_secs"])
+            self.assertEqual(f[0], "%d.%03d" % divmod(s["timestamp_ms"], 1000))
+            self.assertEqual(s["timestamp_ms"] // 1000, s["timestamp_secs"])
             self.assertEqual(int(f[21]), p.pid)
         tail = self.d.call("GetJobSamples", {"id": job["id"], "format": "csv", "offset": total - 1})["csv"]
         self.assertEqual(tail.splitlines(), lines[-1:])

@@ -335,7 +335,8 @@ class Follow(DaemonTest):
             self.assertEqual(len(cols), 32, row)
             self.assertTrue(all(c == "" for c in cols[21:29]), row)  # no process
             self.assertEqual(all(c != "" for c in cols[29:]), gpu, row)  # the host's GPU use, if any
-            int(cols[0]), float(cols[4]), int(cols[6])
+            self.assertRegex(cols[0], r"^\d+\.\d{3}$")  # seconds with milliseconds
+            float(cols[4]), int(cols[6])
         p.terminate()
         p.wait(timeout=10)
 

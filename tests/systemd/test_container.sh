@@ -210,7 +210,7 @@ step "B: job-finished record"
 [ "$(rtsock 'job train')" = ok ] || fail "job request"
 ct_wait 30 has_record MESSAGE_ID="$MSG_FINISHED" JOB_NAME=train || fail "journalctl MESSAGE_ID=… JOB_NAME=train finds nothing"
 journal MESSAGE_ID="$MSG_FINISHED" JOB_NAME=train >"$work/finished"
-for f in JOB_ID=1 JOB_OWNER_UID=0 EXIT_STATUS=0 CPU_USAGE_NSEC=1000000000 MEMORY_PEAK_BYTES=4096 \
+for f in JOB_ID=1 JOB_OWNER_UID=0 EXIT_STATUS=0 CPU_USAGE_NSEC=1000000000 MEMORY_RSS_PEAK_BYTES=8192 MEMORY_PSS_PEAK_BYTES=4096 \
          IO_METRIC_READ_BYTES=512 IO_METRIC_WRITE_BYTES=1024 PRIORITY=6 \
          _SYSTEMD_UNIT=resource-trackerd.service SYSLOG_IDENTIFIER=resource-trackerd; do
   grep -qax "$f" "$work/finished" || fail "job-finished record lacks $f"
@@ -238,13 +238,13 @@ ct_wait 30 has_record MESSAGE_ID="$MSG_REJECTED" || fail "no config-rejected rec
   fail "CONFIG_ERROR: $(field CONFIG_ERROR MESSAGE_ID="$MSG_REJECTED")"
 [ "$(rtsock status)" = "interval=1.000 token=none activated=1" ] || fail "bad file applied: $(rtsock status)"
 [ "$(show ActiveState)" = active ] || fail "not active after a refused reload"
-step "B: reload of a good file (interval waits for the restart below)"
+step "B: reload of a good file (the interval applies at once)"
 ct sh -c "echo 'interval = 2;' > $conf"
 ct systemctl reload resource-trackerd || fail "reload"
 ct_wait 30 has_record MESSAGE_ID="$MSG_RELOADED" || fail "no config-reloaded record"
 [ "$(field CONFIG_CHANGED MESSAGE_ID="$MSG_RELOADED")" = interval ] || fail "CONFIG_CHANGED"
-[ "$(field CONFIG_RESTART_NEEDED MESSAGE_ID="$MSG_RELOADED")" = interval ] || fail "CONFIG_RESTART_NEEDED"
-[ "$(rtsock status)" = "interval=1.000 token=none activated=1" ] || fail "interval applied live: $(rtsock status)"
+[ "$(field CONFIG_RESTART_NEEDED MESSAGE_ID="$MSG_RELOADED")" = nothing ] || fail "CONFIG_RESTART_NEEDED"
+[ "$(rtsock status)" = "interval=2.000 token=none activated=1" ] || fail "interval not applied: $(rtsock status)"
 
 step "B: socket activation after a stop"
 ct systemctl stop resource-trackerd.service 2>/dev/null

@@ -17,6 +17,7 @@ static void build(struct rt_sample *s)
     rt_sample_init(s);
     struct rt_arena *a = &s->arena;
     s->timestamp_secs = 1795310334;
+    s->timestamp_ms = 1795310334025ULL;
     s->has_interval = true;
     s->actual_interval_ms = 1000;
     s->nominal_interval_secs = 1;
@@ -79,7 +80,7 @@ static void test_json_exact(void **state)
         "\"network\":[{\"driver\":null,\"interface\":\"eth0\",\"mac_address\":null,\"mtu\":1500,"
         "\"operstate\":\"up\",\"rx_bytes_per_sec\":100.5,\"rx_bytes_total\":1000,\"speed_mbps\":null,"
         "\"tx_bytes_per_sec\":10.0,\"tx_bytes_total\":100}],"
-        "\"resource-tracker-version\":\"" RT_VERSION "\",\"timestamp_secs\":1795310334,\"tracked_pid\":null}";
+        "\"resource-tracker-version\":\"" RT_VERSION "\",\"timestamp_ms\":1795310334025,\"timestamp_secs\":1795310334,\"tracked_pid\":null}";
     assert_string_equal(rt_json_plain(o), expect);
     json_object_put(o);
     rt_sample_free(&s);
@@ -140,7 +141,7 @@ static void test_csv(void **state)
     size_t n = rt_sample_to_csv(&s, row, sizeof(row));
     assert_int_equal(n, strlen(row));
     /* Stacked dm-0 is left out of the I/O sums; its mount counts for space. */
-    assert_string_equal(row, "1795310334,77,1.000,0.250,1.2500,400,400,10,150,300,200,4096,8192,"
+    assert_string_equal(row, "1795310334.025,77,1.000,0.250,1.2500,400,400,10,150,300,200,4096,8192,"
                              "2.000000,0.600000,1.400000,101,10,0.0000,0.0000,0,,,,,,,,,,,\n");
     assert_int_equal(count_fields(row), RT_CSV_COLUMNS);
 
