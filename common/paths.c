@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static bool abs_env(const char *name, const char **out)
@@ -18,17 +19,6 @@ static bool abs_env(const char *name, const char **out)
         return false;
     *out = v;
     return true;
-}
-
-int rt_user_socket_path(char *buf, size_t size)
-{
-    const char *run;
-    int n;
-    if (abs_env("XDG_RUNTIME_DIR", &run))
-        n = snprintf(buf, size, "%s/resource-tracker/%s", run, RT_SOCKET_NAME);
-    else
-        n = snprintf(buf, size, "/tmp/resource-tracker-%u/%s", (unsigned)getuid(), RT_SOCKET_NAME);
-    return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
 static const char *home_dir(void)
@@ -53,11 +43,52 @@ int rt_user_state_dir(char *buf, size_t size)
     return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
+/* A directory that exists and is not a directory of ours (a symlink too). */
+static bool taken(const char *dir)
+{
+    struct stat st;
+    return lstat(dir, &st) == 0 && (!S_ISDIR(st.st_mode) || st.st_uid != getuid());
+}
+
+int rt_user_socket_path(char *buf, size_t size)
+{
+    const char *run;
+    char dir[4096];
+    if (abs_env("XDG_RUNTIME_DIR", &run))
+        snprintf(dir, sizeof(dir), "%s/resource-tracker", run);
+    else
+        snprintf(dir, sizeof(dir), "/tmp/resource-tracker-%u", (unsigned)getuid());
+    /* Anyone may mkdir in /tmp: a directory planted there must not keep us
+     * from running. The state dir is under our home, where only we create. */
+    if (taken(dir) && (rt_user_state_dir(buf, size) < 0 ||
+                       snprintf(dir, sizeof(dir), "%s/run", buf) >= (int)sizeof(dir)))
+        return -1;
+    int n = snprintf(buf, size, "%s/%s", dir, RT_SOCKET_NAME);
+    /* A Unix socket's path must fit sun_path. */
+    return n > 0 && (size_t)n < size && (size_t)n < sizeof(((struct sockaddr_un *)0)->sun_path) ? 0 : -1;
+}
+
+/* mkdir -p of path's parents, each new one 0700. */
+static int make_parents(char *path)
+{
+    for (char *p = path + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        int r = mkdir(path, 0700) < 0 && errno != EEXIST ? -errno : 0;
+        *p = '/';
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
 int rt_user_socket_dir_prepare(const char *socket_path)
 {
     char tmp[4096];
     rt_strlcpy(tmp, socket_path, sizeof(tmp));
-    const char *dir = dirname(tmp);
+    char *dir = dirname(tmp);
+    int r = make_parents(dir);
+    if (r < 0)
+        return r;
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
         return -errno;
     struct stat st;

@@ -176,7 +176,7 @@ static size_t next_count(struct cursor *c)
     return (size_t)v;
 }
 
-size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp, double secs, const struct rt_process *p,
+size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double secs, const struct rt_process *p,
                   const struct rt_process_gpu *g, char *buf, size_t size)
 {
     struct cursor c = {h, n, 0, false};
@@ -216,8 +216,12 @@ size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp, double secs, co
     struct out o = {buf, size, 0};
     if (size)
         buf[0] = '\0';
-    put_u64(&o, timestamp);
-    put_c(&o, ',');
+    /* Seconds with milliseconds, as the Python tracker writes them (3 dp):
+     * samples less than a second apart keep distinct timestamps. */
+    put_u64(&o, timestamp_ms / 1000);
+    char ms[5] = {'.', (char)('0' + timestamp_ms / 100 % 10), (char)('0' + timestamp_ms / 10 % 10),
+                  (char)('0' + timestamp_ms % 10), ','};
+    put_mem(&o, ms, sizeof(ms));
     put_u64(&o, (uint32_t)procs);
     put_c(&o, ',');
     put_fixed(&o, rt_round_dec(utime, RT_DEC_SECS), 3);
@@ -267,18 +271,20 @@ size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp, double secs, co
             put_u64(&o, u[i]);
         }
         put_c(&o, ',');
-        if (g->present) {
-            put_fixed(&o, rt_round_dec(g->usage, RT_DEC_CORES), 4);
-            put_c(&o, ',');
-            put_fixed(&o, rt_round_dec(g->vram_mib, RT_DEC_MIB), 4);
-            put_c(&o, ',');
-            put_u64(&o, g->utilized);
-            put_c(&o, '\n');
-        } else {
-            put_mem(&o, ",,\n", 3);
-        }
     } else {
-        put_mem(&o, ",,,,,,,,,,\n", 11);
+        put_mem(&o, ",,,,,,,,", 8);
+    }
+    /* On host samples these are the host's GPU use, as the Rust tracker
+     * writes them without a PID; empty without a GPU backend. */
+    if (g->present) {
+        put_fixed(&o, rt_round_dec(g->usage, RT_DEC_CORES), 4);
+        put_c(&o, ',');
+        put_fixed(&o, rt_round_dec(g->vram_mib, RT_DEC_MIB), 4);
+        put_c(&o, ',');
+        put_u64(&o, g->utilized);
+        put_c(&o, '\n');
+    } else {
+        put_mem(&o, ",,\n", 3);
     }
     return o.len;
 }
@@ -287,7 +293,7 @@ size_t rt_sample_to_csv(const struct rt_sample *s, char *buf, size_t size)
 {
     struct rt_csv_host h = {0};
     rt_csv_host_from_sample(s, &h);
-    size_t n = rt_csv_row(h.v, h.n, s->timestamp_secs, rt_sample_interval_secs(s), &s->proc, &s->proc_gpu, buf, size);
+    size_t n = rt_csv_row(h.v, h.n, s->timestamp_ms, rt_sample_interval_secs(s), &s->proc, &s->proc_gpu, buf, size);
     rt_csv_host_free(&h);
     return n;
 }

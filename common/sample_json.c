@@ -164,6 +164,7 @@ struct json_object *rt_sample_to_json(const struct rt_sample *s)
         json_object_array_add(nets, net_json(&s->nets[i]));
     add(o, "network", nets);
     add(o, RT_SAMPLE_VERSION_KEY, json_object_new_string(RT_VERSION));
+    add(o, "timestamp_ms", rt_json_u64(s->timestamp_ms));
     add(o, "timestamp_secs", rt_json_u64(s->timestamp_secs));
     add(o, "tracked_pid", NULL);
     rt_sample_json_set_job(o, s);
@@ -352,6 +353,9 @@ int rt_sample_from_json(struct json_object *o, struct rt_sample *s, char *err, s
         snprintf(err, errlen, "not a sample: cpu, memory or timestamp_secs missing");
         return -1;
     }
+    /* Samples stored before timestamp_ms existed: the whole second. */
+    if (!rt_json_get_u64(o, "timestamp_ms", &s->timestamp_ms) || s->timestamp_ms / 1000 != s->timestamp_secs)
+        s->timestamp_ms = s->timestamp_secs * 1000;
     s->has_interval = rt_json_get_u64(o, "actual_interval_ms", &s->actual_interval_ms);
     parse_cpu(cpu, s);
     parse_memory(mem, &s->memory);

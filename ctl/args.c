@@ -283,13 +283,21 @@ int ctl_args_operands(struct ctl_args *a, int argc, char **argv, const char **ou
     return 0;
 }
 
+const struct ctl_opt ctl_user_opts[] = {
+    {"user", CTL_OPT_USER, "USER", "a USER is a user name or a numeric uid", CTL_KIND_USER},
+    {NULL, 0, NULL, NULL, CTL_KIND_NONE},
+};
+
 int ctl_args_simple(struct ctl *ctl, const struct ctl_spec *spec, int argc, char **argv, const char **out, int min,
                     int max)
 {
     struct ctl_args a;
     ctl_args_init(&a, ctl, spec);
-    for (int o; (o = ctl_args_next(&a, argc, argv)) != CTL_ARGS_END;)
+    for (int o; (o = ctl_args_next(&a, argc, argv)) != CTL_ARGS_END;) {
         if (o == CTL_ARGS_STOP)
             return a.rc ? a.rc : -1;
+        if (o == CTL_OPT_USER)
+            ctl->user = optarg;
+    }
     return ctl_args_operands(&a, argc, argv, out, min, max);
 }

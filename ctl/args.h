@@ -31,7 +31,7 @@
 /* Rules, said in messages and --help (one wording everywhere). */
 #define CTL_RULE_NAME "a name is 1-128 characters of A-Z a-z 0-9 . _ - @ + : and not all digits"
 #define CTL_RULE_PID "a process ID is a whole number above 0"
-#define CTL_RULE_INTERVAL "an interval is a number of seconds above 0, at most 3600"
+#define CTL_RULE_INTERVAL "an interval is a number of seconds from 0.1 to 3600"
 #define CTL_RULE_JOB "a JOB is a job's id or its name"
 
 /* What the value of an option, or an argument, is: for completion. */
@@ -73,11 +73,19 @@ extern const struct ctl_opt ctl_meta_opts[];
 #define CTL_META_USAGE                                                                   \
     "  -n, --job-name NAME     the job's name ($TRACKER_JOB_NAME): 1-128 characters\n"    \
     "                          of A-Z a-z 0-9 . _ - @ + :, not all digits\n"               \
-    "  -i, --interval SECS     the job's sampling interval (0 < SECS <= 3600)\n"           \
+    "  -i, --interval SECS     the job's sampling interval, 0.1 to 3600, kept exactly\n"   \
     "  --project-name, --stage-name, --task-name, --team, --env, --language,\n"            \
     "  --orchestrator, --executor, --external-run-id, --container-image VALUE\n"           \
     "                          metadata ($TRACKER_PROJECT_NAME, ... likewise)\n"           \
     "  --tag KEY=VALUE         a free-form tag, repeatable\n"
+
+/* -u, --user USER: whose jobs a JOB name is looked up among (an
+ * administrator's choice; stop, status, samples). ctl_args_simple keeps it
+ * in ctl->user. */
+enum { CTL_OPT_USER = 'u' };
+extern const struct ctl_opt ctl_user_opts[];
+#define CTL_USER_USAGE \
+    "  -u, --user USER         a JOB name means USER's job (administrators; a name or a uid)\n"
 
 /* The verbs (main.c's table, ending in a NULL name). */
 struct ctl_verb {
@@ -118,8 +126,9 @@ int ctl_args_next(struct ctl_args *a, int argc, char **argv);
  * 0, or RT_EXIT_USAGE after a message when there are fewer than min or more
  * than max. */
 int ctl_args_operands(struct ctl_args *a, int argc, char **argv, const char **out, int min, int max);
-/* The whole command line of a verb with no options of its own: 0 with its
- * arguments in out[0..max), -1 after --help (exit 0), or RT_EXIT_USAGE. */
+/* The whole command line of a verb with no options of its own (but
+ * ctl_user_opts): 0 with its arguments in out[0..max), -1 after --help (exit
+ * 0), or RT_EXIT_USAGE. */
 int ctl_args_simple(struct ctl *ctl, const struct ctl_spec *spec, int argc, char **argv, const char **out, int min,
                     int max);
 /* "VERB: MESSAGE" and where to find help, for a command line the verb
@@ -139,7 +148,7 @@ unsigned ctl_format_parse(const char *name);
 /* Values. Each returns false when s is not one. */
 bool ctl_parse_pid(const char *s, int64_t *out);
 bool ctl_parse_count(const char *s, int64_t *out);  /* a whole number above 0 */
-bool ctl_parse_secs(const char *s, double *out);    /* seconds above 0, at most 3600 */
+bool ctl_parse_secs(const char *s, double *out);    /* a job's interval: 0.1 to 3600 seconds */
 /* A point in time: a date/time in local time ("2026-01-31", "2026-01-31
  * 14:00[:05]", 'T' also, "14:00" today, "today", "yesterday", "@UNIX") or a
  * duration ago ("90s", "30m", "2h", "3d", "1w", "1h30m"). now: Unix seconds. */

@@ -19,11 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define START_TIMEOUT_MS 10000
+/* A reconnecting client retries and reports once: it asks for quiet. */
+#define START_ERR(ctl, ...) ((ctl)->quiet ? (void)0 : (void)CTL_ERR(__VA_ARGS__))
 #define LOCK_TIMEOUT_MS 30000
 
 extern char **environ;
@@ -93,19 +96,25 @@ static char **daemon_environment(void)
 
 /* Start `resource-trackerd --user` detached from us, its stderr on a pipe;
  * returns the pipe's read end, or -1 after printing why. */
-static int spawn_daemon(const char *socket_path)
+static int spawn_daemon(struct ctl *ctl, const char *socket_path)
 {
     char bin[PATH_MAX];
     if (!find_daemon(bin, sizeof(bin))) {
-        CTL_ERR("no daemon is running and resource-trackerd was not found to start one");
+        START_ERR(ctl, "no daemon is running and resource-trackerd was not found to start one");
         return -1;
     }
     int errp[2];
     if (pipe2(errp, O_CLOEXEC) < 0) {
-        CTL_ERR("cannot start a private daemon: %s", strerror(errno));
+        START_ERR(ctl, "cannot start a private daemon: %s", strerror(errno));
         return -1;
     }
     char **env = daemon_environment();
+    /* Not adopted by a `run` client that is a child subreaper: the daemon
+     * must not become a process of the job it tracks. */
+    int subreaper = 0;
+    prctl(PR_GET_CHILD_SUBREAPER, &subreaper);
+    if (subreaper)
+        prctl(PR_SET_CHILD_SUBREAPER, 0);
     pid_t pid = fork();
     if (pid == 0) {
         /* Double fork: the daemon is re-parented and never our zombie. */
@@ -130,11 +139,15 @@ static int spawn_daemon(const char *socket_path)
     free(env);
     close(errp[1]);
     if (pid < 0) {
-        CTL_ERR("cannot start a private daemon: %s", strerror(e));
+        if (subreaper)
+            prctl(PR_SET_CHILD_SUBREAPER, 1);
+        START_ERR(ctl, "cannot start a private daemon: %s", strerror(e));
         close(errp[0]);
         return -1;
     }
-    waitpid(pid, NULL, 0);
+    waitpid(pid, NULL, 0); /* the daemon has been re-parented by now */
+    if (subreaper)
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
     return errp[0];
 }
 
@@ -182,11 +195,13 @@ static bool connect_to(struct ctl *ctl, struct rt_vl_client *c, const char *path
 }
 
 /* The start lock, next to the socket; -1 after printing why. */
-static int take_lock(const char *socket_path)
+static int take_lock(struct ctl *ctl, const char *socket_path)
 {
     int r = rt_user_socket_dir_prepare(socket_path);
     if (r < 0) {
-        CTL_ERR("cannot prepare the directory of %s: %s", socket_path, strerror(-r));
+        /* Taken by another user, or no home: the caller has a fallback. */
+        ctl->blocked = true;
+        START_ERR(ctl, "cannot prepare the directory of %s: %s", socket_path, strerror(-r));
         return -1;
     }
     char path[PATH_MAX];
@@ -195,13 +210,13 @@ static int take_lock(const char *socket_path)
     rt_strlcpy(slash + 1, "start.lock", sizeof(path) - (size_t)(slash + 1 - path));
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
-        CTL_ERR("cannot open %s: %s", path, strerror(errno));
+        START_ERR(ctl, "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
     uint64_t deadline = rt_mono_ns() + (uint64_t)LOCK_TIMEOUT_MS * 1000000;
     while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         if ((errno != EWOULDBLOCK && errno != EINTR) || rt_mono_ns() >= deadline) {
-            CTL_ERR("cannot lock %s: %s", path,
+            START_ERR(ctl, "cannot lock %s: %s", path,
                     errno == EWOULDBLOCK ? "another client is still starting the daemon" : strerror(errno));
             close(fd);
             return -1;
@@ -214,7 +229,7 @@ static int take_lock(const char *socket_path)
 
 int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_path)
 {
-    int lock = take_lock(socket_path);
+    int lock = take_lock(ctl, socket_path);
     if (lock < 0)
         return RT_EXIT_UNREACHABLE;
     int rc = RT_EXIT_UNREACHABLE;
@@ -223,7 +238,7 @@ int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_pa
         rc = 0;
         goto out;
     }
-    int fd = spawn_daemon(socket_path);
+    int fd = spawn_daemon(ctl, socket_path);
     if (fd < 0)
         goto out;
     char text[4096];
@@ -238,11 +253,11 @@ int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_pa
     while (len && text[len - 1] == '\n')
         text[--len] = '\0';
     if (!closed)
-        CTL_ERR("started a private daemon, but it does not answer at %s after %d s", socket_path,
-                START_TIMEOUT_MS / 1000);
+        START_ERR(ctl, "started a private daemon, but it does not answer at %s after %d s", socket_path,
+                  START_TIMEOUT_MS / 1000);
     else
-        CTL_ERR("the private daemon did not start%s", len ? ":" : " (it wrote nothing)");
-    for (char *line = text, *next; len && line && *line; line = next) {
+        START_ERR(ctl, "the private daemon did not start%s", len ? ":" : " (it wrote nothing)");
+    for (char *line = text, *next; len && !ctl->quiet && line && *line; line = next) {
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +27,7 @@ static bool try_connect(struct ctl *ctl, struct rt_vl_client *c, const char *pat
     return false;
 }
 
-int ctl_connect(struct ctl *ctl, struct rt_vl_client *c, bool autostart)
+static int connect_to_daemon(struct ctl *ctl, struct rt_vl_client *c, bool autostart)
 {
     int err = 0;
     /* A socket named by --socket or the environment is that daemon or none:
@@ -37,22 +38,58 @@ int ctl_connect(struct ctl *ctl, struct rt_vl_client *c, bool autostart)
         CTL_ERR("cannot reach the daemon at %s: %s", ctl->socket, strerror(-err));
         return RT_EXIT_UNREACHABLE;
     }
-    char user[PATH_MAX];
-    bool have_user = rt_user_socket_path(user, sizeof(user)) == 0;
     if (try_connect(ctl, c, RT_SYSTEM_SOCKET, &err))
         return 0;
-    if (have_user && try_connect(ctl, c, user, &err))
+    /* No system daemon: the user's own, started when it is not running, so
+     * that every verb reaches the user's history. */
+    char user[PATH_MAX], tried[PATH_MAX] = "";
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (rt_user_socket_path(user, sizeof(user)) < 0) {
+            ctl->blocked = true;
+            CTL_ERR("no daemon is running and there is no place for a private one");
+            return RT_EXIT_UNREACHABLE;
+        }
+        if (strcmp(user, tried) == 0)
+            break;
+        if (try_connect(ctl, c, user, &err))
+            return 0;
+        if (!autostart) {
+            CTL_ERR("cannot reach the daemon at %s or %s: %s", RT_SYSTEM_SOCKET, user, strerror(-err));
+            return RT_EXIT_UNREACHABLE;
+        }
+        ctl->blocked = false;
+        int rc = ctl_autostart(ctl, c, user);
+        if (!ctl->blocked)
+            return rc;
+        /* Its directory was taken meanwhile: the next path is the fallback. */
+        rt_strlcpy(tried, user, sizeof(tried));
+    }
+    return RT_EXIT_UNREACHABLE;
+}
+
+int ctl_connect(struct ctl *ctl, struct rt_vl_client *c)
+{
+    return connect_to_daemon(ctl, c, true);
+}
+
+int ctl_connect_running(struct ctl *ctl, struct rt_vl_client *c)
+{
+    return connect_to_daemon(ctl, c, false);
+}
+
+int ctl_reconnect(struct ctl *ctl, struct rt_vl_client *c)
+{
+    char path[sizeof(ctl->used_socket)];
+    rt_strlcpy(path, ctl->used_socket, sizeof(path));
+    int err;
+    if (try_connect(ctl, c, path, &err))
         return 0;
-    if (!autostart) {
-        CTL_ERR("cannot reach the daemon at %s%s%s: %s", RT_SYSTEM_SOCKET, have_user ? " or " : "",
-                have_user ? user : "", strerror(-err));
-        return RT_EXIT_UNREACHABLE;
-    }
-    if (!have_user) {
-        CTL_ERR("no daemon is running and there is no place for a private one");
-        return RT_EXIT_UNREACHABLE;
-    }
-    return ctl_autostart(ctl, c, user);
+    if (ctl->socket || strcmp(path, RT_SYSTEM_SOCKET) == 0)
+        return RT_EXIT_UNREACHABLE; /* that daemon comes back, or not */
+    ctl->quiet = true; /* the caller retries and says so once */
+    int rc = ctl_autostart(ctl, c, path);
+    ctl->quiet = false;
+    return rc;
 }
 
 int ctl_report_error(struct json_object *reply)
@@ -82,8 +119,14 @@ int ctl_report_error(struct json_object *reply)
         CTL_ERR("no such process: %lld", (long long)v);
         return RT_EXIT_NOT_FOUND;
     }
-    if (strcmp(tail, "JobNameInUse") == 0) {
-        CTL_ERR("a running job is already named %s", rt_json_get_string(p, "name"));
+    if (strcmp(tail, "AmbiguousJobName") == 0) {
+        char ids[256] = "";
+        struct json_object *a = rt_json_get_array(p, "ids");
+        size_t len = 0;
+        for (size_t i = 0; a && i < json_object_array_length(a) && len < sizeof(ids); i++)
+            len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%s", i ? ", " : "",
+                                    json_object_get_string(json_object_array_get_idx(a, i)));
+        CTL_ERR("%s names more than one running job (ids %s): give the id", rt_json_get_string(p, "name"), ids);
         return RT_EXIT_USAGE;
     }
     if (strcmp(tail, "JobNotRunning") == 0) {
@@ -92,7 +135,13 @@ int ctl_report_error(struct json_object *reply)
     }
     if (strcmp(tail, "LimitExceeded") == 0) {
         rt_json_get_i64(p, "max", &v);
-        CTL_ERR("limit reached: %s (at most %lld)", rt_json_get_string(p, "limit"), (long long)v);
+        const char *limit = rt_json_get_string(p, "limit");
+        if (limit && strcmp(limit, "sample_rate_per_user") == 0)
+            CTL_ERR("limit reached: your running jobs sampled faster than the daemon's interval may take at "
+                    "most %lld samples per second together (a job at interval S takes 1/S); use a longer interval",
+                    (long long)v);
+        else
+            CTL_ERR("limit reached: %s (at most %lld)", limit ? limit : "?", (long long)v);
         return RT_EXIT_FAILURE;
     }
     if (strcmp(tail, "InvalidParameter") == 0) {
@@ -137,7 +186,7 @@ int ctl_simple_call(struct ctl *ctl, const char *method, struct json_object *par
                     struct json_object **reply, struct json_object **p)
 {
     *reply = NULL;
-    int rc = ctl_connect(ctl, c, false);
+    int rc = ctl_connect(ctl, c);
     if (rc) {
         json_object_put(params);
         return rc;
@@ -145,13 +194,26 @@ int ctl_simple_call(struct ctl *ctl, const char *method, struct json_object *par
     return ctl_call(c, method, params, reply, p);
 }
 
-void ctl_job_ref(struct json_object *params, const char *arg)
+int ctl_job_ref(const struct ctl *ctl, struct json_object *params, const char *arg)
 {
     uint64_t id;
-    if (rt_parse_u64(arg, &id))
+    if (rt_parse_u64(arg, &id)) {
         json_object_object_add(params, "id", rt_json_u64(id));
-    else
-        json_object_object_add(params, "name", json_object_new_string(arg));
+        return 0;
+    }
+    json_object_object_add(params, "name", json_object_new_string(arg));
+    if (!ctl->user)
+        return 0;
+    uint64_t uid;
+    const struct passwd *pw = getpwnam(ctl->user);
+    if (pw)
+        uid = pw->pw_uid;
+    else if (!rt_parse_u64(ctl->user, &uid) || uid >= UINT32_MAX) {
+        CTL_ERR("no such user: %s", ctl->user);
+        return RT_EXIT_USAGE;
+    }
+    json_object_object_add(params, "owner_uid", rt_json_u64(uid));
+    return 0;
 }
 
 int ctl_list_jobs(struct rt_vl_client *c, struct json_object *filter, struct json_object **jobs)

@@ -26,13 +26,23 @@ struct ctl {
     const char *socket;        /* --socket or $RESOURCE_TRACKER_SOCKET, else NULL */
     unsigned format;           /* --json, --format: a CTL_FMT_* bit; 0 until chosen or settled */
     bool json;                 /* format is CTL_FMT_JSON */
+    const char *user;          /* --user: whose job a JOB name means (administrators) */
     char used_socket[4096];    /* the socket we connected to */
+    bool blocked;              /* no directory for a private daemon's socket could be had */
+    bool quiet;                /* autostart failures are not printed (reconnecting) */
 };
 
 /* Connect to the daemon: the chosen socket, else the system socket, else the
- * user socket. With autostart, start a private user daemon when none answers.
+ * user socket, where a private user daemon is started when none answers (so
+ * that every verb reaches the user's history). Every verb connects with it.
  * Returns 0 or an RT_EXIT_* code after printing why. */
-int ctl_connect(struct ctl *ctl, struct rt_vl_client *c, bool autostart);
+int ctl_connect(struct ctl *ctl, struct rt_vl_client *c);
+/* The same without starting one: for exporters, which must report a daemon
+ * that is down rather than start a private one of their own user. */
+int ctl_connect_running(struct ctl *ctl, struct rt_vl_client *c);
+/* Connect again to the daemon of used_socket (it restarted): a private one
+ * is started again there; nothing is printed. 0 or an RT_EXIT_* code. */
+int ctl_reconnect(struct ctl *ctl, struct rt_vl_client *c);
 /* Start a private user daemon at socket_path and connect to it (autostart.c).
  * Returns 0 or an RT_EXIT_* code after printing why. */
 int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_path);
@@ -44,7 +54,7 @@ int ctl_call(struct rt_vl_client *c, const char *method, struct json_object *par
 /* The same, sending the descriptor fd with the call when fd >= 0. */
 int ctl_call_fd(struct rt_vl_client *c, const char *method, struct json_object *params, int fd,
                 struct json_object **reply, struct json_object **out_params);
-/* Connect (no autostart) and call; params are taken. */
+/* Connect (starting a private daemon if need be) and call; params are taken. */
 int ctl_simple_call(struct ctl *ctl, const char *method, struct json_object *params, struct rt_vl_client *c,
                     struct json_object **reply, struct json_object **p);
 /* Every job ListJobs gives for filter (taken), all pages, at most the
@@ -54,8 +64,10 @@ int ctl_list_jobs(struct rt_vl_client *c, struct json_object *filter, struct jso
 /* Exit code and message for an error reply. */
 int ctl_report_error(struct json_object *reply);
 
-/* JOB argument: an id when numeric, else a name. Adds "id" or "name". */
-void ctl_job_ref(struct json_object *params, const char *arg);
+/* JOB argument: an id when numeric, else a name, which the daemon resolves
+ * among the caller's jobs or, with --user, that user's. Adds "id", or "name"
+ * and "owner_uid". 0, or RT_EXIT_USAGE after printing why. */
+int ctl_job_ref(const struct ctl *ctl, struct json_object *params, const char *arg);
 
 /* Metadata flags and TRACKER_* variables, shared by run and start
  * (ctl_meta_opts in args.h, in their specs). */
@@ -81,7 +93,7 @@ int ctl_parse_bool(const char *s, bool *out);
 /* verbs, and their command lines (args.h) */
 struct ctl_spec;
 extern const struct ctl_spec ctl_run_spec, ctl_start_spec, ctl_stop_spec, ctl_jobs_spec, ctl_status_spec,
-    ctl_samples_spec, ctl_info_spec, ctl_help_spec, ctl_version_spec;
+    ctl_samples_spec, ctl_info_spec, ctl_help_spec, ctl_version_spec, ctl_top_spec, ctl_metrics_spec;
 int ctl_run(struct ctl *ctl, int argc, char **argv);
 int ctl_start(struct ctl *ctl, int argc, char **argv);
 int ctl_stop(struct ctl *ctl, int argc, char **argv);
@@ -92,6 +104,8 @@ int ctl_info(struct ctl *ctl, int argc, char **argv);
 int ctl_help(struct ctl *ctl, int argc, char **argv);
 int ctl_version(struct ctl *ctl, int argc, char **argv);
 int ctl_complete(struct ctl *ctl, int argc, char **argv);
+int ctl_metrics(struct ctl *ctl, int argc, char **argv);
+int ctl_top(struct ctl *ctl, int argc, char **argv);
 
 /* formatting */
 void ctl_fmt_bytes(char *buf, size_t size, double bytes);
@@ -110,6 +124,9 @@ size_t ctl_term_width(void);
 size_t ctl_fmt_cut(char *buf, size_t size, const char *s, size_t width);
 /* ctl_fmt_cut padded with spaces to width characters; NULL shows as "-". */
 void ctl_fmt_cell(char *buf, size_t size, const char *s, size_t width);
+/* A job's summary for people (summary.c): result, CPU, memory, I/O, GPU,
+ * upload; `run` prints it at the end. */
+void ctl_print_job_summary(FILE *f, struct json_object *job);
 
 #define CTL_ERR(...) (fprintf(stderr, "resource-trackerctl: " __VA_ARGS__), fputc('\n', stderr))
 

@@ -66,19 +66,27 @@ void ctl_print_json(FILE *f, struct json_object *o)
 
 const char *ctl_fmt_user(int64_t uid, char *buf, size_t size)
 {
-    /* A table asks for the same few users row after row: each getpwuid
-     * reads the user database again. */
-    static int64_t last_uid = -1;
-    static char last[256];
-    if (uid != last_uid) {
+    /* A table asks for the same few users row after row (top and the
+     * exporter every tick, users interleaved): each getpwuid reads the user
+     * database again. */
+    static struct {
+        int64_t uid;
+        char name[256];
+    } cache[32];
+    static size_t n, next;
+    size_t k = 0;
+    while (k < n && cache[k].uid != uid)
+        k++;
+    if (k == n) {
+        k = n < 32 ? n++ : next++ % 32;
         struct passwd *pw = getpwuid((uid_t)uid);
+        cache[k].uid = uid;
         if (pw)
-            snprintf(last, sizeof(last), "%s", pw->pw_name);
+            snprintf(cache[k].name, sizeof(cache[k].name), "%s", pw->pw_name);
         else
-            snprintf(last, sizeof(last), "%lld", (long long)uid);
-        last_uid = uid;
+            snprintf(cache[k].name, sizeof(cache[k].name), "%lld", (long long)uid);
     }
-    snprintf(buf, size, "%s", last);
+    snprintf(buf, size, "%s", cache[k].name);
     return buf;
 }
 

@@ -39,8 +39,8 @@ void ctl_usage(FILE *f)
             "--json and --format also go there. Short options may be bundled (-qn NAME);\n"
             "-- ends the options.\n\n"
             "Exit status: 0 success, 1 failure, 2 invalid arguments (also a value the daemon\n"
-            "refuses, and a job name in use), 3 daemon unreachable, 4 permission denied,\n"
-            "5 no such job or process; run exits with CMD's status.\n");
+            "refuses, and a name of several running jobs), 3 daemon unreachable, 4 permission\n"
+            "denied, 5 no such job or process; run exits with CMD's status.\n");
 }
 
 static const char help_usage[] =

@@ -30,7 +30,7 @@ bool ctl_parse_secs(const char *s, double *out)
 {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || *end || !(v > 0 && v <= 3600))
+    if (end == s || *end || !(v >= 0.1 && v <= 3600))
         return false;
     *out = v;
     return true;

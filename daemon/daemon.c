@@ -224,7 +224,7 @@ static void start_upload(struct rt_daemon *d)
         if (j && j->state == RT_JOB_RUNNING)
             rt_upload_job_begin(d->upload, ids[i], NULL, NULL);
         else
-            rt_upload_job_end(d->upload, ids[i], j && j->has_exit ? j->exit_code : 0);
+            rt_upload_job_end(d->upload, ids[i], j && j->has_exit ? j->exit_code : RT_UPLOAD_EXIT_UNKNOWN);
     }
     rt_jobs_unlock(&d->jobs);
     free(ids);
@@ -264,6 +264,36 @@ static bool idle(struct rt_daemon *d)
         running = d->jobs.v[i]->state == RT_JOB_RUNNING;
     rt_jobs_unlock(&d->jobs);
     return !running;
+}
+
+/* --exit-on-idle: no clients and no running jobs for that long. Uploads
+ * still to send keep the daemon (a private one) up to IDLE_UPLOAD_WAIT
+ * longer; what is left then waits in the spool for the next start. */
+#define IDLE_UPLOAD_WAIT_NS (3600 * RT_NSEC_PER_SEC)
+
+static void idle_exit(struct rt_daemon *d, uint64_t *idle_since)
+{
+    uint64_t now = rt_mono_ns(), after = d->cfg.exit_on_idle_secs * RT_NSEC_PER_SEC;
+    if (!idle(d)) {
+        *idle_since = 0;
+        return;
+    }
+    if (!*idle_since)
+        *idle_since = now;
+    if (now - *idle_since < after)
+        return;
+    bool uploading = d->upload && rt_upload_busy(d->upload);
+    if (uploading && now - *idle_since < after + IDLE_UPLOAD_WAIT_NS) {
+        rt_log_once(&d->idle_upload_noted, LOG_INFO, "idle, but uploads are pending: exiting once they are sent");
+        return;
+    }
+    if (uploading)
+        rt_notice("idle for %u s with uploads still pending: exiting; they are sent at the next start",
+                  d->cfg.exit_on_idle_secs + (unsigned)(IDLE_UPLOAD_WAIT_NS / RT_NSEC_PER_SEC));
+    else
+        rt_info("idle for %u s, exiting", d->cfg.exit_on_idle_secs);
+    rt_strlcpy(d->stop_reason, "idle", sizeof(d->stop_reason));
+    d->quit = true;
 }
 
 static struct rt_watchdog watchdog;
@@ -327,7 +357,8 @@ static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
                     .exit_status = j->has_exit ? j->exit_code : -1,
                     .duration_usec = (uint64_t)(rt_job_duration(j, j->ended_at) * 1e6),
                     .cpu_usage_nsec = (uint64_t)(s->cpu_secs * 1e9),
-                    .memory_peak_bytes = s->peak_pss_bytes ? s->peak_pss_bytes : s->peak_rss_bytes,
+                    .rss_peak_bytes = s->peak_rss_bytes,
+                    .pss_peak_bytes = s->peak_pss_bytes,
                     .io_read_bytes = s->disk_read_bytes,
                     .io_write_bytes = s->disk_write_bytes,
                     .processes_max = s->peak_children + 1,
@@ -368,6 +399,7 @@ static void reload(struct rt_daemon *d)
     resolve_admin_group(d);
     rt_sampler_set_retention(d->sampler, d->cfg.retention_max_age_secs, d->cfg.retention_max_bytes,
                              d->cfg.retention_max_jobs_per_uid);
+    rt_sampler_set_interval(d->sampler, d->cfg.interval_secs);
     rt_event_config_reloaded(path, changed, waiting);
     rt_notify_ready();
 }
@@ -409,18 +441,8 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
                 rt_watchdog_check(&watchdog, rt_mono_ns(), rt_sampler_heartbeat(d->sampler),
                                   (uint64_t)(d->cfg.interval_secs * 1e9));
                 send_status(d);
-                if (d->cfg.exit_on_idle_secs) {
-                    uint64_t now = rt_mono_ns();
-                    if (!idle(d)) {
-                        idle_since = 0;
-                    } else if (!idle_since) {
-                        idle_since = now;
-                    } else if (now - idle_since >= d->cfg.exit_on_idle_secs * RT_NSEC_PER_SEC) {
-                        rt_info("idle for %u s, exiting", d->cfg.exit_on_idle_secs);
-                        rt_strlcpy(d->stop_reason, "idle", sizeof(d->stop_reason));
-                        d->quit = true;
-                    }
-                }
+                if (d->cfg.exit_on_idle_secs)
+                    idle_exit(d, &idle_since);
             } else {
                 rt_server_event(d->server, tag, evs[i].events);
             }

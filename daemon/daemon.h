@@ -41,6 +41,7 @@ struct rt_daemon {
     bool socket_activated;
     volatile bool quit;
     char stop_reason[32];
+    bool idle_upload_noted;    /* "idle, but uploads are pending" logged */
 };
 
 /* Cloud discovery, started on the first call from any thread (the upload

@@ -30,11 +30,16 @@ set(RT_CATALOG_DIR "${RT_CATALOG_DIR}" CACHE PATH "journal catalog directory")
 set(RT_COMPLETIONS_DIR "${RT_COMPLETIONS_DIR}" CACHE PATH "bash completion directory")
 
 # Units: the source files name the Debian paths; other prefixes get theirs.
-foreach(unit resource-trackerd.service resource-trackerd.socket)
+# The Prometheus exporter's socket and per-scrape service, and the textfile
+# writer, run resource-trackerctl (docs/metrics.md).
+foreach(unit resource-trackerd.service resource-trackerd.socket resource-tracker-exporter.socket
+             resource-tracker-exporter@.service resource-tracker-textfile.service)
   set(src ${PROJECT_SOURCE_DIR}/units/${unit})
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${src})
   file(READ ${src} content)
   string(REPLACE "/usr/sbin/resource-trackerd" "${CMAKE_INSTALL_FULL_SBINDIR}/resource-trackerd"
+         content "${content}")
+  string(REPLACE "/usr/bin/resource-trackerctl" "${CMAKE_INSTALL_FULL_BINDIR}/resource-trackerctl"
          content "${content}")
   string(REPLACE "/etc/resource-tracker/" "${RT_SYSCONFDIR}/" content "${content}")
   file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/units/${unit} CONTENT "${content}" @ONLY)
@@ -51,6 +56,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/bash-completion/resource-trackerct
 # Copyright and license statement, where Debian wants it
 # (/usr/share/doc/resource-tracker/copyright with the /usr prefix).
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# What the exporter publishes (resource-trackerctl(1) points here).
+install(FILES ${PROJECT_SOURCE_DIR}/docs/metrics.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # The varlink interface description.
 install(FILES ${PROJECT_SOURCE_DIR}/daemon/api/com.sparecores.ResourceTracker.varlink

@@ -16,10 +16,11 @@ SUDO=
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 export SUDO
 
-# The compiler, CMake and the libraries; systemd for systemd.pc (where units
-# go); file and dpkg-dev (dpkg-shlibdeps) for `cpack -G DEB`.
+# The compiler, CMake and the libraries (libncurses-dev: `resource-trackerctl
+# top`); systemd for systemd.pc (where units go); file and dpkg-dev
+# (dpkg-shlibdeps) for `cpack -G DEB`.
 BUILD_DEPS=(gcc make cmake pkg-config libsystemd-dev libcurl4-openssl-dev zlib1g-dev
-            libjson-c-dev libconfig-dev libssl-dev systemd file dpkg-dev
+            libjson-c-dev libconfig-dev libssl-dev libncurses-dev systemd file dpkg-dev
             libjs-dygraphs)  # run time: `resource-trackerctl report` inlines dygraphs
 # Tests: cmocka for the unit tests; Debian's python3 drives integration tests;
 # setpriv/runuser (util-linux) and useradd (passwd) run clients as real

@@ -90,11 +90,14 @@ int insight_analysis_fetch(struct ctl *ctl, const char *ref, unsigned history, b
                            struct rt_vl_client *c, struct insight_analysis *a)
 {
     memset(a, 0, sizeof(*a));
-    int rc = ctl_connect(ctl, c, false);
+    int rc = ctl_connect(ctl, c);
     if (rc)
         return rc;
     struct json_object *p = json_object_new_object(), *reply, *rp;
-    ctl_job_ref(p, ref);
+    if ((rc = ctl_job_ref(ctl, p, ref))) {
+        json_object_put(p);
+        return rc;
+    }
     rc = ctl_call(c, M("GetJob"), p, &reply, &rp);
     if (rc)
         return rc;

@@ -82,6 +82,9 @@ static const char *exit_text(struct json_object *j, char *buf, size_t size)
         snprintf(buf, size, "SIG%s", abbrev);
     else if (rt_json_get_i64(j, "exit_code", &v))
         snprintf(buf, size, "%lld", (long long)v);
+    else if (strcmp(rt_json_get_string(j, "state") ?: "", "lost") == 0 ||
+             strcmp(rt_json_get_string(j, "state") ?: "", "ended") == 0)
+        snprintf(buf, size, "?"); /* ended, its status not known */
     else
         snprintf(buf, size, "-");
     return buf;
@@ -107,7 +110,7 @@ static void print_table(struct json_object *jobs)
 {
     char head[256];
     int fixed = snprintf(head, sizeof(head), "%-6s %-20s %-9s %-7s %-8s %-10s %-19s %9s %8s %8s %10s  ", "ID", "NAME",
-                         "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG CPU", "PEAK CPU", "PEAK MEM");
+                         "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG CPU", "PEAK CPU", "PEAK RSS");
     /* The command takes what the terminal has left, 10 characters at least. */
     size_t width = ctl_term_width();
     size_t cmd_width = !width ? SIZE_MAX : width > (size_t)fixed + 10 ? width - (size_t)fixed : 10;
@@ -229,7 +232,7 @@ int ctl_jobs(struct ctl *ctl, int argc, char **argv)
     }
     struct rt_vl_client c = {.fd = -1};
     struct json_object *jobs = NULL;
-    int rc = ctl_connect(ctl, &c, false);
+    int rc = ctl_connect(ctl, &c);
     if (!rc && user)
         rc = check_user(&c, uid, user);
     if (rc)

@@ -16,6 +16,7 @@ static const char usage[] =
     "  -f, --format json|csv   sample format (default json); --json is --format json\n"
     "  -F, --follow            wait for new samples until the job ends\n"
     "  --offset N              skip the first N samples\n"
+    CTL_USER_USAGE
     "  -h, --help              this help\n";
 
 static const struct ctl_opt opts[] = {
@@ -28,6 +29,7 @@ const struct ctl_spec ctl_samples_spec = {
     .verb = "samples",
     .usage = usage,
     .opts = opts,
+    .more = ctl_user_opts,
     .formats = CTL_FMT_JSON | CTL_FMT_CSV,
     .operand = CTL_KIND_JOB,
 };
@@ -44,6 +46,8 @@ int ctl_samples(struct ctl *ctl, int argc, char **argv)
             return a.rc;
         if (o == FOLLOW)
             follow = true;
+        else if (o == CTL_OPT_USER)
+            ctl->user = optarg;
         else if (o == OFFSET && (!rt_parse_u64(optarg, &offset) || offset > INT64_MAX))
             return ctl_args_invalid(&a, o, optarg);
     }
@@ -51,12 +55,13 @@ int ctl_samples(struct ctl *ctl, int argc, char **argv)
     if (rc)
         return rc;
     const char *format = ctl->format == CTL_FMT_CSV ? "csv" : "json";
-    struct rt_vl_client c = {.fd = -1};
-    rc = ctl_connect(ctl, &c, false);
-    if (rc)
-        return rc;
     struct json_object *p = json_object_new_object();
-    ctl_job_ref(p, job);
+    rc = ctl_job_ref(ctl, p, job);
+    struct rt_vl_client c = {.fd = -1};
+    if (rc || (rc = ctl_connect(ctl, &c))) {
+        json_object_put(p);
+        return rc;
+    }
     json_object_object_add(p, "offset", json_object_new_int64((int64_t)offset));
     json_object_object_add(p, "format", json_object_new_string(format));
     if (follow)

@@ -1,18 +1,36 @@
 /* status: the host's live figures, or a job's summary, metadata and last sample. */
 #include "verbs/verbs.h"
 
+#include "live/follow.h"
+
 #include <stdint.h>
 
+enum { FOLLOW = 'F' };
+
 static const char usage[] =
-    "Usage: resource-trackerctl status [--json] [JOB]\n"
-    "Live host figures, or JOB's summary, metadata, tags and latest sample.\n\n"
-    "  -f, --format FORMAT     text or json; --json is --format json\n"
+    "Usage: resource-trackerctl status [--json] [--user USER] [JOB]\n"
+    "       resource-trackerctl status --follow [--format json|csv]\n"
+    "Live host figures, or JOB's summary, metadata, tags and latest sample (JOB: an\n"
+    "id, or a name among your jobs: the running one, else the newest); with\n"
+    "--follow, every host sample as it is taken until interrupted, like the Rust\n"
+    "tracker without arguments.\n\n"
+    "  -f, --format FORMAT     text or json; --json is --format json; with --follow,\n"
+    "                          json (JSON Lines, the default) or csv (the 32 columns)\n"
+    "  -F, --follow            the host's samples as they come\n"
+    CTL_USER_USAGE
     "  -h, --help              this help\n";
+
+static const struct ctl_opt opts[] = {
+    {"follow", FOLLOW, NULL, NULL, CTL_KIND_NONE},
+    {NULL, 0, NULL, NULL, CTL_KIND_NONE},
+};
 
 const struct ctl_spec ctl_status_spec = {
     .verb = "status",
     .usage = usage,
-    .formats = CTL_FMT_TEXT | CTL_FMT_JSON,
+    .opts = opts,
+    .formats = CTL_FMT_TEXT | CTL_FMT_JSON | CTL_FMT_CSV,
+    .more = ctl_user_opts,
     .operand = CTL_KIND_JOB,
 };
 
@@ -182,9 +200,25 @@ static void print_job(struct json_object *j, struct json_object *last)
 int ctl_status(struct ctl *ctl, int argc, char **argv)
 {
     const char *ref;
-    int rc = ctl_args_simple(ctl, &ctl_status_spec, argc, argv, &ref, 0, 1);
+    bool follow = false;
+    struct ctl_args a;
+    ctl_args_init(&a, ctl, &ctl_status_spec);
+    for (int o; (o = ctl_args_next(&a, argc, argv)) != CTL_ARGS_END;) {
+        if (o == CTL_ARGS_STOP)
+            return a.rc;
+        follow |= o == FOLLOW;
+        if (o == CTL_OPT_USER)
+            ctl->user = optarg;
+    }
+    int rc = ctl_args_operands(&a, argc, argv, &ref, 0, 1);
     if (rc)
-        return rc < 0 ? 0 : rc;
+        return rc;
+    if (follow && ref)
+        return ctl_args_error(&a, "--follow follows the host; samples --follow JOB follows a job");
+    if (follow) /* a stream has no text form: JSON Lines unless CSV */
+        return ctl_follow_host(ctl, ctl->format == CTL_FMT_CSV);
+    if (ctl->format == CTL_FMT_CSV)
+        return ctl_args_error(&a, "--format csv goes with --follow");
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
     if (!ref) {
@@ -200,7 +234,10 @@ int ctl_status(struct ctl *ctl, int argc, char **argv)
         return rc;
     }
     struct json_object *p = json_object_new_object();
-    ctl_job_ref(p, ref);
+    if ((rc = ctl_job_ref(ctl, p, ref))) {
+        json_object_put(p);
+        return rc;
+    }
     rc = ctl_simple_call(ctl, M("GetJob"), p, &c, &reply, &rp);
     if (rc) {
         rt_vl_client_close(&c);

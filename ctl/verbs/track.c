@@ -75,7 +75,7 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
         json_object_object_add(p, "pidfd", json_object_new_int(0));
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
-    rc = ctl_connect(ctl, &c, false);
+    rc = ctl_connect(ctl, &c);
     if (rc)
         json_object_put(p);
     else
@@ -99,23 +99,27 @@ out:
 static void print_summary_line(struct json_object *job)
 {
     struct json_object *s = rt_json_get_object(job, "summary");
-    char dur[32], mem[32];
+    char dur[32], rss[32], pss[32];
     ctl_fmt_duration(dur, sizeof(dur), dbl(s, "duration_secs"));
-    ctl_fmt_bytes(mem, sizeof(mem), dbl(s, "peak_rss_bytes"));
-    printf("job %lld %s after %s: %.2f CPU seconds, %.2f cores on average, peak memory %s\n",
+    ctl_fmt_bytes(rss, sizeof(rss), dbl(s, "peak_rss_bytes"));
+    ctl_fmt_bytes(pss, sizeof(pss), dbl(s, "peak_pss_bytes"));
+    printf("job %lld %s after %s: %.2f CPU seconds, %.2f cores on average, peak RSS %s, peak PSS %s\n",
            (long long)i64(job, "id"), rt_json_get_string(job, "state"), dur, dbl(s, "cpu_secs"),
-           dbl(s, "avg_cores"), mem);
+           dbl(s, "avg_cores"), rss, pss);
 }
 
 static const char stop_usage[] =
-    "Usage: resource-trackerctl stop [--json] JOB\n"
-    "Stop tracking JOB (an id or a name); its processes keep running.\n\n"
+    "Usage: resource-trackerctl stop [--json] [--user USER] JOB\n"
+    "Stop tracking JOB (an id, or a name among your jobs: the running one); its\n"
+    "processes keep running.\n\n"
     "  -f, --format FORMAT     text (a summary line) or json; --json is --format json\n"
+    CTL_USER_USAGE
     "  -h, --help              this help\n";
 
 const struct ctl_spec ctl_stop_spec = {
     .verb = "stop",
     .usage = stop_usage,
+    .more = ctl_user_opts,
     .formats = CTL_FMT_TEXT | CTL_FMT_JSON,
     .operand = CTL_KIND_RUNNING,
 };
@@ -127,7 +131,10 @@ int ctl_stop(struct ctl *ctl, int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     struct json_object *p = json_object_new_object();
-    ctl_job_ref(p, job);
+    if ((rc = ctl_job_ref(ctl, p, job))) {
+        json_object_put(p);
+        return rc;
+    }
     struct rt_vl_client c = {.fd = -1};
     struct json_object *reply = NULL, *rp;
     rc = ctl_simple_call(ctl, M("StopJob"), p, &c, &reply, &rp);

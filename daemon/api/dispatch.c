@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 const struct rt_method_table *const rt_method_tables[] = {
-    &rt_service_methods, &rt_host_methods, &rt_job_methods, &rt_sample_methods, NULL,
+    &rt_service_methods, &rt_host_methods, &rt_job_methods, &rt_sample_methods, &rt_live_methods, NULL,
 };
 
 /* ---- parameters ---- */

@@ -5,6 +5,8 @@
 #include "rt/util.h"
 #include "upload/upload.h"
 
+#include <string.h>
+
 bool rt_api_can_see(const struct rt_peer *peer, const struct rt_job *j)
 {
     return peer->admin || j->owner_uid == peer->uid;
@@ -18,23 +20,69 @@ static void no_such_job(struct rt_call *c)
     rt_call_error(c, RT_E_PREFIX "NoSuchJob", p);
 }
 
+static void ambiguous_name(struct rt_call *c, struct rt_jobs *jobs, const char *name, uid_t owner)
+{
+    struct json_object *ids = json_object_new_array();
+    for (size_t i = 0; i < jobs->n; i++) {
+        const struct rt_job *j = jobs->v[i];
+        if (j->owner_uid == owner && j->state == RT_JOB_RUNNING && j->name && strcmp(j->name, name) == 0)
+            json_object_array_add(ids, rt_json_u64(j->id));
+    }
+    struct json_object *p = json_object_new_object();
+    json_object_object_add(p, "name", json_object_new_string(name));
+    json_object_object_add(p, "ids", ids);
+    rt_call_error(c, RT_E_PREFIX "AmbiguousJobName", p);
+}
+
+/* Whose jobs a name is looked up among: the caller's, or (administrators
+ * only) owner_uid's. False after replying the error. */
+static bool name_owner(struct rt_call *c, uid_t *owner)
+{
+    const struct rt_peer *peer = rt_call_peer(c);
+    *owner = peer->uid;
+    if (!rt_call_has(c, "owner_uid"))
+        return true;
+    int64_t o = rt_call_int(c, "owner_uid", -1);
+    if (o < 0 || o >= (int64_t)UINT32_MAX) {
+        rt_call_invalid_param(c, "owner_uid");
+        return false;
+    }
+    if ((uid_t)o != peer->uid && !peer->admin) {
+        rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "only administrators may name another user's jobs");
+        return false;
+    }
+    *owner = (uid_t)o;
+    return true;
+}
+
 struct rt_job *rt_api_lookup_job(struct rt_call *c)
 {
     struct rt_daemon *d = rt_call_daemon(c);
     int64_t id = rt_call_int(c, "id", -1);
     const char *name = rt_call_string(c, "name");
+    uid_t owner = rt_call_peer(c)->uid;
     if (!rt_call_has(c, "id") && !name) {
         rt_call_invalid_param(c, "id");
         return NULL;
     }
+    if (!rt_call_has(c, "id") && !name_owner(c, &owner))
+        return NULL;
     rt_jobs_lock(&d->jobs);
+    size_t running = 0;
     struct rt_job *j = rt_call_has(c, "id") ? (id > 0 ? rt_jobs_find(&d->jobs, (uint64_t)id) : NULL)
-                                            : rt_jobs_find_name(&d->jobs, name);
+                                            : rt_jobs_find_name(&d->jobs, name, owner, &running);
     if (!j) {
         rt_jobs_unlock(&d->jobs);
         no_such_job(c);
         return NULL;
     }
+    if (running > 1) {
+        ambiguous_name(c, &d->jobs, name, owner);
+        rt_jobs_unlock(&d->jobs);
+        return NULL;
+    }
+    /* Only an id can name another user's job: a name resolves among the
+     * caller's own (or owner_uid's, for an administrator). */
     if (!rt_api_can_see(rt_call_peer(c), j)) {
         rt_jobs_unlock(&d->jobs);
         rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "the job belongs to another user");
@@ -43,9 +91,29 @@ struct rt_job *rt_api_lookup_job(struct rt_call *c)
     return j;
 }
 
+static struct json_object *current_json(const struct rt_job *j)
+{
+    const struct rt_job_current *c = &j->current;
+    if (j->state != RT_JOB_RUNNING || !c->present)
+        return NULL;
+    struct json_object *o = json_object_new_object();
+    json_object_object_add(o, "sampled_at", rt_json_double(c->sampled_at, 3));
+    json_object_object_add(o, "cores", rt_json_double(c->cores, 4));
+    json_object_object_add(o, "processes", json_object_new_int64(c->processes));
+    json_object_object_add(o, "rss_bytes", rt_json_u64(c->rss_bytes));
+    json_object_object_add(o, "pss_bytes", rt_json_u64(c->pss_bytes));
+    json_object_object_add(o, "disk_read_bytes_per_sec", rt_json_double(c->disk_read_bytes_per_sec, 1));
+    json_object_object_add(o, "disk_write_bytes_per_sec", rt_json_double(c->disk_write_bytes_per_sec, 1));
+    json_object_object_add(o, "gpu_usage", c->has_gpu ? rt_json_double(c->gpu_usage, 4) : NULL);
+    json_object_object_add(o, "gpu_vram_bytes", c->has_gpu ? rt_json_u64(c->gpu_vram_bytes) : NULL);
+    json_object_object_add(o, "gpus_used", c->has_gpu ? json_object_new_int64(c->gpus_used) : NULL);
+    return o;
+}
+
 struct json_object *rt_api_job_json(struct rt_daemon *d, const struct rt_job *j)
 {
     struct json_object *o = rt_job_to_json(j, (double)rt_real_ns() / 1e9);
+    json_object_object_add(o, "current", current_json(j));
     if (!j->wants_upload || !d->upload)
         return o;
     struct rt_upload_status st;

@@ -271,7 +271,8 @@ static const char *const formats[] = {"json", "csv", NULL};
 
 static const struct rt_method methods[] = {
     {.name = "GetJobSamples", .fn = m_get_job_samples, .flags = RT_M_MORE,
-     .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING), RT_OPT("offset", RT_P_INT),
+     .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING), RT_OPT("owner_uid", RT_P_INT),
+                RT_OPT("offset", RT_P_INT),
                 RT_OPT("limit", RT_P_INT), RT_OPT_ONE_OF("format", formats), RT_OPT("follow", RT_P_BOOL)}},
 };
 

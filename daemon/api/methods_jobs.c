@@ -151,22 +151,31 @@ static void m_start_job(struct rt_call *c)
         rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "the process belongs to another user");
         return;
     }
+    /* The caller adopts the root's orphans (a child subreaper): only the
+     * root's parent may, and it must be the caller itself. */
+    struct rt_pstat reaper = {0};
+    if (rt_call_bool(c, "adopt_orphans", false) &&
+        (peer->pid <= 0 || st.ppid != peer->pid || rt_pstat_read(d->roots.proc_fd, peer->pid, &reaper) < 0)) {
+        close(pidfd);
+        rt_call_invalid_param(c, "adopt_orphans");
+        return;
+    }
 
+    /* A name is a label: jobs of one user or many may share it. */
     rt_jobs_lock(&d->jobs);
     size_t running = rt_jobs_running_for(&d->jobs, peer->uid);
-    struct rt_job *same = name ? rt_jobs_find_name(&d->jobs, name) : NULL;
-    bool name_taken = same && same->state == RT_JOB_RUNNING;
+    double rate = rt_jobs_fast_rate_for(&d->jobs, peer->uid, d->cfg.interval_secs) +
+                  (interval < d->cfg.interval_secs ? 1 / interval : 0);
     rt_jobs_unlock(&d->jobs);
     if (peer->uid != 0 && running >= d->cfg.max_jobs_per_uid) {
         close(pidfd);
         rt_call_limit_exceeded(c, "jobs_per_user", d->cfg.max_jobs_per_uid);
         return;
     }
-    if (name_taken) {
+    /* Jobs faster than the daemon's interval cost host samples of their own. */
+    if (peer->uid != 0 && interval < d->cfg.interval_secs && rate > d->cfg.max_sample_rate_per_uid + 1e-9) {
         close(pidfd);
-        struct json_object *p = json_object_new_object();
-        json_object_object_add(p, "name", json_object_new_string(name));
-        rt_call_error(c, RT_E_PREFIX "JobNameInUse", p);
+        rt_call_limit_exceeded(c, "sample_rate_per_user", d->cfg.max_sample_rate_per_uid);
         return;
     }
     uint64_t id = rt_store_alloc_id(&d->store);
@@ -183,6 +192,8 @@ static void m_start_job(struct rt_call *c)
     j->owner_uid = peer->uid;
     j->pid = (int32_t)pid;
     j->starttime = st.starttime;
+    j->reaper_pid = reaper.pid;
+    j->reaper_starttime = reaper.starttime;
     j->state = RT_JOB_RUNNING;
     j->started_at = (double)rt_real_ns() / 1e9;
     j->interval_secs = interval;
@@ -372,14 +383,16 @@ static const struct rt_method methods[] = {
                 RT_OPT("start_time", RT_P_INT),
                 RT_OPT("interval_secs", RT_P_FLOAT), RT_OPT("metadata", RT_P_OBJECT),
                 RT_OPT("sentinel_token", RT_P_STRING), RT_OPT("sentinel_api_url", RT_P_STRING),
-                RT_OPT("upload_interval_secs", RT_P_INT)}},
+                RT_OPT("upload_interval_secs", RT_P_INT), RT_OPT("adopt_orphans", RT_P_BOOL)}},
     {.name = "FinishJob", .fn = m_finish_job,
      .params = {RT_REQ("id", RT_P_INT), RT_OPT("exit_code", RT_P_INT), RT_OPT("signal", RT_P_INT)}},
-    {.name = "StopJob", .fn = m_stop_job, .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING)}},
+    {.name = "StopJob", .fn = m_stop_job,
+     .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING), RT_OPT("owner_uid", RT_P_INT)}},
     {.name = "ListJobs", .fn = m_list_jobs,
      .params = {RT_OPT("running_only", RT_P_BOOL), RT_OPT("name", RT_P_STRING), RT_OPT("owner_uid", RT_P_INT),
                 RT_OPT("since", RT_P_FLOAT), RT_OPT("limit", RT_P_INT), RT_OPT("before_id", RT_P_INT)}},
-    {.name = "GetJob", .fn = m_get_job, .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING)}},
+    {.name = "GetJob", .fn = m_get_job,
+     .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING), RT_OPT("owner_uid", RT_P_INT)}},
 };
 
 const struct rt_method_table rt_job_methods = {RT_VL_INTERFACE, methods, RT_ARRAY_SIZE(methods)};

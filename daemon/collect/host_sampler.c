@@ -38,7 +38,8 @@ struct rt_host_sampler *rt_host_sampler_new(const struct rt_roots *r, double nom
 
 void rt_host_sampler_collect(struct rt_host_sampler *h, struct rt_sample *s)
 {
-    s->timestamp_secs = h->hooks.real_ns(h->hooks.ctx) / RT_NSEC_PER_SEC;
+    s->timestamp_ms = h->hooks.real_ns(h->hooks.ctx) / 1000000;
+    s->timestamp_secs = s->timestamp_ms / 1000;
     uint64_t now = h->hooks.mono_ns(h->hooks.ctx);
     s->has_interval = h->have_prev;
     s->actual_interval_ms = h->have_prev ? (now - h->prev_ns) / 1000000 : 0;

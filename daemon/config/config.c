@@ -74,7 +74,7 @@ struct key {
  * whether a reload applies it at once. */
 static const struct key keys[] = {
     {TOP("interval"), K_SECS_DOUBLE, RT_CFG_INTERVAL, F(interval_secs), 100000, 3600 * USEC_PER_SEC, FILE_KEY,
-     "1s", RESTART},
+     "1s", LIVE},
     {TOP("socket"), K_SOCKET, RT_CFG_SOCKET_PATH, F(socket_path), 0, 0, FILE_KEY, RT_DEFAULT_SYSTEM_SOCKET,
      RESTART},
     {TOP("state_dir"), K_PATH, RT_CFG_STATE_DIR, F(state_dir), 0, 0, FILE_KEY, RT_DEFAULT_STATE_DIR, RESTART},
@@ -92,6 +92,8 @@ static const struct key keys[] = {
      F(max_connections_per_uid), 1, 65536, FILE_KEY, "256", LIVE},
     {IN("limits", "max_jobs_per_user"), K_UINT, RT_CFG_MAX_JOBS_PER_UID, F(max_jobs_per_uid), 1, 100000,
      FILE_KEY, "64", LIVE},
+    {IN("limits", "max_sample_rate_per_user"), K_UINT, RT_CFG_MAX_SAMPLE_RATE_PER_UID,
+     F(max_sample_rate_per_uid), 1, 100000, FILE_KEY, "100", LIVE},
     {IN("limits", "max_message_size"), K_BYTES_SIZE, RT_CFG_MAX_MESSAGE_BYTES, F(max_message_bytes), 4 * KIB,
      64 * MIB, FILE_KEY, "1M", LIVE},
     {IN("upload", "api_url"), K_URL, RT_CFG_API_URL, F(api_url), 0, 0, FILE_KEY, RT_DEFAULT_API_URL, RESTART},

@@ -31,6 +31,7 @@ struct rt_config {
     unsigned max_connections;
     unsigned max_connections_per_uid;
     unsigned max_jobs_per_uid;         /* running jobs */
+    unsigned max_sample_rate_per_uid;  /* samples per second of a user's running jobs together */
     size_t max_message_bytes;
     /* upload */
     char api_url[512];
@@ -78,7 +79,8 @@ enum {
     RT_CFG_EXIT_ON_IDLE = 1u << 18,
     RT_CFG_S3_ENDPOINT = 1u << 19,
     RT_CFG_S3_REGION = 1u << 20,
-    RT_CFG_RETENTION_MAX_JOBS = 1u << 21,
+    RT_CFG_MAX_SAMPLE_RATE_PER_UID = 1u << 21,
+    RT_CFG_RETENTION_MAX_JOBS = 1u << 22,
 };
 
 /* Command-line flags: the values in .values whose bits are in .set win over

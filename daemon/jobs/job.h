@@ -20,12 +20,28 @@ enum rt_job_state {
     RT_JOB_FINISHED, /* root exited with status 0 */
     RT_JOB_FAILED,   /* root exited non-zero or was killed */
     RT_JOB_STOPPED,  /* tracking stopped on request; processes live on */
-    RT_JOB_LOST,     /* the daemon restarted and the root was gone */
+    RT_JOB_LOST,     /* the daemon restarted and the root was gone; status unknown */
+    RT_JOB_ENDED,    /* the root exited, its status unknown (reaped by its parent first) */
 };
 
 const char *rt_job_state_name(enum rt_job_state s);
 int rt_job_state_from_name(const char *name);
 
+
+/* The figures of a running job's latest sample, for live views and
+ * exporters (Job.current); present from the first sample on. */
+struct rt_job_current {
+    bool present;
+    double sampled_at;             /* Unix seconds */
+    double cores;
+    uint32_t processes;            /* the root and its descendants */
+    uint64_t rss_bytes, pss_bytes;
+    double disk_read_bytes_per_sec, disk_write_bytes_per_sec;
+    bool has_gpu;                  /* the host has a GPU backend */
+    double gpu_usage;              /* fractional GPUs */
+    uint64_t gpu_vram_bytes;
+    uint32_t gpus_used;
+};
 
 struct rt_job {
     uint64_t id;
@@ -33,6 +49,8 @@ struct rt_job {
     uid_t owner_uid;
     int32_t pid;
     uint64_t starttime;            /* root's starttime, clock ticks since boot */
+    int32_t reaper_pid;            /* the root's parent adopting its orphans (0: none) */
+    uint64_t reaper_starttime;
     enum rt_job_state state;
     double started_at, ended_at;   /* Unix seconds; ended_at 0 while running */
     bool has_exit;
@@ -46,17 +64,23 @@ struct rt_job {
     char *name_json;               /* the name as its samples show it */
     struct rt_figlog *fig;         /* its samples in the store (store/samples.h) */
     bool samples_blocked;          /* an older daemon's samples could not be moved: none kept now */
+    struct rt_job_current current;
     bool wants_upload;
 
     /* sampler-owned */
     int pidfd;
     bool tracking;                 /* ptree initialised */
     struct rt_ptree tree;
-    unsigned ticks_per_sample, tick_phase;
+    uint64_t interval_ns, due_ns;  /* its own grid: the next sample at due_ns (monotonic) */
     uint64_t last_sample_mono_ns;
+    uint64_t last_timestamp_ms;    /* of its latest sample: the next one is later */
     struct rt_gpu_job *gpu_state;
     double gpu_energy_seen;        /* gpu_state's energy total already counted */
 };
+
+/* A job's sampling interval: any value in this range, exactly as asked. */
+#define RT_JOB_INTERVAL_MIN 0.1
+#define RT_JOB_INTERVAL_MAX 3600.0
 
 /* Summary fields derived at query time. */
 double rt_job_duration(const struct rt_job *j, double now);

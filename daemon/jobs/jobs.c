@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const state_names[] = {"running", "finished", "failed", "stopped", "lost"};
+static const char *const state_names[] = {"running", "finished", "failed", "stopped", "lost", "ended"};
 
 const char *rt_job_state_name(enum rt_job_state s)
 {
@@ -91,19 +91,32 @@ struct rt_job *rt_jobs_find(struct rt_jobs *r, uint64_t id)
     return lo < r->n && r->v[lo]->id == id ? r->v[lo] : NULL;
 }
 
-struct rt_job *rt_jobs_find_name(struct rt_jobs *r, const char *name)
+struct rt_job *rt_jobs_find_name(struct rt_jobs *r, const char *name, uid_t owner, size_t *running)
 {
-    struct rt_job *newest = NULL;
-    for (size_t i = r->n; i-- > 0;) {
+    struct rt_job *newest = NULL, *live = NULL;
+    *running = 0;
+    for (size_t i = r->n; i-- > 0;) { /* newest first */
         struct rt_job *j = r->v[i];
-        if (!j->name || strcmp(j->name, name) != 0)
+        if (j->owner_uid != owner || !j->name || strcmp(j->name, name) != 0)
             continue;
-        if (j->state == RT_JOB_RUNNING)
-            return j;
         if (!newest)
             newest = j;
+        if (j->state == RT_JOB_RUNNING && !(*running)++)
+            live = j;
     }
-    return newest;
+    return live ? live : newest;
+}
+
+double rt_jobs_fast_rate_for(struct rt_jobs *r, uid_t uid, double base_secs)
+{
+    double rate = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct rt_job *j = r->v[i];
+        if (j->state == RT_JOB_RUNNING && j->owner_uid == uid && j->interval_secs > 0 &&
+            j->interval_secs < base_secs)
+            rate += 1 / j->interval_secs;
+    }
+    return rate;
 }
 
 size_t rt_jobs_running_for(struct rt_jobs *r, uid_t uid)
@@ -165,9 +178,12 @@ static struct json_object *summary_json(const struct rt_job *j, double now)
     add(o, "cpu_secs", rt_json_double(s->cpu_secs, 3));
     /* CPU time comes in clock ticks: a job of a few ms could show more
      * cores than the host has. */
-    double avg = dur > 0 ? s->cpu_secs / dur : 0, ncpu = online_cpus();
-    add(o, "avg_cores", rt_json_double(ncpu >= 1 && avg > ncpu ? ncpu : avg, 4));
-    add(o, "peak_cores", rt_json_double(s->peak_cores, 4));
+    double avg = s->cpu_secs / fmax(dur, RT_CORES_MIN_SPAN_SECS), ncpu = online_cpus();
+    if (ncpu >= 1 && avg > ncpu)
+        avg = ncpu;
+    add(o, "avg_cores", rt_json_double(avg, 4));
+    /* The whole job is a span too: no peak below its average. */
+    add(o, "peak_cores", rt_json_double(fmax(s->peak_cores, avg), 4));
     add(o, "peak_children", json_object_new_int64(s->peak_children));
     add(o, "peak_rss_bytes", rt_json_u64(s->peak_rss_bytes));
     add(o, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
@@ -210,6 +226,10 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
     json_object_object_del(o, "metadata");
     add(o, "metadata_bytes", rt_json_u64(j->metadata_bytes));
     add(o, "starttime", rt_json_u64(j->starttime));
+    if (j->reaper_pid > 0) {
+        add(o, "reaper_pid", json_object_new_int64(j->reaper_pid));
+        add(o, "reaper_starttime", rt_json_u64(j->reaper_starttime));
+    }
     /* Exact times: durations must not change across a restart. */
     add(o, "started_at", json_object_new_double(j->started_at));
     if (j->state != RT_JOB_RUNNING)
@@ -222,7 +242,7 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
 
 bool rt_job_interval_valid(double secs)
 {
-    return secs > 0 && secs <= RT_JOB_INTERVAL_MAX; /* false for NaN */
+    return secs >= RT_JOB_INTERVAL_MIN && secs <= RT_JOB_INTERVAL_MAX; /* false for NaN */
 }
 
 size_t rt_job_metadata_size(struct json_object *md)
@@ -247,6 +267,10 @@ struct rt_job *rt_job_from_record(struct json_object *o, const char **repaired)
     j->owner_uid = (uid_t)uid;
     j->pid = (int32_t)pid;
     j->starttime = starttime;
+    int64_t rp;
+    if (rt_json_get_i64(o, "reaper_pid", &rp) && rp > 0 && rp <= INT32_MAX &&
+        rt_json_get_u64(o, "reaper_starttime", &j->reaper_starttime))
+        j->reaper_pid = (int32_t)rp;
     j->state = (enum rt_job_state)rt_job_state_from_name(state);
     const char *name = rt_json_get_string(o, "name");
     j->name = name ? rt_xstrdup(name) : NULL;

@@ -23,9 +23,15 @@ void rt_jobs_unlock(struct rt_jobs *r);
 void rt_jobs_add(struct rt_jobs *r, struct rt_job *j);
 void rt_jobs_remove(struct rt_jobs *r, struct rt_job *j);
 struct rt_job *rt_jobs_find(struct rt_jobs *r, uint64_t id);
-/* The running job of that name, else the newest job of that name. */
-struct rt_job *rt_jobs_find_name(struct rt_jobs *r, const char *name);
+/* owner's job of that name: a running one, else the newest. *running counts
+ * owner's running jobs of that name (more than one: the name is ambiguous,
+ * and the newest running one is returned). Names are labels: any number of
+ * jobs may share one. */
+struct rt_job *rt_jobs_find_name(struct rt_jobs *r, const char *name, uid_t owner, size_t *running);
 size_t rt_jobs_running_for(struct rt_jobs *r, uid_t uid);
+/* Samples per second that uid's running jobs sampled faster than base_secs
+ * (the daemon's interval) take together. */
+double rt_jobs_fast_rate_for(struct rt_jobs *r, uid_t uid, double base_secs);
 
 struct rt_job *rt_job_new(void);
 void rt_job_free(struct rt_job *j);
@@ -42,8 +48,7 @@ struct json_object *rt_job_to_record(const struct rt_job *j);
  * from before the metadata file keep their metadata in j->metadata. */
 struct rt_job *rt_job_from_record(struct json_object *o, const char **repaired);
 
-/* What StartJob accepts. */
-#define RT_JOB_INTERVAL_MAX 3600.0
+/* What StartJob accepts: RT_JOB_INTERVAL_MIN .. _MAX. */
 bool rt_job_interval_valid(double secs);
 /* A job's metadata, serialised, is at most this long (LimitExceeded
  * "metadata_bytes"): ended jobs, kept on disk, must not fill it. */

@@ -5,24 +5,18 @@
 
 #include <string.h>
 
-void rt_job_summary_note_cores(struct rt_job_summary *s, double cores, double span_secs,
-                               double interval_secs)
+void rt_job_summary_note_cores(struct rt_job_summary *s, double cores)
 {
-    bool full = span_secs >= interval_secs / 2;
-    if (full && !s->peak_full) {
-        s->peak_full = true;
+    if (cores > s->peak_cores)
         s->peak_cores = cores;
-    } else if (full == s->peak_full && cores > s->peak_cores) {
-        s->peak_cores = cores;
-    }
 }
 
-void rt_job_summary_add(struct rt_job_summary *s, const struct rt_job_figures *f, double interval_secs)
+void rt_job_summary_add(struct rt_job_summary *s, const struct rt_job_figures *f)
 {
     double span = (double)f->interval_ms / 1000;
     s->samples++;
     s->cpu_secs += f->utime_secs + f->stime_secs;
-    rt_job_summary_note_cores(s, f->cores_used, span, interval_secs);
+    rt_job_summary_note_cores(s, f->cores_used);
     if (f->child_count > s->peak_children)
         s->peak_children = f->child_count;
     if (f->rss_bytes > s->peak_rss_bytes)
@@ -82,7 +76,6 @@ struct json_object *rt_job_summary_to_record(const struct rt_job_summary *s)
     add(t, "samples", rt_json_u64(s->samples));
     add(t, "cpu_secs", json_object_new_double(s->cpu_secs));
     add(t, "peak_cores", json_object_new_double(s->peak_cores));
-    add(t, "peak_full", json_object_new_boolean(s->peak_full));
     add(t, "peak_children", json_object_new_int64(s->peak_children));
     add(t, "peak_rss_bytes", rt_json_u64(s->peak_rss_bytes));
     add(t, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
@@ -110,9 +103,6 @@ void rt_job_summary_from_record(struct rt_job_summary *s, struct json_object *t,
     rt_json_get_u64(t, "samples", &s->samples);
     rt_json_get_double(t, "cpu_secs", &s->cpu_secs);
     rt_json_get_double(t, "peak_cores", &s->peak_cores);
-    /* Records from before the flag: their peak is a plain maximum. */
-    s->peak_full = true;
-    rt_json_get_bool(t, "peak_full", &s->peak_full);
     if (rt_json_get_u64(t, "peak_children", &u))
         s->peak_children = (uint32_t)u;
     rt_json_get_u64(t, "peak_rss_bytes", &s->peak_rss_bytes);

@@ -12,8 +12,7 @@
 struct rt_job_summary {
     uint64_t samples;
     double cpu_secs;
-    double peak_cores;
-    bool peak_full;                /* peak_cores is from a full-length interval */
+    double peak_cores;             /* highest process_cores_used of a sample */
     uint32_t peak_children;
     uint64_t peak_rss_bytes, peak_pss_bytes;
     uint64_t disk_read_bytes, disk_write_bytes;
@@ -49,16 +48,17 @@ struct rt_job_figures {
     double gpu_energy_joules;      /* the job's share in the interval */
 };
 
-/* The rule: add one sample's figures. interval_secs is the job's nominal
- * interval (for the peak; see rt_job_summary_note_cores). */
-void rt_job_summary_add(struct rt_job_summary *s, const struct rt_job_figures *f, double interval_secs);
+/* The rule: add one sample's figures. */
+void rt_job_summary_add(struct rt_job_summary *s, const struct rt_job_figures *f);
 
-/* A sample's cores used, for the peak. CPU times move in clock ticks
- * (10 ms), so a sample over a few ms (a job's first, or its last when it
- * ends) can read as several cores: one over less than half the interval
- * sets the peak only while no full-length one has. */
-void rt_job_summary_note_cores(struct rt_job_summary *s, double cores, double span_secs,
-                               double interval_secs);
+/* A sample's cores used, for the peak: the highest of all samples. (A
+ * sample's cores are its CPU time over at least RT_CORES_MIN_SPAN_SECS, so
+ * a short one cannot read high from a single clock tick.) */
+void rt_job_summary_note_cores(struct rt_job_summary *s, double cores);
+
+/* CPU time moves in clock ticks (10 ms): cores are measured over at least
+ * ten of them. */
+#define RT_CORES_MIN_SPAN_SECS 0.1
 
 /* Add GPU UUIDs the job used to its set; true when the set grew (the
  * record is saved then, so that a restart keeps it). */

@@ -71,7 +71,27 @@ static uint64_t pss_of(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_pt
     return rt_pss_estimate(&p->pss, rss);
 }
 
-/* Walk the tree from the root into t->cur; fills memory figures in out. */
+/* The reaper as a node of its own: its children are walked, and of its
+ * counters only cutime/cstime (what it reaped) are kept. */
+static void walk_reaper(struct rt_ptree *t, struct rt_proc_cache *c, size_t *sp)
+{
+    const struct rt_pinfo *pi = rt_proc_cache_get(c, t->reaper_pid, RT_PI_KIDS);
+    if (!pi || pi->st.starttime != t->reaper_starttime || table_find(&t->cur, t->reaper_pid))
+        return; /* gone (the job ends with its root anyway), or reused */
+    struct rt_ptrack *p = table_add(&t->cur, t->reaper_pid);
+    p->reaper = true;
+    p->ppid = pi->st.ppid;
+    p->starttime = pi->st.starttime;
+    p->u = pi->st.cutime;
+    p->s = pi->st.cstime;
+    size_t nk;
+    const int32_t *kids = rt_proc_cache_kids(c, pi, &nk);
+    for (size_t i = 0; i < nk; i++)
+        push(&t->stack, sp, &t->stack_cap, kids[i]);
+}
+
+/* Walk the tree from the root (and the reaper) into t->cur; fills memory
+ * figures in out. */
 static void walk(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_result *out)
 {
     uint64_t now = rt_mono_ns();
@@ -79,6 +99,8 @@ static void walk(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_re
     t->npids = 0;
     size_t sp = 0;
     push(&t->stack, &sp, &t->stack_cap, t->root_pid);
+    if (t->reaper_pid > 0)
+        walk_reaper(t, c, &sp);
     while (sp) {
         int32_t pid = t->stack[--sp];
         if (table_find(&t->cur, pid))
@@ -111,7 +133,7 @@ static void walk(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_re
         for (size_t i = 0; i < nk; i++)
             push(&t->stack, &sp, &t->stack_cap, kids[i]);
     }
-    out->nprocs = (uint32_t)t->cur.n;
+    out->nprocs = (uint32_t)t->npids;
 }
 
 int rt_ptree_init(struct rt_ptree *t, struct rt_proc_cache *c, int32_t root_pid,
@@ -129,6 +151,12 @@ int rt_ptree_init(struct rt_ptree *t, struct rt_proc_cache *c, int32_t root_pid,
         return -ENOENT;
     }
     return 0;
+}
+
+void rt_ptree_set_reaper(struct rt_ptree *t, int32_t pid, uint64_t starttime)
+{
+    t->reaper_pid = pid;
+    t->reaper_starttime = starttime;
 }
 
 void rt_ptree_free(struct rt_ptree *t)

@@ -10,7 +10,13 @@
  * final totals, of which we had already counted the part up to the child's
  * last sighting: that part is subtracted once, from the nearest living
  * ancestor. Processes are keyed by (pid, starttime), so a reused PID is a new
- * process and never inherits a stranger's counters. */
+ * process and never inherits a stranger's counters.
+ *
+ * A tree may have a reaper: the root's parent, a child subreaper
+ * (PR_SET_CHILD_SUBREAPER) to which the tree's orphans are re-parented
+ * (`resource-trackerctl run`). Its other children and their descendants are
+ * in the tree; of the reaper itself only what it reaps counts (the growth of
+ * its cutime/cstime): not its own CPU, memory or I/O. */
 #ifndef RT_PTREE_H
 #define RT_PTREE_H
 
@@ -24,6 +30,7 @@
 
 struct rt_ptrack {
     int32_t pid, ppid;
+    bool reaper;          /* the tree's reaper: only its reaped children count */
     uint64_t starttime;
     uint64_t u, s;        /* inclusive CPU ticks at the last sighting */
     uint64_t rb, wb;      /* inclusive I/O bytes at the last sighting */
@@ -41,6 +48,8 @@ struct rt_ptable {
 struct rt_ptree {
     int32_t root_pid;
     uint64_t root_starttime;
+    int32_t reaper_pid;       /* 0: none */
+    uint64_t reaper_starttime;
     uint64_t job_start_ticks; /* boot-time ticks when tracking began */
     bool with_pss;
     struct rt_ptable cur, prev;
@@ -67,6 +76,9 @@ struct rt_ptree_result {
 int rt_ptree_init(struct rt_ptree *t, struct rt_proc_cache *c, int32_t root_pid,
                   uint64_t root_starttime, bool with_pss);
 void rt_ptree_free(struct rt_ptree *t);
+/* After rt_ptree_init: processes re-parented to this reaper belong to the
+ * tree from the next scan on (its counters are the baseline then). */
+void rt_ptree_set_reaper(struct rt_ptree *t, int32_t pid, uint64_t starttime);
 /* One interval: walk the tree through the cache, account, report. */
 void rt_ptree_scan(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_result *out);
 

@@ -36,6 +36,7 @@ struct rt_sampler {
     _Atomic uint64_t retention_age, retention_bytes;
     atomic_uint retention_jobs;
     bool retention_warned;      /* running jobs hold more than the limit */
+    _Atomic uint64_t host_interval_ns; /* the base interval; a reload may change it */
 
     /* sampler thread only */
     struct rt_host_sampler *host;
@@ -47,9 +48,10 @@ struct rt_sampler {
     struct rt_host_text host_text; /* where job fields go in the latest host text */
     bool host_text_ok, host_text_warned;
     struct rt_csv_host csv_host; /* the tick's host values for CSV rows */
-    uint64_t host_timestamp, host_interval_ms;
+    uint64_t host_timestamp_ms, host_interval_ms;
     bool host_has_interval;
     struct rt_ticker ticker;
+    uint64_t grid_origin_ns;    /* host and job deadlines are origin + k·interval */
     struct rt_job **active;
     size_t nactive, active_cap;
     struct rt_buf text;         /* a job sample being made */
@@ -68,6 +70,9 @@ void rt_sampler_wake_main(struct rt_sampler *s);
 void rt_sampler_publish(struct rt_sampler *s, struct rt_sevt *e, bool quiet);
 struct rt_sevt *rt_sevt_new(enum rt_sevt_type t);
 void rt_sampler_drain_requests(struct rt_sampler *s);
+
+/* sampler.c: a job's first deadline on the grid of its interval. */
+void rt_sampler_schedule_job(struct rt_sampler *s, struct rt_job *j, uint64_t now);
 
 /* lifecycle.c: jobs begin and end. */
 enum rt_end_reason {

@@ -124,14 +124,19 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
         .disk_read_bytes = r->d_read_bytes,
         .disk_write_bytes = r->d_write_bytes,
     };
-    /* CPU times move in clock ticks: over less than one, a tick would read
-     * as several cores. No tree uses more cores than the host has. */
-    p.cores_used = (p.utime_secs + p.stime_secs) / fmax(elapsed, 1.0 / tck);
+    /* CPU times move in clock ticks: over a few ms, one tick would read as
+     * several cores. No tree uses more cores than the host has. */
+    p.cores_used = (p.utime_secs + p.stime_secs) / fmax(elapsed, RT_CORES_MIN_SPAN_SECS);
     const struct rt_sample *sm = &s->sample;
     double ncpu = sm->cpu.n_cores ? (double)sm->cpu.n_cores : (double)sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu >= 1 && p.cores_used > ncpu)
         p.cores_used = ncpu;
-    uint64_t timestamp = fresh ? rt_real_ns() / RT_NSEC_PER_SEC : s->host_timestamp;
+    /* No two samples of a job share a timestamp: a final sample right after
+     * a tick's (or a wall clock stepped back) moves to the next ms. */
+    uint64_t timestamp_ms = fresh ? rt_real_ns() / 1000000 : s->host_timestamp_ms;
+    if (timestamp_ms <= j->last_timestamp_ms)
+        timestamp_ms = j->last_timestamp_ms + 1;
+    j->last_timestamp_ms = timestamp_ms;
     if (!j->gpu_state) {
         j->gpu_state = rt_gpu_job_new();
         j->gpu_energy_seen = 0;
@@ -142,18 +147,32 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
     rt_gpu_job_summary(j->gpu_state, &gs);
     struct rt_job_figures f = job_figures(j, &p, &g, (uint64_t)llround(elapsed * 1000.0), r, &gs);
 
-    bool kept = j->fig && rt_samples_append(&s->store->samples, j->fig, &f, timestamp);
+    bool kept = j->fig && rt_samples_append(&s->store->samples, j->fig, &f, timestamp_ms);
     struct rt_job_sample js = {.job_id = j->id, .name_json = j->name_json, .pid = j->pid,
-                               .timestamp_secs = timestamp, .f = &f};
+                               .timestamp_ms = timestamp_ms, .f = &f};
     struct rt_rcstr *line = s->host_text_ok ? job_text(s, &js, false) : NULL;
     struct rt_rcstr *csv = job_text(s, &js, true);
 
     rt_jobs_lock(s->jobs);
     uint64_t index = j->summary.samples;
-    rt_job_summary_add(&j->summary, &f, j->interval_secs);
+    rt_job_summary_add(&j->summary, &f);
     if (!kept)
         j->summary.samples--; /* its usage counts; the count is of stored samples, which the index follows */
     bool new_gpus = gs.present && rt_job_summary_note_gpus(&j->summary, gs.gpu_uuids, gs.n_gpus);
+    j->current = (struct rt_job_current){
+        .present = true,
+        .sampled_at = (double)rt_real_ns() / 1e9,
+        .cores = p.cores_used,
+        .processes = (uint32_t)r->nprocs,
+        .rss_bytes = r->rss_bytes,
+        .pss_bytes = r->pss_bytes,
+        .disk_read_bytes_per_sec = (double)r->d_read_bytes / elapsed,
+        .disk_write_bytes_per_sec = (double)r->d_write_bytes / elapsed,
+        .has_gpu = g.present,
+        .gpu_usage = g.usage,
+        .gpu_vram_bytes = f.gpu_vram_bytes,
+        .gpus_used = g.utilized,
+    };
     rt_jobs_unlock(s->jobs);
     if (new_gpus)
         rt_sampler_save_record(s, j, false); /* a restart must know every GPU used */

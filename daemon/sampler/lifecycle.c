@@ -77,10 +77,13 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
     ended.has_exit = has_exit;
     ended.exit_code = has_exit ? code : 0;
     ended.signal = has_exit ? sig : 0;
+    /* "finished" means status 0: a status nobody could read is no success. */
     if (why == RT_END_STOPPED)
         ended.state = RT_JOB_STOPPED;
+    else if (!has_exit)
+        ended.state = RT_JOB_ENDED;
     else
-        ended.state = has_exit && (code != 0 || sig != 0) ? RT_JOB_FAILED : RT_JOB_FINISHED;
+        ended.state = code != 0 || sig != 0 ? RT_JOB_FAILED : RT_JOB_FINISHED;
     struct json_object *rec = rt_job_to_record(&ended);
     rt_jobs_unlock(s->jobs);
     int w = rt_store_save_record(s->store, j->id, rec, true);
@@ -108,7 +111,7 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
     active_remove(s, j);
     rt_sampler_job_stored(s, j);
     if (j->wants_upload && s->o.upload)
-        rt_upload_job_end(s->o.upload, j->id, j->has_exit ? j->exit_code : 0);
+        rt_upload_job_end(s->o.upload, j->id, j->has_exit ? j->exit_code : RT_UPLOAD_EXIT_UNKNOWN);
     /* Its journal record ("Job N … finished after …") comes from the main thread. */
     struct rt_sevt *e = rt_sevt_new(RT_SEVT_JOB_ENDED);
     e->job_id = j->id;
@@ -140,6 +143,8 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
         j->pidfd = -1;
         return -ESRCH;
     }
+    if (j->reaper_pid > 0)
+        rt_ptree_set_reaper(&j->tree, j->reaper_pid, j->reaper_starttime);
     j->tracking = true;
     if (!resume) {
         rt_jobs_lock(s->jobs);
@@ -164,11 +169,8 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
             j->name_json = rt_job_name_json(j->name);
         rt_jobs_unlock(s->jobs);
     }
-    double ratio = j->interval_secs / s->o.interval_secs;
-    j->ticks_per_sample = ratio < 1.5 ? 1 : (unsigned)llround(ratio);
-    j->interval_secs = j->ticks_per_sample * s->o.interval_secs;
-    j->tick_phase = 0;
     j->last_sample_mono_ns = rt_mono_ns();
+    rt_sampler_schedule_job(s, j, j->last_sample_mono_ns);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
     if (j->pidfd >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, j->pidfd, &ev) < 0) {
         /* Without the watch, the tick notices the end (as without pidfds). */
@@ -230,7 +232,7 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
         rt_sampler_job_stored(s, j);
         rt_notice("job %" PRIu64 " lost: its process ended while the daemon was not running", j->id);
         if (j->wants_upload && s->o.upload)
-            rt_upload_job_end(s->o.upload, j->id, 0);
+            rt_upload_job_end(s->o.upload, j->id, RT_UPLOAD_EXIT_UNKNOWN);
         break;
     }
     case RT_SREQ_FINISH:
@@ -247,7 +249,9 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
                     q->exit_code, q->signal);
         } else if (q->type == RT_SREQ_FINISH && q->has_exit && !j->has_exit &&
                    j->state != RT_JOB_STOPPED) {
-            /* The pidfd beat the parent's report: fill in the status it knows. */
+            /* The daemon ended it without a status (its root gone while no
+             * daemon ran: lost; or reaped first: ended): the parent knows it. */
+            bool was_lost = j->state == RT_JOB_LOST;
             rt_jobs_lock(s->jobs);
             j->has_exit = true;
             j->exit_code = q->exit_code;
@@ -255,6 +259,14 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
             j->state = q->exit_code || q->signal ? RT_JOB_FAILED : RT_JOB_FINISHED;
             rt_jobs_unlock(s->jobs);
             rt_sampler_save_record(s, j, true);
+            rt_info("job %" PRIu64 ": exit status %d reported after its end", j->id, j->exit_code);
+            if (j->wants_upload && s->o.upload)
+                rt_upload_job_set_exit(s->o.upload, j->id, j->exit_code);
+            if (was_lost) { /* its first journal record: a lost job had none */
+                struct rt_sevt *e = rt_sevt_new(RT_SEVT_JOB_ENDED);
+                e->job_id = j->id;
+                rt_sampler_publish(s, e, false);
+            }
         } else if (q->type == RT_SREQ_STOP) {
             q->result = -EALREADY;
         }

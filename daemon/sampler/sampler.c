@@ -7,6 +7,7 @@
 #include "system/log.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -20,11 +21,49 @@
 #define RETENTION_EVERY_NS (60 * RT_NSEC_PER_SEC)
 #define RETENTION_SOON_NS RT_NSEC_PER_SEC
 
+/* Deadlines within this of each other are one tick: grids that meet share
+ * the host sample and the process scan. */
+#define SLACK_NS (2 * 1000 * 1000)
+
+/* The first point of the grid origin + k·iv after `after`. */
+static uint64_t grid_next(uint64_t origin, uint64_t iv, uint64_t after)
+{
+    return after < origin ? origin : origin + ((after - origin) / iv + 1) * iv;
+}
+
+void rt_sampler_schedule_job(struct rt_sampler *s, struct rt_job *j, uint64_t now)
+{
+    /* On the grid of its interval from the host's origin: a job at the
+     * daemon's interval (or a multiple) ticks with the host, jobs of one
+     * interval tick together. The first sample half an interval after the
+     * start at least. */
+    j->interval_ns = (uint64_t)llround(j->interval_secs * 1e9);
+    j->due_ns = grid_next(s->grid_origin_ns, j->interval_ns, now + j->interval_ns / 2);
+}
+
+/* The earliest deadline: the host's or a job's. */
+static uint64_t next_deadline(const struct rt_sampler *s)
+{
+    uint64_t d = s->ticker.deadline_ns;
+    for (size_t i = 0; i < s->nactive; i++)
+        if (s->active[i]->due_ns < d)
+            d = s->active[i]->due_ns;
+    return d;
+}
+
 static int arm_timer(struct rt_sampler *s)
 {
+    uint64_t iv = atomic_load(&s->host_interval_ns);
+    if (iv != s->ticker.interval_ns) { /* a reload changed the base interval: a new grid */
+        uint64_t now = rt_mono_ns();
+        rt_ticker_init(&s->ticker, iv, now);
+        s->grid_origin_ns = s->ticker.deadline_ns;
+        for (size_t i = 0; i < s->nactive; i++)
+            rt_sampler_schedule_job(s, s->active[i], now);
+    }
+    uint64_t d = next_deadline(s);
     struct itimerspec its = {
-        .it_value = {.tv_sec = (time_t)(s->ticker.deadline_ns / RT_NSEC_PER_SEC),
-                     .tv_nsec = (long)(s->ticker.deadline_ns % RT_NSEC_PER_SEC)},
+        .it_value = {.tv_sec = (time_t)(d / RT_NSEC_PER_SEC), .tv_nsec = (long)(d % RT_NSEC_PER_SEC)},
     };
     if (timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
         rt_err("sampler: cannot arm the tick timer: %s", strerror(errno));
@@ -33,12 +72,14 @@ static int arm_timer(struct rt_sampler *s)
     return 0;
 }
 
-static void host_tick(struct rt_sampler *s)
+/* The host sample of a tick; published to host streams only on the host's
+ * own grid (a job's faster interval does not speed up theirs). */
+static void host_tick(struct rt_sampler *s, bool publish)
 {
     rt_sample_reset(&s->sample);
     rt_host_sampler_collect(s->host, &s->sample);
     rt_gpu_collect(s->gpu, &s->sample);
-    s->host_timestamp = s->sample.timestamp_secs;
+    s->host_timestamp_ms = s->sample.timestamp_ms;
     s->host_has_interval = s->sample.has_interval;
     s->host_interval_ms = s->sample.actual_interval_ms;
     unsigned amd = 0;
@@ -56,6 +97,10 @@ static void host_tick(struct rt_sampler *s)
     rt_rcstr_unref(s->latest);
     s->latest = rt_rcstr_ref(str);
     pthread_mutex_unlock(&s->mu);
+    if (!publish) {
+        rt_rcstr_unref(str);
+        return;
+    }
     struct rt_sevt *e = rt_sevt_new(RT_SEVT_HOST);
     e->json = str;
     rt_sampler_publish(s, e, false);
@@ -69,16 +114,30 @@ static bool root_ended(struct rt_sampler *s, const struct rt_job *j)
     return !pi || pi->st.starttime != j->starttime || pi->st.state == 'Z';
 }
 
+/* The next deadline on a job's grid after now (missed ones are skipped). */
+static void job_advance(struct rt_sampler *s, struct rt_job *j, uint64_t now)
+{
+    j->due_ns += j->interval_ns;
+    if (j->due_ns <= now)
+        j->due_ns = grid_next(s->grid_origin_ns, j->interval_ns, now);
+}
+
 static void tick(struct rt_sampler *s)
 {
+    uint64_t now = rt_mono_ns();
+    bool host_due = now + SLACK_NS >= s->ticker.deadline_ns;
     if (s->o.stall_file && access(s->o.stall_file, F_OK) == 0) {
         /* Test hook for the watchdog: behave like a sampler stuck in a driver call. */
         rt_log_once(&s->stall_logged, LOG_WARNING, "sampler stalled by test hook %s", s->o.stall_file);
+        for (size_t i = 0; i < s->nactive; i++)
+            if (s->active[i]->due_ns <= now + SLACK_NS)
+                job_advance(s, s->active[i], now);
+        if (host_due)
+            rt_ticker_advance(&s->ticker, now);
         return;
     }
     s->tick_no++;
-    host_tick(s);
-    bool sampled = false;
+    host_tick(s, host_due);
     for (size_t i = 0; i < s->nactive;) {
         struct rt_job *j = s->active[i];
         if (j->pidfd < 0 && root_ended(s, j)) {
@@ -86,20 +145,21 @@ static void tick(struct rt_sampler *s)
             continue;
         }
         i++;
-        if (++j->tick_phase < j->ticks_per_sample)
+        if (j->due_ns > now + SLACK_NS)
             continue;
-        j->tick_phase = 0;
+        job_advance(s, j, now);
         struct rt_ptree_result r;
-        if (rt_sampler_job_sample(s, j, false, &r)) {
-            sampled = true;
-            if (j->summary.samples % RECORD_EVERY == 0)
-                rt_sampler_save_record(s, j, false);
-        }
+        if (rt_sampler_job_sample(s, j, false, &r) && j->summary.samples % RECORD_EVERY == 0)
+            rt_sampler_save_record(s, j, false);
     }
-    if (sampled)
-        rt_sampler_wake_main(s);
+    /* Wakes the main loop for the tick's job samples too. */
+    struct rt_sevt *done = rt_sevt_new(RT_SEVT_TICK_DONE);
+    done->index = s->tick_no;
+    rt_sampler_publish(s, done, false);
+    if (host_due)
+        rt_ticker_advance(&s->ticker, now);
     rt_sampler_seal_one(s);
-    uint64_t now = rt_mono_ns();
+    now = rt_mono_ns();
     /* Every minute, and soon after jobs end: a user who starts and stops
      * jobs in a loop must not run past the limits for a minute. */
     if (now >= s->next_retention_ns ||
@@ -138,11 +198,11 @@ static void *run(void *arg)
                     rt_sampler_end_job(s, j, RT_END_ROOT_EXITED, false, 0, 0);
             }
         }
-        if (due && !atomic_load(&s->stop)) {
+        if (due && !atomic_load(&s->stop))
             tick(s);
-            rt_ticker_advance(&s->ticker, rt_mono_ns());
+        /* A job that began or ended, or a new base interval, moves the next deadline. */
+        if (!atomic_load(&s->stop))
             arm_timer(s);
-        }
     }
     return NULL;
 }
@@ -186,9 +246,29 @@ void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint6
     atomic_store(&s->retention_jobs, max_jobs_per_uid);
 }
 
+void rt_sampler_set_interval(struct rt_sampler *s, double interval_secs)
+{
+    atomic_store(&s->host_interval_ns, (uint64_t)llround(interval_secs * 1e9));
+    uint64_t one = 1; /* the sampler re-arms its timer after any wake-up */
+    if (write(s->req_efd, &one, sizeof(one)) < 0)
+        rt_warn("sampler: cannot wake for a new interval: %s", strerror(errno));
+}
+
 void rt_sampler_set_upload(struct rt_sampler *s, struct rt_upload_worker *w)
 {
     s->o.upload = w;
+}
+
+/* The first sample, and the grid the ticks follow. */
+static void prime(struct rt_sampler *s)
+{
+    /* The first sample exists before anyone is told we are ready. */
+    host_tick(s, true);
+    atomic_store(&s->heartbeat, rt_mono_ns());
+    s->next_retention_ns = rt_mono_ns();
+    atomic_store(&s->host_interval_ns, (uint64_t)llround(s->o.interval_secs * 1e9));
+    rt_ticker_init(&s->ticker, atomic_load(&s->host_interval_ns), rt_mono_ns());
+    s->grid_origin_ns = s->ticker.deadline_ns;
 }
 
 int rt_sampler_start(struct rt_sampler *s)
@@ -197,11 +277,7 @@ int rt_sampler_start(struct rt_sampler *s)
         rt_err("sampler: cannot create its event descriptors: %s", strerror(s->setup_errno));
         return -s->setup_errno;
     }
-    /* The first sample exists before anyone is told we are ready. */
-    host_tick(s);
-    atomic_store(&s->heartbeat, rt_mono_ns());
-    s->next_retention_ns = rt_mono_ns();
-    rt_ticker_init(&s->ticker, (uint64_t)(s->o.interval_secs * 1e9), rt_mono_ns());
+    prime(s);
     int r = arm_timer(s);
     if (r < 0)
         return r;
@@ -242,7 +318,7 @@ void rt_sampler_stop(struct rt_sampler *s)
 void rt_sampler_test_tick(struct rt_sampler *s)
 {
     if (!s->host_obj)
-        host_tick(s);
+        prime(s);
     tick(s);
 }
 

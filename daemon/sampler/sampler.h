@@ -43,6 +43,7 @@ enum rt_sevt_type {
     RT_SEVT_HOST,        /* json: host sample */
     RT_SEVT_JOB_SAMPLE,  /* json + csv row of sample number index of job_id */
     RT_SEVT_JOB_ENDED,
+    RT_SEVT_TICK_DONE,   /* index: the tick whose host and job samples are all out (live views refresh) */
 };
 
 struct rt_sevt {
@@ -73,6 +74,9 @@ void rt_sreq_free(struct rt_sreq *q);
 
 struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_jobs *jobs,
                                   struct rt_store *store);
+/* The base interval (host sampling, and the default of new jobs); may change
+ * while running (SIGHUP). Running jobs keep theirs. */
+void rt_sampler_set_interval(struct rt_sampler *s, double interval_secs);
 /* Retention limits; may change while running (SIGHUP). */
 void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint64_t max_bytes,
                               unsigned max_jobs_per_uid);

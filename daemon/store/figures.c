@@ -19,11 +19,11 @@ double rt_figures_round(double v, int places)
     return (double)scaled(v, scale) / scale;
 }
 
-void rt_figures_encode(const struct rt_job_figures *f, uint64_t hseq, uint64_t timestamp, int64_t v[RT_FIG_NUMS])
+void rt_figures_encode(const struct rt_job_figures *f, uint64_t hseq, uint64_t timestamp_ms, int64_t v[RT_FIG_NUMS])
 {
     int64_t x[RT_FIG_NUMS] = {
         (int64_t)hseq,
-        (int64_t)timestamp,
+        (int64_t)timestamp_ms,
         (int64_t)f->interval_ms,
         f->child_count,
         scaled(f->cores_used, 1e4),
@@ -42,14 +42,14 @@ void rt_figures_encode(const struct rt_job_figures *f, uint64_t hseq, uint64_t t
     memcpy(v, x, sizeof(x));
 }
 
-bool rt_figures_decode(const struct rt_rec *r, struct rt_job_figures *f, uint64_t *hseq, uint64_t *timestamp)
+bool rt_figures_decode(const struct rt_rec *r, struct rt_job_figures *f, uint64_t *hseq, uint64_t *timestamp_ms)
 {
     if (r->n != RT_FIG_NUMS || r->tlen != strlen(RT_FIG_TEMPLATE) ||
         memcmp(r->tmpl, RT_FIG_TEMPLATE, r->tlen) != 0)
         return false;
     const int64_t *v = r->v;
     *hseq = (uint64_t)v[0];
-    *timestamp = (uint64_t)v[1];
+    *timestamp_ms = (uint64_t)v[1];
     *f = (struct rt_job_figures){
         .interval_ms = (uint64_t)v[2],
         .child_count = (uint32_t)v[3],

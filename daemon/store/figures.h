@@ -1,6 +1,6 @@
 /* A job's sample as the store keeps it: its figures (jobs/summary.h), the
  * host sample it goes with (by number in the host timeline) and its
- * timestamp, as a record of integers; or a migrated
+ * timestamp (ms), as a record of integers; or a migrated
  * sample line kept as it was, when it cannot be rebuilt from those. */
 #ifndef RT_STORE_FIGURES_H
 #define RT_STORE_FIGURES_H
@@ -19,9 +19,9 @@
 #define RT_FIG_NUMS 16
 
 /* The record's numbers (the figures at their precision are kept exactly). */
-void rt_figures_encode(const struct rt_job_figures *f, uint64_t hseq, uint64_t timestamp, int64_t v[RT_FIG_NUMS]);
+void rt_figures_encode(const struct rt_job_figures *f, uint64_t hseq, uint64_t timestamp_ms, int64_t v[RT_FIG_NUMS]);
 /* false when r is not a figures record. */
-bool rt_figures_decode(const struct rt_rec *r, struct rt_job_figures *f, uint64_t *hseq, uint64_t *timestamp);
+bool rt_figures_decode(const struct rt_rec *r, struct rt_job_figures *f, uint64_t *hseq, uint64_t *timestamp_ms);
 
 /* The figures of a sample line (a sample stored before figures were, or
  * kept as it was): memory in whole MiB, no GPU energy. false when it is not

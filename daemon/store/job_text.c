@@ -47,16 +47,24 @@ bool rt_host_text_parse(const char *p, size_t len, struct rt_host_text *h)
     h->proc2_end = (size_t)(d - p);
     h->job = (size_t)(e - p) + 1;
     h->job_end = h->job + strlen(JOB_NULL);
-    /* The end: "timestamp_secs":DIGITS,"tracked_pid":null} */
+    /* The end: ["timestamp_ms":DIGITS,]"timestamp_secs":DIGITS,"tracked_pid":null} */
     if (len < strlen(TAIL_NULL) || memcmp(p + len - strlen(TAIL_NULL), TAIL_NULL, strlen(TAIL_NULL)) != 0)
         return false;
     size_t t = len - strlen(TAIL_NULL);
-    while (t > h->job_end && p[t - 1] >= '0' && p[t - 1] <= '9')
-        t--;
-    static const char ts[] = ",\"timestamp_secs\":";
-    if (t < h->job_end + strlen(ts) || memcmp(p + t - strlen(ts), ts, strlen(ts)) != 0)
-        return false;
-    h->tail = t - strlen(ts) + 1;
+    static const char *const keys[] = {",\"timestamp_secs\":", ",\"timestamp_ms\":"};
+    for (int k = 0; k < 2; k++) {
+        while (t > h->job_end && p[t - 1] >= '0' && p[t - 1] <= '9')
+            t--;
+        size_t kl = strlen(keys[k]);
+        if (t < h->job_end + kl || memcmp(p + t - kl, keys[k], kl) != 0) {
+            if (k == 0)
+                return false;
+            break; /* no timestamp_ms: a sample from before it */
+        }
+        t -= kl;
+        h->has_ms = k == 1;
+    }
+    h->tail = t + 1;
     return true;
 }
 
@@ -143,8 +151,13 @@ void rt_job_sample_json(const struct rt_host_text *h, const struct rt_job_sample
     put_str(out, s->name_json);
     rt_buf_byte(out, ',');
     put_slice(out, h, h->job_end, h->tail);
+    if (h->has_ms) {
+        put_str(out, "\"timestamp_ms\":");
+        put_u64(out, s->timestamp_ms);
+        rt_buf_byte(out, ',');
+    }
     put_str(out, "\"timestamp_secs\":");
-    put_u64(out, s->timestamp_secs);
+    put_u64(out, s->timestamp_ms / 1000);
     put_str(out, ",\"tracked_pid\":");
     put_i64(out, s->pid);
     if (!h->ai_end) { /* json-c adds a key it did not have at the end */
@@ -176,11 +189,11 @@ bool rt_job_sample_csv(const double *host, size_t n, const struct rt_job_sample 
         .utilized = f->gpu_utilized,
     };
     rt_buf_reserve(out, 512);
-    size_t len = rt_csv_row(host, n, s->timestamp_secs, (double)f->interval_ms / 1000.0, &p, &g,
+    size_t len = rt_csv_row(host, n, s->timestamp_ms, (double)f->interval_ms / 1000.0, &p, &g,
                             (char *)out->p + out->len, out->cap - out->len);
     if (len >= out->cap - out->len) {
         rt_buf_reserve(out, len + 1);
-        len = rt_csv_row(host, n, s->timestamp_secs, (double)f->interval_ms / 1000.0, &p, &g,
+        len = rt_csv_row(host, n, s->timestamp_ms, (double)f->interval_ms / 1000.0, &p, &g,
                          (char *)out->p + out->len, out->cap - out->len);
     }
     if (!len)

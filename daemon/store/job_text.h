@@ -21,7 +21,8 @@ struct rt_host_text {
     size_t proc1, proc1_end;        /* "process_child_count" and "process_cores_used" */
     size_t proc2, proc2_end;        /* "process_disk_read_bytes" .. "process_utime_secs" */
     size_t job, job_end;            /* "job_id":null,"job_name":null, */
-    size_t tail;                    /* "timestamp_secs":…,"tracked_pid":null} */
+    size_t tail;                    /* ["timestamp_ms":…,]"timestamp_secs":…,"tracked_pid":null} */
+    bool has_ms;                    /* timestamp_ms is there (samples from before it had none) */
 };
 
 /* false when the text is not a host sample of rt_sample_to_json. */
@@ -32,7 +33,7 @@ struct rt_job_sample {
     uint64_t job_id;
     const char *name_json;          /* the name as a JSON string, or "null" */
     int32_t pid;
-    uint64_t timestamp_secs;
+    uint64_t timestamp_ms;
     const struct rt_job_figures *f;
 };
 

@@ -117,22 +117,25 @@ static bool migrate_line(struct rt_samples *s, struct rt_migration *m, const str
     char err[128];
     struct json_object *o = rt_vl_parse(line, len, err, sizeof(err));
     struct rt_job_figures f;
-    uint64_t ts = 0;
+    uint64_t secs = 0, ts;
     if (!o || !json_object_is_type(o, json_type_object) || !rt_figures_from_json(o, j->interval_secs, &f) ||
-        !rt_json_get_u64(o, "timestamp_secs", &ts)) {
+        !rt_json_get_u64(o, "timestamp_secs", &secs)) {
         json_object_put(o);
         c->garbage++;
         return true; /* dropped, not stored */
     }
+    /* Lines from before timestamp_ms: the whole second, as they are read. */
+    if (!rt_json_get_u64(o, "timestamp_ms", &ts) || ts / 1000 != secs)
+        ts = secs * 1000;
     uint64_t index = c->kept + c->verbatim;
     if (index >= j->replay_from)
-        rt_job_summary_add(j->sum, &f, j->interval_secs);
+        rt_job_summary_add(j->sum, &f);
     size_t hlen;
     const char *htext = host_text(o, &hlen);
     struct rt_host_text ht;
     bool same = false;
     if (rt_host_text_parse(htext, hlen, &ht)) {
-        struct rt_job_sample js = {.job_id = j->id, .name_json = j->name_json, .pid = j->pid, .timestamp_secs = ts,
+        struct rt_job_sample js = {.job_id = j->id, .name_json = j->name_json, .pid = j->pid, .timestamp_ms = ts,
                                    .f = &f};
         buf->len = 0;
         rt_job_sample_json(&ht, &js, buf);

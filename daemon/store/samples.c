@@ -159,7 +159,7 @@ uint64_t rt_samples_job_load(struct rt_samples *s, struct rt_figlog *fl, uint64_
                  rt_figures_from_line((const char *)r.tmpl + 1, r.tlen - 1, interval_secs, &f);
         }
         if (ok && i >= from)
-            rt_job_summary_add(sum, &f, interval_secs);
+            rt_job_summary_add(sum, &f);
     }
     rt_seglog_cursor_free(&c);
     return n;
@@ -186,10 +186,10 @@ bool rt_samples_store_host(struct rt_samples *s, const char *text, size_t len, u
 }
 
 bool rt_samples_append_at(struct rt_samples *s, struct rt_figlog *fl, const struct rt_job_figures *f, uint64_t hseq,
-                          uint64_t timestamp)
+                          uint64_t timestamp_ms)
 {
     int64_t v[RT_FIG_NUMS];
-    rt_figures_encode(f, hseq, timestamp, v);
+    rt_figures_encode(f, hseq, timestamp_ms, v);
     /* A job sample never reaches the disk before its host sample. */
     bool hold = rt_seglog_has_backlog(&s->host);
     if (!rt_seglog_append(&fl->log, (const uint8_t *)RT_FIG_TEMPLATE, strlen(RT_FIG_TEMPLATE), v, RT_FIG_NUMS, hold))
@@ -209,14 +209,14 @@ bool rt_samples_append_verbatim(struct rt_samples *s, struct rt_figlog *fl, cons
     return ok;
 }
 
-bool rt_samples_append(struct rt_samples *s, struct rt_figlog *fl, const struct rt_job_figures *f, uint64_t timestamp)
+bool rt_samples_append(struct rt_samples *s, struct rt_figlog *fl, const struct rt_job_figures *f, uint64_t timestamp_ms)
 {
     if (!s->tick_stored) {
         if (!s->tick_text || !rt_samples_store_host(s, s->tick_text, s->tick_len, &s->tick_hseq))
             return false;
         s->tick_stored = true;
     }
-    return rt_samples_append_at(s, fl, f, s->tick_hseq, timestamp);
+    return rt_samples_append_at(s, fl, f, s->tick_hseq, timestamp_ms);
 }
 
 bool rt_samples_flush(struct rt_samples *s, struct rt_figlog *fl)
@@ -366,7 +366,7 @@ static bool one(struct reader *rd, const struct rt_rec *r, uint64_t index, struc
         return false;
     }
     struct rt_job_sample js = {.job_id = rd->jv->id, .name_json = rd->jv->name_json, .pid = rd->jv->pid,
-                               .timestamp_secs = ts, .f = &f};
+                               .timestamp_ms = ts, .f = &f};
     if (rd->csv) {
         const double *v;
         size_t n;

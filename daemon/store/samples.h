@@ -77,13 +77,13 @@ void rt_samples_host_tick(struct rt_samples *s, const char *text, size_t len);
 /* A job's sample. false when it is not kept (the disk is full and the
  * backlog too). */
 bool rt_samples_append(struct rt_samples *s, struct rt_figlog *fl, const struct rt_job_figures *f,
-                       uint64_t timestamp);
+                       uint64_t timestamp_ms);
 /* The parts of it, for samples that come from elsewhere (migration): a
  * host sample, a job's figures with the host sample they go with, a sample
  * line kept as it was. */
 bool rt_samples_store_host(struct rt_samples *s, const char *text, size_t len, uint64_t *hseq);
 bool rt_samples_append_at(struct rt_samples *s, struct rt_figlog *fl, const struct rt_job_figures *f, uint64_t hseq,
-                          uint64_t timestamp);
+                          uint64_t timestamp_ms);
 bool rt_samples_append_verbatim(struct rt_samples *s, struct rt_figlog *fl, const char *line, size_t len);
 /* Seal one full block, the host timeline's first, else of one of the given
  * jobs' (once per tick: blocks that fill together are sealed in turn).

@@ -156,6 +156,7 @@ void rt_event_daemon_started(const struct rt_event_daemon *d)
             d->gpus == 1 ? "" : "s", d->jobs_restored, d->jobs_restored == 1 ? "" : "s");
     field(&r, "RT_VERSION=%s", d->version);
     field(&r, "SAMPLING_INTERVAL_USEC=%" PRIu64, (uint64_t)(d->interval_secs * 1e6 + 0.5));
+    field(&r, "SAMPLING_INTERVAL=%s", iv);
     field(&r, "SOCKET_PATH=%s", d->socket_path);
     field(&r, "SOCKET_ACTIVATED=%d", d->socket_activated ? 1 : 0);
     field(&r, "STATE_DIR=%s", d->state_dir);
@@ -195,8 +196,8 @@ void rt_event_config_reloaded(const char *path, uint32_t changed, uint32_t waiti
     if (waiting)
         message(&r, " (%s: at the next restart)", later);
     field(&r, "CONFIG_FILE=%s", path);
-    field(&r, "CONFIG_CHANGED=%s", keys);
-    field(&r, "CONFIG_RESTART_NEEDED=%s", later);
+    field(&r, "CONFIG_CHANGED=%s", changed ? keys : "nothing");
+    field(&r, "CONFIG_RESTART_NEEDED=%s", waiting ? later : "nothing");
     emit(&r, RT_MSGID_CONFIG_RELOADED);
 }
 
@@ -224,65 +225,119 @@ void rt_event_job_started(const struct rt_event_job *job)
     emit(&r, RT_MSGID_JOB_STARTED);
 }
 
+/* A counter for people, "unknown" when nobody could read it. */
+static void human_counter(uint64_t v, char *buf, size_t size)
+{
+    if (v == RT_EVENT_UNKNOWN)
+        snprintf(buf, size, "unknown");
+    else
+        human_bytes(v, buf, size);
+}
+
+static void job_result(const struct rt_job_totals *t, const char *state, char *buf, size_t size)
+{
+    if (strcmp(state, "stopped") == 0)
+        snprintf(buf, size, "tracking stopped");
+    else if (t->exit_status < 0)
+        snprintf(buf, size, "exit status unknown");
+    else
+        snprintf(buf, size, "exit status %d", t->exit_status);
+}
+
+static void gpu_usage(const struct rt_job_totals *t, char *buf, size_t size)
+{
+    if (t->gpus_used == 0) {
+        snprintf(buf, size, "none");
+        return;
+    }
+    char mem[32];
+    size_t len = (size_t)snprintf(buf, size, "%u GPU%s", t->gpus_used, t->gpus_used == 1 ? "" : "s");
+    if (t->gpu_energy_j >= 0 && len < size)
+        len += (size_t)snprintf(buf + len, size - len, ", %.1f J", t->gpu_energy_j);
+    if (t->gpu_mem_peak_bytes != RT_EVENT_UNKNOWN && len < size) {
+        human_bytes(t->gpu_mem_peak_bytes, mem, sizeof(mem));
+        len += (size_t)snprintf(buf + len, size - len, ", GPU memory peak %s", mem);
+    }
+    if (t->gpu_utilization_avg >= 0 && len < size)
+        snprintf(buf + len, size - len, ", GPU utilization %.1f%%", t->gpu_utilization_avg);
+}
+
 void rt_event_job_finished(const struct rt_event_job *job, const struct rt_job_totals *t)
 {
     struct rec r = {.priority = LOG_INFO};
-    char a[32], b[32], c[32];
+    char dur[32], cpu[32], rss[32], pss[32], rd[32], wr[32], res[48], gpu[160];
     const char *state = t->state && *t->state ? t->state : "finished";
+    human_usec(t->duration_usec, dur, sizeof(dur));
+    if (t->cpu_usage_nsec == RT_EVENT_UNKNOWN)
+        snprintf(cpu, sizeof(cpu), "unknown");
+    else
+        human_usec(t->cpu_usage_nsec / 1000, cpu, sizeof(cpu));
+    human_counter(t->rss_peak_bytes, rss, sizeof(rss));
+    human_counter(t->pss_peak_bytes, pss, sizeof(pss));
+    human_counter(t->io_read_bytes, rd, sizeof(rd));
+    human_counter(t->io_write_bytes, wr, sizeof(wr));
+    job_result(t, state, res, sizeof(res));
+    gpu_usage(t, gpu, sizeof(gpu));
+
     job_title(&r, "Job", job);
-    human_usec(t->duration_usec, a, sizeof(a));
     if (job->owner_uid != RT_EVENT_UID_UNKNOWN)
         message(&r, " of uid %u", (unsigned)job->owner_uid);
-    message(&r, " %s after %s", strcmp(state, "lost") == 0 ? "was lost" : state, a);
+    message(&r, " %s after %s", strcmp(state, "lost") == 0 ? "was lost" : state, dur);
     if (t->exit_status >= 0)
         message(&r, ", exit status %d", t->exit_status);
+    else if (strcmp(state, "stopped") != 0)
+        message(&r, ", exit status unknown");
+    const char *sep = ": ";
+    if (t->cpu_usage_nsec != RT_EVENT_UNKNOWN) {
+        message(&r, "%sCPU %s", sep, cpu);
+        sep = ", ";
+    }
+    if (t->rss_peak_bytes != RT_EVENT_UNKNOWN) {
+        message(&r, "%speak RSS %s", sep, rss);
+        sep = ", ";
+    }
+    if (t->pss_peak_bytes != RT_EVENT_UNKNOWN) {
+        message(&r, "%speak PSS %s", sep, pss);
+        sep = ", ";
+    }
+    if (t->io_read_bytes != RT_EVENT_UNKNOWN && t->io_write_bytes != RT_EVENT_UNKNOWN)
+        message(&r, "%sread %s, written %s", sep, rd, wr);
+    if (t->gpus_used > 0)
+        message(&r, ", %s", gpu);
+
     job_fields(&r, job);
     field(&r, "JOB_STATE=%s", state);
+    field(&r, "JOB_RESULT=%s", res);
     if (t->exit_status >= 0)
         field(&r, "EXIT_STATUS=%d", t->exit_status);
     field(&r, "JOB_DURATION_USEC=%" PRIu64, t->duration_usec);
+    field(&r, "JOB_DURATION=%s", dur);
     field(&r, "JOB_SAMPLES=%" PRIu64, t->samples);
     field(&r, "JOB_PROCESSES_MAX=%u", t->processes_max);
-
-    const char *sep = ": ";
-    if (t->cpu_usage_nsec != RT_EVENT_UNKNOWN) {
-        human_usec(t->cpu_usage_nsec / 1000, a, sizeof(a));
-        message(&r, "%sCPU %s", sep, a);
+    if (t->cpu_usage_nsec != RT_EVENT_UNKNOWN)
         field(&r, "CPU_USAGE_NSEC=%" PRIu64, t->cpu_usage_nsec);
-        sep = ", ";
-    }
-    if (t->memory_peak_bytes != RT_EVENT_UNKNOWN) {
-        human_bytes(t->memory_peak_bytes, a, sizeof(a));
-        message(&r, "%smemory peak %s", sep, a);
-        field(&r, "MEMORY_PEAK_BYTES=%" PRIu64, t->memory_peak_bytes);
-        sep = ", ";
-    }
-    if (t->io_read_bytes != RT_EVENT_UNKNOWN && t->io_write_bytes != RT_EVENT_UNKNOWN) {
-        human_bytes(t->io_read_bytes, b, sizeof(b));
-        human_bytes(t->io_write_bytes, c, sizeof(c));
-        message(&r, "%sread %s, written %s", sep, b, c);
-        sep = ", ";
-    }
+    field(&r, "CPU_USAGE=%s", cpu);
+    if (t->rss_peak_bytes != RT_EVENT_UNKNOWN)
+        field(&r, "MEMORY_RSS_PEAK_BYTES=%" PRIu64, t->rss_peak_bytes);
+    field(&r, "MEMORY_RSS_PEAK=%s", rss);
+    if (t->pss_peak_bytes != RT_EVENT_UNKNOWN)
+        field(&r, "MEMORY_PSS_PEAK_BYTES=%" PRIu64, t->pss_peak_bytes);
+    field(&r, "MEMORY_PSS_PEAK=%s", pss);
     if (t->io_read_bytes != RT_EVENT_UNKNOWN)
         field(&r, "IO_METRIC_READ_BYTES=%" PRIu64, t->io_read_bytes);
+    field(&r, "IO_READ=%s", rd);
     if (t->io_write_bytes != RT_EVENT_UNKNOWN)
         field(&r, "IO_METRIC_WRITE_BYTES=%" PRIu64, t->io_write_bytes);
+    field(&r, "IO_WRITE=%s", wr);
+    field(&r, "GPU_USAGE=%s", gpu);
     if (t->gpus_used > 0) {
-        message(&r, "%s%u GPU%s", sep, t->gpus_used, t->gpus_used == 1 ? "" : "s");
         field(&r, "GPU_COUNT=%u", t->gpus_used);
-        if (t->gpu_energy_j >= 0) {
-            message(&r, ", %.1f J", t->gpu_energy_j);
+        if (t->gpu_energy_j >= 0)
             field(&r, "GPU_ENERGY_J=%.3f", t->gpu_energy_j);
-        }
-        if (t->gpu_mem_peak_bytes != RT_EVENT_UNKNOWN) {
-            human_bytes(t->gpu_mem_peak_bytes, a, sizeof(a));
-            message(&r, ", GPU memory peak %s", a);
+        if (t->gpu_mem_peak_bytes != RT_EVENT_UNKNOWN)
             field(&r, "GPU_MEM_PEAK_BYTES=%" PRIu64, t->gpu_mem_peak_bytes);
-        }
-        if (t->gpu_utilization_avg >= 0) {
-            message(&r, ", GPU utilization %.1f%%", t->gpu_utilization_avg);
+        if (t->gpu_utilization_avg >= 0)
             field(&r, "GPU_UTILIZATION_AVG_PERCENT=%.1f", t->gpu_utilization_avg);
-        }
     }
     emit(&r, RT_MSGID_JOB_FINISHED);
 }
@@ -312,15 +367,18 @@ void rt_event_upload_failed(const struct rt_event_job *job, const struct rt_uplo
     field(&r, "UPLOAD_STAGE=%s", f->stage);
     if (f->run_id && *f->run_id)
         field(&r, "UPLOAD_RUN_ID=%s", f->run_id);
-    if (f->http_status > 0)
+    if (f->http_status > 0) {
         field(&r, "UPLOAD_HTTP_STATUS=%ld", f->http_status);
-    if (f->error && *f->error)
-        field(&r, "UPLOAD_ERROR=%s", f->error);
+        field(&r, "UPLOAD_HTTP=HTTP %ld", f->http_status);
+    } else {
+        field(&r, "UPLOAD_HTTP=no HTTP answer");
+    }
+    field(&r, "UPLOAD_ERROR=%s", f->error && *f->error ? f->error : "unknown error");
     if (f->attempt) {
         field(&r, "UPLOAD_ATTEMPT=%u", f->attempt);
         field(&r, "UPLOAD_RETRY_USEC=%" PRIu64, f->retry_in_usec);
-        field(&r, "UPLOAD_QUEUE=%u", f->queued_batches);
     }
+    field(&r, "UPLOAD_QUEUE=%u", f->queued_batches);
     emit(&r, RT_MSGID_UPLOAD_FAILED);
 }
 
@@ -328,7 +386,7 @@ void rt_event_upload_recovered(const struct rt_event_job *job, const char *run_i
                                uint64_t outage_usec)
 {
     struct rec r = {.priority = LOG_NOTICE};
-    char outage[32];
+    char outage[32] = "";
     if (job)
         job_title(&r, "Upload of job", job);
     else
@@ -345,6 +403,7 @@ void rt_event_upload_recovered(const struct rt_event_job *job, const char *run_i
     field(&r, "UPLOAD_FAILED_ATTEMPTS=%u", failed_attempts);
     if (outage_usec)
         field(&r, "UPLOAD_OUTAGE_USEC=%" PRIu64, outage_usec);
+    field(&r, "UPLOAD_OUTAGE=%s", outage_usec ? outage : "an unknown time");
     emit(&r, RT_MSGID_UPLOAD_RECOVERED);
 }
 
@@ -358,8 +417,7 @@ static void gpu_event(struct rec *r, const struct rt_event_gpu *g, const char *w
     field(r, "GPU_INDEX=%u", g->index);
     field(r, "GPU_VENDOR=%s", g->vendor ? g->vendor : "");
     field(r, "GPU_NAME=%s", g->name ? g->name : "");
-    if (g->uuid && *g->uuid)
-        field(r, "GPU_UUID=%s", g->uuid);
+    field(r, "GPU_UUID=%s", g->uuid && *g->uuid ? g->uuid : "unknown");
     if (g->memory_total_bytes)
         field(r, "GPU_MEMORY_TOTAL_BYTES=%" PRIu64, g->memory_total_bytes);
 }
@@ -376,9 +434,8 @@ void rt_event_gpu_lost(const struct rt_event_gpu *g, const char *reason)
     struct rec r = {.priority = LOG_WARNING};
     char why[256];
     gpu_event(&r, g, "lost");
-    if (reason && *reason) {
+    if (reason && *reason)
         message(&r, ": %s", clean(reason, why, sizeof(why)));
-        field(&r, "GPU_LOST_REASON=%s", reason);
-    }
+    field(&r, "GPU_LOST_REASON=%s", reason && *reason ? reason : "no reason given");
     emit(&r, RT_MSGID_GPU_LOST);
 }

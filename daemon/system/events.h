@@ -52,13 +52,17 @@ struct rt_event_job {
 };
 
 /* A finished job's totals over its whole life. Counters use systemd's
- * UNIT_RESOURCES field names. RT_EVENT_UNKNOWN leaves a counter out. */
+ * UNIT_RESOURCES field names. RT_EVENT_UNKNOWN leaves a counter out. Each
+ * figure also has a field for people, always present (what the catalog
+ * shows): JOB_RESULT, JOB_DURATION, CPU_USAGE, MEMORY_RSS_PEAK,
+ * MEMORY_PSS_PEAK, IO_READ, IO_WRITE, GPU_USAGE ("unknown", "none"). */
 struct rt_job_totals {
-    const char *state;         /* JOB_STATE: "finished", "failed", "stopped", "lost" */
+    const char *state;         /* JOB_STATE: "finished", "failed", "stopped", "lost", "ended" */
     int exit_status;           /* EXIT_STATUS: exit code, 128+N when killed by signal N; <0 unknown */
     uint64_t duration_usec;    /* JOB_DURATION_USEC, wall clock */
     uint64_t cpu_usage_nsec;   /* CPU_USAGE_NSEC: user+system of the tree, reaped children included */
-    uint64_t memory_peak_bytes;/* MEMORY_PEAK_BYTES: largest tree memory (PSS) seen in a sample */
+    uint64_t rss_peak_bytes;   /* MEMORY_RSS_PEAK_BYTES: largest tree RSS seen in a sample */
+    uint64_t pss_peak_bytes;   /* MEMORY_PSS_PEAK_BYTES: largest tree PSS seen in a sample */
     uint64_t io_read_bytes;    /* IO_METRIC_READ_BYTES (storage reads, /proc/PID/io read_bytes) */
     uint64_t io_write_bytes;   /* IO_METRIC_WRITE_BYTES */
     unsigned processes_max;    /* JOB_PROCESSES_MAX: most processes alive at once */
@@ -74,7 +78,8 @@ struct rt_job_totals {
 struct rt_upload_failure {
     const char *stage;         /* UPLOAD_STAGE: "start run", "upload", "refresh credentials", … */
     const char *run_id;        /* UPLOAD_RUN_ID: the Sentinel run (optional) */
-    long http_status;          /* UPLOAD_HTTP_STATUS; 0 = no HTTP answer (left out) */
+    long http_status;          /* UPLOAD_HTTP_STATUS; 0 = no HTTP answer (left out); UPLOAD_HTTP
+                                * for people: "HTTP 503", "no HTTP answer" */
     const char *error;         /* UPLOAD_ERROR: curl's message or the API's */
     /* 0 = not known: UPLOAD_ATTEMPT, UPLOAD_RETRY_USEC and UPLOAD_QUEUE are left out */
     unsigned attempt;          /* UPLOAD_ATTEMPT, 1 for the first failure */

@@ -3,6 +3,7 @@
 #include "rt/json.h"
 #include "rt/util.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,27 +29,34 @@ static bool in_list(const char *k, const char *const *list, size_t n)
     return false;
 }
 
-/* tags: ["k=v", …] as sent by Rust; an object {"k":"v"} (Python's shape) is converted. */
-static struct json_object *tags_array(struct json_object *v)
+/* One "k=v" into the tags object (a tag without '=' has an empty value). */
+static void add_tag(struct json_object *out, const char *kv)
 {
-    struct json_object *out = json_object_new_array();
+    const char *eq = strchr(kv, '=');
+    char *key = eq ? rt_xasprintf("%.*s", (int)(eq - kv), kv) : rt_xstrdup(kv);
+    json_object_object_add(out, key, json_object_new_string(eq ? eq + 1 : ""));
+    free(key);
+}
+
+/* tags as the Python client sends them: an object key -> value. The ctl's
+ * ["k=v", …] (the Rust client's shape) is converted; a later key wins. */
+static struct json_object *tags_object(struct json_object *v)
+{
+    struct json_object *out = json_object_new_object();
     if (json_object_is_type(v, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(v); i++) {
             struct json_object *e = json_object_array_get_idx(v, i);
             if (json_object_is_type(e, json_type_string))
-                json_object_array_add(out, json_object_get(e));
+                add_tag(out, json_object_get_string(e));
         }
     } else if (json_object_is_type(v, json_type_object)) {
-        json_object_object_foreach(v, k, tv) {
-            char *s = rt_xasprintf("%s=%s", k, json_object_is_type(tv, json_type_string)
-                                                     ? json_object_get_string(tv) : rt_json_plain(tv));
-            json_object_array_add(out, json_object_new_string(s));
-            free(s);
-        }
+        json_object_object_foreach(v, k, tv) json_object_object_add(
+            out, k, json_object_new_string(json_object_is_type(tv, json_type_string) ? json_object_get_string(tv)
+                                                                                      : rt_json_plain(tv)));
     } else if (json_object_is_type(v, json_type_string)) {
-        json_object_array_add(out, json_object_get(v));
+        add_tag(out, json_object_get_string(v));
     }
-    if (json_object_array_length(out) == 0) {
+    if (json_object_object_length(out) == 0) {
         json_object_put(out);
         return NULL;
     }
@@ -84,7 +92,7 @@ struct json_object *rt_sentinel_runs_body(struct json_object *fields, unsigned *
         if (fields && json_object_object_get_ex(fields, META_KEYS[i], &v) &&
             json_object_is_type(v, json_type_string))
             json_object_object_add(body, META_KEYS[i], json_object_get(v));
-    if (fields && json_object_object_get_ex(fields, "tags", &v) && (v = tags_array(v)))
+    if (fields && json_object_object_get_ex(fields, "tags", &v) && (v = tags_object(v)))
         json_object_object_add(body, "tags", v);
     if (fields && json_object_object_get_ex(fields, "command", &v) && (v = command_string(v)))
         json_object_object_add(body, "command", v);
@@ -111,6 +119,49 @@ struct json_object *rt_sentinel_runs_body(struct json_object *fields, unsigned *
     if (dropped)
         *dropped = n_dropped;
     return body;
+}
+
+/* Is name, as a whole word, in text? */
+static bool mentions(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
+        bool start = p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        bool end = !(isalnum((unsigned char)p[n]) || p[n] == '_');
+        if (start && end)
+            return true;
+    }
+    return false;
+}
+
+size_t rt_sentinel_refused_fields(const char *reply, struct json_object *sent, struct json_object *names)
+{
+    size_t n = 0;
+    struct json_object *o = reply ? json_tokener_parse(reply) : NULL, *detail = NULL;
+    /* FastAPI: {"detail": [{"loc": ["body", "tags", …], "msg": …}, …]} */
+    if (json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, "detail", &detail) &&
+        json_object_is_type(detail, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(detail); i++) {
+            struct json_object *loc = rt_json_get_array(json_object_array_get_idx(detail, i), "loc");
+            const char *where = loc ? json_object_get_string(json_object_array_get_idx(loc, 0)) : NULL;
+            const char *field = loc ? json_object_get_string(json_object_array_get_idx(loc, 1)) : NULL;
+            if (where && field && strcmp(where, "body") == 0 && json_object_object_get_ex(sent, field, NULL)) {
+                json_object_array_add(names, json_object_new_string(field));
+                n++;
+            }
+        }
+    } else if (reply) {
+        /* Any other shape: the fields it names, as words. */
+        json_object_object_foreach(sent, k, v) {
+            (void)v;
+            if (mentions(reply, k)) {
+                json_object_array_add(names, json_object_new_string(k));
+                n++;
+            }
+        }
+    }
+    json_object_put(o);
+    return n;
 }
 
 struct json_object *rt_sentinel_finish_body(int exit_code, const char *finished_at, const char *const *uris,

@@ -23,11 +23,17 @@ struct rt_sentinel_run {
 };
 
 /* POST /runs body from the daemon's fields: metadata (strings, omitted when
- * unset), tags as an array of "k=v" strings, command as a JSON *string*
+ * unset), tags as an object key -> value (the Python client's shape; the
+ * ctl's "k=v" strings are split at the first '='), command as a JSON *string*
  * holding a JSON array, then every host_* and cloud_* field (null when
  * unknown). pid and unknown keys are dropped; *dropped (may be NULL) counts
  * them. Returns a new object. */
 struct json_object *rt_sentinel_runs_body(struct json_object *fields, unsigned *dropped);
+
+/* The fields of the body sent that a 4xx reply says it refused: FastAPI's
+ * detail[].loc ["body", FIELD, …], else sent keys the reply names as words.
+ * Appends their names to names (an array); returns how many. */
+size_t rt_sentinel_refused_fields(const char *reply, struct json_object *sent, struct json_object *names);
 
 /* POST /runs/{id}/finish body with exactly exit_code, run_status,
  * finished_at, data_source and data_uris (S3) or data_csv (inline, when

@@ -31,6 +31,7 @@ struct rt_upload_config {
     unsigned connect_timeout_ms;    /* 10000 */
     unsigned request_timeout_ms;    /* 30000 */
     unsigned inline_after_failures; /* ended job, nothing uploaded: go inline after N S3 failures: 3 */
+    unsigned exit_wait_ms;          /* a job ended with no exit status: wait this long for one: 30000 */
     /* Called on the worker thread just before POST /runs with a copy of the
      * job's run fields, to add what is known only later (host and cloud
      * facts); it may block for a few seconds. NULL = none. */
@@ -78,9 +79,20 @@ int rt_upload_job_begin_opts(struct rt_upload_worker *w, uint64_t job_id, const 
  * the page cache, no fsync, no network. Ignored for unknown or ended jobs. */
 void rt_upload_job_rows(struct rt_upload_worker *w, uint64_t job_id, const char *csv_rows, size_t len);
 
+/* No exit status is known (lost, or reaped by its parent before the daemon
+ * saw it). Never sent as 0: /finish says "failed" with exit_code -1. */
+#define RT_UPLOAD_EXIT_UNKNOWN (-1)
+
 /* The job ended: its last rows are sealed into a batch, everything is sent,
- * then POST /finish (run_status from exit_code). Writes the meta file. */
+ * then POST /finish (run_status from exit_code). Writes the meta file. With
+ * RT_UPLOAD_EXIT_UNKNOWN, /finish waits up to exit_wait_ms for a late status
+ * (rt_upload_job_set_exit: a `run` client reconnecting after a restart). */
 void rt_upload_job_end(struct rt_upload_worker *w, uint64_t job_id, int exit_code);
+/* The exit status of an ended job whose status was unknown; ignored once
+ * /finish has gone or when a status was known already. */
+void rt_upload_job_set_exit(struct rt_upload_worker *w, uint64_t job_id, int exit_code);
+/* Work left that a private daemon must not idle out on: a job not done. */
+bool rt_upload_busy(struct rt_upload_worker *w);
 
 void rt_upload_job_status(struct rt_upload_worker *w, uint64_t job_id, struct rt_upload_status *out);
 /* Sealed batches waiting to be sent over all jobs, and whether any job's

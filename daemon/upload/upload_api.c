@@ -28,6 +28,9 @@ static void load_spool(struct rt_upload_worker *w)
         struct rt_upload_job *j = rt_upload_job_load(w->spool_fd, e->d_name);
         if (!j)
             continue;
+        /* What is left of the wait for a late exit status, from its end. */
+        int64_t left_s = j->finished_at + (int64_t)(w->exit_wait_ms / 1000) - rt_upload_now_unix();
+        j->exit_wait_until_ms = rt_upload_now_ms() + (left_s > 0 ? (uint64_t)left_s * 1000 : 0);
         j->next = w->jobs;
         w->jobs = j;
         n++;
@@ -72,6 +75,7 @@ struct rt_upload_worker *rt_upload_worker_new(const struct rt_upload_config *cfg
         w->backoff_max_ms = w->backoff_base_ms;
     w->refresh_margin_s = cfg->refresh_margin_s ? cfg->refresh_margin_s : 300;
     w->inline_after = cfg->inline_after_failures ? cfg->inline_after_failures : 3;
+    w->exit_wait_ms = cfg->exit_wait_ms ? cfg->exit_wait_ms : 30000;
     w->rng = rt_real_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)w;
     if (!w->rng)
         w->rng = 88172645463325252ULL;
@@ -210,13 +214,40 @@ void rt_upload_job_end(struct rt_upload_worker *w, uint64_t job_id, int exit_cod
     }
     j->ended = true;
     j->resumed_running = false;
-    j->exit_code = exit_code;
+    j->exit_code = exit_code >= 0 ? exit_code : RT_UPLOAD_EXIT_UNKNOWN;
     j->finished_at = rt_upload_now_unix();
+    j->exit_wait_until_ms = rt_upload_now_ms() + w->exit_wait_ms;
     pthread_mutex_unlock(&w->mu);
     rt_upload_save_meta_id(w, job_id);
     pthread_mutex_lock(&w->mu);
     pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->mu);
+}
+
+void rt_upload_job_set_exit(struct rt_upload_worker *w, uint64_t job_id, int exit_code)
+{
+    pthread_mutex_lock(&w->mu);
+    struct rt_upload_job *j = rt_upload_find_job(w, job_id);
+    bool set = j && j->ended && !j->done && j->exit_code < 0 && exit_code >= 0;
+    if (set)
+        j->exit_code = exit_code;
+    pthread_mutex_unlock(&w->mu);
+    if (!set)
+        return;
+    rt_upload_save_meta_id(w, job_id);
+    pthread_mutex_lock(&w->mu);
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+}
+
+bool rt_upload_busy(struct rt_upload_worker *w)
+{
+    bool busy = false;
+    pthread_mutex_lock(&w->mu);
+    for (struct rt_upload_job *j = w->jobs; j && !busy; j = j->next)
+        busy = !j->done;
+    pthread_mutex_unlock(&w->mu);
+    return busy;
 }
 
 void rt_upload_job_status(struct rt_upload_worker *w, uint64_t job_id, struct rt_upload_status *out)

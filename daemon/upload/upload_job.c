@@ -5,6 +5,7 @@
 #include "rt/util.h"
 #include "upload/sentinel.h"
 #include "upload/spool.h"
+#include "upload/upload.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -81,6 +82,7 @@ void rt_upload_job_destroy(struct rt_upload_job *j)
     }
     free(j->api_url);
     json_object_put(j->run_fields);
+    json_object_put(j->omitted);
     free(j->run_id);
     free(j->uri_prefix);
     free(j->bucket);
@@ -159,6 +161,7 @@ char *rt_upload_job_meta(const struct rt_upload_job *j)
     json_object_object_add(o, "api_url", rt_json_string_or_null(j->api_url));
     json_object_object_add(o, "interval_ms", json_object_new_uint64(j->interval_ms));
     json_object_object_add(o, "run_fields", json_object_get(j->run_fields));
+    json_object_object_add(o, "omitted_fields", json_object_get(j->omitted));
     json_object_object_add(o, "run_id", rt_json_string_or_null(j->run_id));
     json_object_object_add(o, "upload_uri_prefix", rt_json_string_or_null(j->uri_prefix));
     if (j->has_creds) {
@@ -172,7 +175,7 @@ char *rt_upload_job_meta(const struct rt_upload_job *j)
     json_object_object_add(o, "sent", u64_array(&j->sent));
     json_object_object_add(o, "dropped", u64_array(&j->dropped));
     json_object_object_add(o, "ended", json_object_new_boolean(j->ended));
-    json_object_object_add(o, "exit_code", json_object_new_int(j->exit_code));
+    json_object_object_add(o, "exit_code", j->exit_code >= 0 ? json_object_new_int(j->exit_code) : NULL);
     json_object_object_add(o, "finished_at", json_object_new_int64(j->finished_at));
     char *s = rt_xstrdup(rt_json_plain(o));
     json_object_put(o);
@@ -203,6 +206,8 @@ static int parse_meta(struct rt_upload_job *j, const char *text)
     rt_json_get_u64(o, "interval_ms", &j->interval_ms);
     struct json_object *f = rt_json_get_object(o, "run_fields");
     j->run_fields = f ? json_object_get(f) : json_object_new_object();
+    struct json_object *om = rt_json_get_array(o, "omitted_fields");
+    j->omitted = om ? json_object_get(om) : NULL;
     const char *run_id = rt_json_get_string(o, "run_id");
     if (run_id) {
         struct json_object *c = rt_json_get_object(o, "credentials");
@@ -217,8 +222,7 @@ static int parse_meta(struct rt_upload_job *j, const char *text)
     load_u64_array(o, "dropped", &j->dropped);
     rt_json_get_bool(o, "ended", &j->ended);
     int64_t v = 0;
-    if (rt_json_get_i64(o, "exit_code", &v))
-        j->exit_code = (int)v;
+    j->exit_code = rt_json_get_i64(o, "exit_code", &v) && v >= 0 && v <= 255 ? (int)v : RT_UPLOAD_EXIT_UNKNOWN;
     rt_json_get_i64(o, "finished_at", &j->finished_at);
     json_object_put(o);
     return 0;

@@ -34,6 +34,7 @@ struct rt_upload_job {
     char *api_url;               /* NULL = the worker's */
     uint64_t interval_ms;        /* 0 = the worker's */
     struct json_object *run_fields;
+    struct json_object *omitted; /* names of fields POST /runs refused: sent without them */
     /* run state */
     char *run_id, *uri_prefix;
     char *bucket, *key_prefix;   /* from uri_prefix; NULL = no S3 (inline only) */
@@ -46,8 +47,9 @@ struct rt_upload_job {
     bool stop_sealed;            /* sealed once for the shutdown */
     /* lifecycle */
     bool ended, finished, done, resumed_running;
-    int exit_code;
+    int exit_code;               /* RT_UPLOAD_EXIT_UNKNOWN: not known (yet) */
     int64_t finished_at;         /* Unix seconds of the job's end */
+    uint64_t exit_wait_until_ms; /* monotonic: /finish without a status not before */
     /* retry state */
     unsigned failures, s3_failures, rejections;
     bool in_episode;

@@ -170,7 +170,8 @@ static bool needs_network(struct rt_upload_worker *w, const struct rt_upload_job
     bool sealed = rt_upload_all_sealed(j);
     if (j->n_pending && !rt_upload_finish_inline(w, j, sealed))
         return true;
-    return sealed && (j->n_pending == 0 || rt_upload_finish_inline(w, j, sealed));
+    return sealed && (j->n_pending == 0 || rt_upload_finish_inline(w, j, sealed)) &&
+           rt_upload_exit_settled(j, rt_upload_now_ms());
 }
 
 static bool seal_due(struct rt_upload_worker *w, const struct rt_upload_job *j, uint64_t now)
@@ -212,7 +213,8 @@ static void step(struct rt_upload_worker *w, struct rt_upload_job *j)
     }
     if (!rt_upload_finish_inline(w, j, sealed) && !rt_upload_send_batches(w, j))
         return;
-    if (sealed && (j->n_pending == 0 || rt_upload_finish_inline(w, j, sealed)))
+    if (sealed && (j->n_pending == 0 || rt_upload_finish_inline(w, j, sealed)) &&
+        rt_upload_exit_settled(j, rt_upload_now_ms()))
         rt_upload_finish_run(w, j);
 }
 
@@ -230,6 +232,8 @@ static struct rt_upload_job *due_job(struct rt_upload_worker *w, uint64_t now, u
                 return j;
             if (j->retry_at_ms < wake)
                 wake = j->retry_at_ms;
+        } else if (!rt_upload_exit_settled(j, now) && j->exit_wait_until_ms < wake) {
+            wake = j->exit_wait_until_ms; /* /finish, status or not */
         }
         if (j->rows_fd >= 0 && j->seg_bytes == 0 && j->next_cut_ms <= now)
             j->next_cut_ms = now + rt_upload_interval(w, j); /* nothing to cut: next interval */

@@ -31,7 +31,7 @@ struct rt_upload_worker {
     /* configuration (immutable) */
     char *spool_dir, *api_url, *default_token, *s3_endpoint, *s3_region, *probe_url;
     uint64_t interval_ms, spool_max;
-    unsigned backoff_base_ms, backoff_max_ms, refresh_margin_s, inline_after;
+    unsigned backoff_base_ms, backoff_max_ms, refresh_margin_s, inline_after, exit_wait_ms;
     void (*complete_run_fields)(struct json_object *fields, void *ctx);
     void *complete_ctx;
     int spool_fd;
@@ -69,6 +69,8 @@ static inline int64_t rt_upload_now_unix(void) { return (int64_t)(rt_real_ns() /
 /* worker_state.c (callers hold no lock unless said) */
 struct rt_upload_job *rt_upload_find_job(struct rt_upload_worker *w, uint64_t id); /* mu held */
 bool rt_upload_all_sealed(const struct rt_upload_job *j);                          /* mu held or worker */
+/* /finish may go as far as the exit status is concerned (known, or waited for). */
+bool rt_upload_exit_settled(const struct rt_upload_job *j, uint64_t now_ms);       /* mu held or worker */
 /* meta.json written atomically: 0, or -errno (warned; the old file stays). */
 int rt_upload_save_meta(struct rt_upload_worker *w, struct rt_upload_job *j);
 int rt_upload_save_meta_id(struct rt_upload_worker *w, uint64_t id);

@@ -14,6 +14,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A 4xx to POST /runs that names fields of the body: the job's data is not
+ * given up for an optional field (a shape the API does not take, say): the
+ * run is started without them. False when the reply names none. */
+static bool omit_refused(struct rt_upload_worker *w, struct rt_upload_job *j, struct json_object *body,
+                         const struct rt_http_resp *resp)
+{
+    struct json_object *names = json_object_new_array();
+    if (!rt_sentinel_refused_fields(resp->body, body, names)) {
+        json_object_put(names);
+        return false;
+    }
+    pthread_mutex_lock(&w->mu);
+    if (!j->omitted)
+        j->omitted = json_object_new_array();
+    for (size_t i = 0; i < json_object_array_length(names); i++)
+        json_object_array_add(j->omitted, json_object_get(json_object_array_get_idx(names, i)));
+    j->retry_at_ms = 0;
+    pthread_mutex_unlock(&w->mu);
+    rt_warn("upload: job %llu: POST /runs refused %s (HTTP %ld); starting the run without %s",
+            (unsigned long long)j->id, rt_json_plain(names), resp->status,
+            json_object_array_length(names) == 1 ? "it" : "them");
+    json_object_put(names);
+    rt_upload_save_meta(w, j);
+    return true;
+}
+
 bool rt_upload_start_run(struct rt_upload_worker *w, struct rt_upload_job *j)
 {
     pthread_mutex_lock(&w->mu);
@@ -29,8 +55,15 @@ bool rt_upload_start_run(struct rt_upload_worker *w, struct rt_upload_job *j)
     if (dropped)
         rt_notice("upload: job %llu: %u fields not in the API's schema left out of POST /runs",
                   (unsigned long long)j->id, dropped);
+    for (size_t i = 0; j->omitted && i < json_object_array_length(j->omitted); i++)
+        json_object_object_del(body, json_object_get_string(json_object_array_get_idx(j->omitted, i)));
     struct rt_http_resp resp;
     int rc = rt_sentinel_post(&w->http, rt_upload_api_url(w, j), "/runs", j->token, rt_json_plain(body), &resp);
+    if (rc != 0 && rt_upload_is_rejection(resp.status) && omit_refused(w, j, body, &resp)) {
+        json_object_put(body);
+        rt_http_resp_free(&resp);
+        return false; /* again at once, without them */
+    }
     json_object_put(body);
     struct rt_sentinel_run run;
     bool unusable = rc == 0 && rt_sentinel_parse_run(resp.body, &run) != 0;

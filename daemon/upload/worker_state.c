@@ -25,6 +25,11 @@ bool rt_upload_all_sealed(const struct rt_upload_job *j)
     return j->ended && j->rows_fd < 0 && j->unsealed.n == 0;
 }
 
+bool rt_upload_exit_settled(const struct rt_upload_job *j, uint64_t now_ms)
+{
+    return j->exit_code >= 0 || now_ms >= j->exit_wait_until_ms;
+}
+
 /* 0 when written (or nothing to write: the job is done), else -errno. */
 static int write_meta_locked(struct rt_upload_worker *w, struct rt_upload_job *j)
 {

@@ -10,12 +10,15 @@
 #define RT_SOCKET_ENV "RESOURCE_TRACKER_SOCKET"
 
 /* $XDG_RUNTIME_DIR/resource-tracker/<name>, else /tmp/resource-tracker-<uid>/<name>.
+ * When that directory exists but is not ours (another user created it in
+ * /tmp first), <state dir>/run/<name>: a directory only we can create.
  * 0, or -1 when no usable path exists. */
 int rt_user_socket_path(char *buf, size_t size);
 /* $XDG_STATE_HOME/resource-tracker, else ~/.local/state/resource-tracker. */
 int rt_user_state_dir(char *buf, size_t size);
-/* Create the socket's directory for a user daemon: mode 0700, owned by us.
- * Refuses a directory someone else owns. 0 or -errno. */
+/* Create the socket's directory (and missing parents) for a user daemon: mode
+ * 0700, owned by us. Refuses a directory someone else owns (-EPERM); then
+ * rt_user_socket_path gives the fallback. 0 or -errno. */
 int rt_user_socket_dir_prepare(const char *socket_path);
 
 #endif

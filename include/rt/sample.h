@@ -107,6 +107,7 @@ struct rt_process_gpu {
 struct rt_sample {
     struct rt_arena arena;
     uint64_t timestamp_secs;             /* wall clock, floored */
+    uint64_t timestamp_ms;               /* wall clock in ms: the CSV timestamp, unique per job */
     bool has_interval;
     uint64_t actual_interval_ms;         /* since the previous sample */
     double nominal_interval_secs;        /* used by CSV when has_interval is false */

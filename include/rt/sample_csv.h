@@ -31,10 +31,11 @@ struct rt_csv_host {
 void rt_csv_host_from_sample(const struct rt_sample *s, struct rt_csv_host *h); /* replaces h's values */
 void rt_csv_host_free(struct rt_csv_host *h);
 
-/* A row from host values, the sample's timestamp and interval, and the
- * process fields (p->present false: a host row). Returns as rt_sample_to_csv;
- * 0 when h is not a well-formed list. */
-size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp, double interval_secs, const struct rt_process *p,
+/* A row from host values, the sample's timestamp (ms) and interval, and
+ * the process fields (p->present false: a host row; g: the job's GPU use,
+ * or the host's on a host row). Returns as rt_sample_to_csv; 0 when h is
+ * not a well-formed list. */
+size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double interval_secs, const struct rt_process *p,
                   const struct rt_process_gpu *g, char *buf, size_t size);
 
 #endif

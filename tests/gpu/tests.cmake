@@ -22,8 +22,8 @@ if(TARGET test_gpu_nvml)
     "RT_FAKE_NVML_OLD=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake-old/libnvidia-ml.so.1")
 endif()
 
-# The daemon with the fake NVIDIA driver, end to end; and its report.
-foreach(t integration.test_gpu_daemon integration.test_report)
+# The daemon with the fake NVIDIA driver, end to end; its report, metrics and top.
+foreach(t integration.test_gpu_daemon integration.test_report integration.test_metrics)
   if(TEST ${t})
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "RT_FAKE_NVML_DIR=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake")
   endif()

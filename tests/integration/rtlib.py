@@ -10,6 +10,7 @@ import grp
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -22,6 +23,17 @@ DAEMON = os.environ.get("RT_DAEMON", "resource-trackerd")
 CTL = os.environ.get("RT_CTL", "resource-trackerctl")
 TOOLS = os.environ.get("RT_TOOLS_DIR", "")
 IFACE = "com.sparecores.ResourceTracker"
+
+# The 32-column CSV header (docs/output.md), as the references write it.
+CSV_HEADER = ("timestamp,system_processes,system_utime,system_stime,system_cpu_usage,"
+              "system_memory_free_mib,system_memory_used_mib,system_memory_buffers_mib,"
+              "system_memory_cached_mib,system_memory_active_mib,system_memory_inactive_mib,"
+              "system_disk_read_bytes,system_disk_write_bytes,system_disk_space_total_gb,"
+              "system_disk_space_used_gb,system_disk_space_free_gb,system_net_recv_bytes,"
+              "system_net_sent_bytes,system_gpu_usage,system_gpu_vram_mib,system_gpu_utilized,"
+              "process_pid,process_children,process_utime,process_stime,process_cpu_usage,"
+              "process_memory_mib,process_disk_read_bytes,process_disk_write_bytes,"
+              "process_gpu_usage,process_gpu_vram_mib,process_gpu_utilized")
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                    "UndefinedBehaviorSanitizer")
@@ -259,6 +271,37 @@ class DaemonTest(unittest.TestCase):
             self.d.cleanup()
 
 
+class UsersDaemonTest(unittest.TestCase):
+    """One daemon and real users (named after roles, as attributes) for a
+    whole test class; daemon() may be overridden to start it differently."""
+
+    roles = ("u",)
+    interval = 0.2
+
+    @classmethod
+    def daemon(cls):
+        return Daemon(interval=cls.interval)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.users = TestUsers()
+        try:
+            for role in cls.roles:
+                setattr(cls, role, cls.users.user(role))
+            cls.d = cls.daemon().start()
+        except BaseException:
+            cls.users.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.d.stop()
+        finally:
+            cls.d.cleanup()
+            cls.users.cleanup()
+
+
 def starttime(pid):
     """Field 22 of /proc/PID/stat: clock ticks since boot."""
     with open("/proc/%d/stat" % pid) as f:
@@ -312,6 +355,15 @@ def spawn_at(test, pid, *cmd):
 
 def read_json_lines(text):
     return [json.loads(ln) for ln in text.splitlines() if ln.strip()]
+
+
+SUMMARY_RE = re.compile(r"^Job \d+( \(.*\))? \w+ after ", re.M)
+
+
+def split_summary(err):
+    """stderr of `run`: (what came before the summary, the summary or None)."""
+    m = SUMMARY_RE.search(err)
+    return (err[:m.start()], err[m.start():]) if m else (err, None)
 
 
 class TestUsers:
@@ -417,12 +469,9 @@ def spawn_as(user, cmd, **kw):
     return subprocess.Popen(setpriv(user) + list(cmd), **kw)
 
 
-def call_as(user, sock, method, params=None, calls=None, extra_groups=()):
-    """Varlink calls over one connection from a process of user (with its
-    groups, plus extra_groups: any gids, they need not exist). Returns a list
-    of ("ok", params) or ("error", name, params)."""
+def _as_user(user, extra_groups, fn):
+    """fn() in a child process with user's credentials; its JSON result."""
     pw = pwd.getpwnam(user)
-    todo = calls if calls is not None else [(method, params)]
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -431,14 +480,7 @@ def call_as(user, sock, method, params=None, calls=None, extra_groups=()):
             os.setgroups(list(extra_groups) + os.getgrouplist(user, pw.pw_gid))
             os.setresgid(pw.pw_gid, pw.pw_gid, pw.pw_gid)
             os.setresuid(pw.pw_uid, pw.pw_uid, pw.pw_uid)
-            out = []
-            with Connection(sock) as c:
-                for m, p in todo:
-                    try:
-                        out.append(("ok", c.call(m, p)))
-                    except VarlinkError as e:
-                        out.append(("error", e.error, e.parameters))
-            data = json.dumps(out).encode()
+            data = json.dumps(fn()).encode()
             while data:
                 data = data[os.write(w, data):]
         finally:
@@ -454,4 +496,39 @@ def call_as(user, sock, method, params=None, calls=None, extra_groups=()):
     os.waitpid(pid, 0)
     if not chunks:
         raise AssertionError("call as %s failed" % user)
-    return [tuple(x) for x in json.loads(b"".join(chunks))]
+    return json.loads(b"".join(chunks))
+
+
+def stream_as(user, sock, method, params, n):
+    """The first n replies' parameters of a "more" call made as user (an
+    error reply ends the list as {"error": name})."""
+    def fn():
+        out = []
+        with Connection(sock) as c:
+            try:
+                for p in c.stream(method, params):
+                    out.append(p)
+                    if len(out) == n:
+                        break
+            except VarlinkError as e:
+                out.append({"error": e.error})
+        return out
+    return _as_user(user, (), fn)
+
+
+def call_as(user, sock, method, params=None, calls=None, extra_groups=()):
+    """Varlink calls over one connection from a process of user (with its
+    groups, plus extra_groups: any gids, they need not exist). Returns a list
+    of ("ok", params) or ("error", name, params)."""
+    todo = calls if calls is not None else [(method, params)]
+
+    def fn():
+        out = []
+        with Connection(sock) as c:
+            for m, p in todo:
+                try:
+                    out.append(("ok", c.call(m, p)))
+                except VarlinkError as e:
+                    out.append(("error", e.error, e.parameters))
+        return out
+    return [tuple(x) for x in _as_user(user, extra_groups, fn)]

@@ -132,19 +132,25 @@ class Authorization(unittest.TestCase):
             self.assertEqual(info[1]["jobs_running"], 1, user)
         [info] = call_as(self.c, self.d.socket, "Info", {})
         self.assertGreaterEqual(info[1]["jobs_running"], 2)
-        for ref in (str(jb), "iso-b"):
+        # By id: denied. By name: B's names are not A's to resolve, and not
+        # even their existence shows: no such job.
+        for ref, code in ((str(jb), DENIED), ("iso-b", NOT_FOUND)):
             for verb in (["status", ref], ["--json", "status", ref], ["samples", ref],
                          ["samples", "--format", "csv", ref], ["stop", ref]):
                 rc, out, err = self.ctl(self.a, *verb)
-                self.assertEqual(rc, DENIED, "%s: %s" % (verb, err))
+                self.assertEqual(rc, code, "%s: %s" % (verb, err))
                 self.assertEqual(out, "", verb)
+                if code == NOT_FOUND:
+                    self.assertEqual(err, "resource-trackerctl: no such job: iso-b\n")
         self.assertEqual(self.job(jb)["state"], "running", "a denied stop must not stop the job")
         # The raw methods, including the streaming one and FinishJob.
         res = call_as(self.a, self.d.socket, None, calls=[
             ("GetJob", {"id": jb}), ("GetJobSamples", {"id": jb}), ("StopJob", {"id": jb}),
-            ("FinishJob", {"id": jb, "exit_code": 0}), ("GetJob", {"name": "iso-b"})])
-        for r in res:
+            ("FinishJob", {"id": jb, "exit_code": 0}), ("GetJob", {"name": "iso-b"}),
+            ("GetJob", {"name": "iso-b", "owner_uid": self.uid[self.b]})])
+        for r in res[:4] + res[5:]:
             self.assertEqual(r[:2], ("error", IFACE + ".PermissionDenied"), r)
+        self.assertEqual(res[4][:2], ("error", IFACE + ".NoSuchJob"), res[4])
         [r] = call_as(self.a, self.d.socket, None, calls=[("ListJobs", {})])
         self.assertNotIn(jb, [j["id"] for j in r[1]["jobs"]])
         self.assertEqual(self.job(jb)["state"], "running")
@@ -174,9 +180,55 @@ class Authorization(unittest.TestCase):
         self.assertGreaterEqual(j["summary"]["samples"], 2)
         self.assertIn(j["id"], self.visible_ids(self.a))
         self.assertNotIn(j["id"], self.visible_ids(self.b))
-        self.assertEqual(self.ctl(self.b, "samples", "run-as-a")[0], DENIED)
+        self.assertEqual(self.ctl(self.b, "samples", "run-as-a")[0], NOT_FOUND)
+        self.assertEqual(self.ctl(self.b, "samples", str(j["id"]))[0], DENIED)
         _, out, _ = self.ctl(self.a, "samples", "run-as-a", check=0)
         self.assertEqual(len(read_json_lines(out)), j["summary"]["samples"])
+
+    def test_names_are_labels(self):
+        """Jobs of two users, and of one user, may share a name: every command
+        runs, and a name resolves among the caller's own jobs."""
+        tmp = tempfile.mkdtemp(prefix="rt-names-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", tmp]))
+        os.chmod(tmp, 0o777)
+        runs = []
+        for user, tag in ((self.a, "a1"), (self.b, "b1"), (self.a, "a2")):
+            mark = os.path.join(tmp, tag)
+            p = subprocess.Popen(setpriv(user) + [world_path(CTL), "run", "-q", "-n", "train", "--",
+                                                   "sh", "-c", "touch %s; sleep 3" % mark],
+                                 env=dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self.addCleanup(lambda p=p: (p.poll() is None and p.kill(), p.wait()))
+            runs.append((user, mark, p))
+        for _, mark, _ in runs:
+            wait_for(lambda: os.path.exists(mark), timeout=30, what="the command to run")
+        mine = {u: [j for j in self.d.call("ListJobs", {"name": "train", "running_only": True})["jobs"]
+                    if j["owner_uid"] == self.uid[u]] for u in (self.a, self.b)}
+        self.assertEqual((len(mine[self.a]), len(mine[self.b])), (2, 1))
+        # B's name is B's job; A has two running: the error lists both ids.
+        _, out, _ = self.ctl(self.b, "--json", "status", "train", check=0)
+        self.assertEqual(json.loads(out)["job"]["id"], mine[self.b][0]["id"])
+        rc, out, err = self.ctl(self.a, "status", "train")
+        self.assertEqual(rc, 2, err)
+        for j in mine[self.a]:
+            self.assertIn(str(j["id"]), err)
+        self.assertNotIn(str(mine[self.b][0]["id"]), err)
+        [r] = call_as(self.a, self.d.socket, "GetJob", {"name": "train"})
+        self.assertEqual(r[1], IFACE + ".AmbiguousJobName")
+        self.assertEqual(sorted(r[2]["ids"]), sorted(j["id"] for j in mine[self.a]))
+        # An administrator names the owner; a user may not name another.
+        _, out, _ = self.ctl(self.c, "--json", "status", "--user", self.b, "train", check=0)
+        self.assertEqual(json.loads(out)["job"]["id"], mine[self.b][0]["id"])
+        self.assertEqual(self.ctl(self.a, "status", "--user", self.b, "train")[0], DENIED)
+        for user, _, p in runs:
+            _, err = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, 0, err)
+        # All ended: the newest of A's is meant.
+        _, out, _ = self.ctl(self.a, "--json", "status", "train", check=0)
+        self.assertEqual(json.loads(out)["job"]["id"], max(j["id"] for j in mine[self.a]))
+        self.assertEqual(json.loads(out)["job"]["state"], "finished")
+        # C (an administrator) has no job of that name: its own come first.
+        self.assertEqual(self.ctl(self.c, "status", "train")[0], NOT_FOUND)
 
     def test_root_sees_and_stops_everything(self):
         ja, _ = self.start_job(self.a, "root-a")
@@ -184,7 +236,10 @@ class Authorization(unittest.TestCase):
         _, out, _ = run_ctl(self.d, "--json", "jobs", check=0)
         ids = {j["id"] for j in json.loads(out)}
         self.assertTrue({ja, jb} <= ids)
-        run_ctl(self.d, "status", "root-a", check=0)
+        # A name means root's own jobs unless root names the owner.
+        self.assertEqual(run_ctl(self.d, "status", "root-a")[0], NOT_FOUND)
+        _, out, _ = run_ctl(self.d, "--json", "status", "--user", self.a, "root-a", check=0)
+        self.assertEqual(json.loads(out)["job"]["id"], ja)
         wait_for(lambda: self.job(jb)["summary"]["samples"] >= 1, what="a sample of B's job")
         _, out, _ = run_ctl(self.d, "samples", str(jb), check=0)
         self.assertTrue(read_json_lines(out))
@@ -205,7 +260,8 @@ class Authorization(unittest.TestCase):
             self.assertTrue({ja, jb} <= self.visible_ids(admin), admin)
             _, out, _ = self.ctl(admin, "--json", "info", check=0)
             self.assertTrue(json.loads(out)["caller_is_admin"], admin)
-            self.ctl(admin, "status", "adm-b", check=0)
+            self.ctl(admin, "status", str(jb), check=0)
+            self.ctl(admin, "status", "--user", self.b, "adm-b", check=0)
         _, out, _ = self.ctl(self.a, "--json", "info", check=0)
         self.assertFalse(json.loads(out)["caller_is_admin"])
         # Membership counts as the connecting process has it (SO_PEERGROUPS), not as
@@ -223,7 +279,7 @@ class Authorization(unittest.TestCase):
         [r] = call_as(self.a, self.d.socket, "Info", {}, extra_groups=many)
         self.assertFalse(r[1]["caller_is_admin"])
         # An administrator may stop anyone's job.
-        _, out, _ = self.ctl(self.c, "--json", "stop", "adm-a", check=0)
+        _, out, _ = self.ctl(self.c, "--json", "stop", "--user", self.a, "adm-a", check=0)
         self.assertEqual(json.loads(out)["state"], "stopped")
         self.ctl(self.p, "stop", str(jb), check=0)
 

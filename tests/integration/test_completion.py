@@ -131,7 +131,8 @@ class Completion(unittest.TestCase):
             "resource-trackerctl info --json ''",
         )
         self.assertEqual(got, [
-            ["help", "info", "jobs", "recommend", "report", "run", "samples", "start", "status", "stop", "version"],
+            ["help", "info", "jobs", "metrics", "recommend", "report", "run", "samples", "start", "status", "stop",
+             "top", "version"],
             ["start", "status", "stop"],
             ["jobs"],
             ["--format", "--help", "--json", "--socket", "--version"],
@@ -143,7 +144,8 @@ class Completion(unittest.TestCase):
             ["csv", "json", "text"],
             ["csv"],
             ["--follow", "--format"],
-            ["help", "info", "jobs", "recommend", "report", "run", "samples", "start", "status", "stop", "version"],
+            ["help", "info", "jobs", "metrics", "recommend", "report", "run", "samples", "start", "status", "stop",
+             "top", "version"],
             ["samples"],
             [],
             [],

@@ -106,8 +106,8 @@ class Ctl(DaemonTest):
             lines = text.splitlines()
             self.assertTrue(lines[0].startswith(CSV_HEADER_START), lines[0])
             self.assertEqual(sum(ln.startswith("timestamp,") for ln in lines), 1, "one header")
-            self.assertEqual([int(ln.split(",")[0]) for ln in lines[1:]],
-                             [s["timestamp_secs"] for s in samples[skip:]])
+            self.assertEqual([ln.split(",")[0] for ln in lines[1:]],
+                             ["%d.%03d" % divmod(s["timestamp_ms"], 1000) for s in samples[skip:]])
             self.assertTrue(all(len(ln.split(",")) == 32 for ln in lines))
 
     def test_samples_csv_from_an_offset_has_the_header(self):
@@ -143,7 +143,7 @@ class Ctl(DaemonTest):
         self.assertEqual((rc, err), (0, ""))
         head, *rows = out.splitlines()
         self.assertEqual(head.split(), ["ID", "NAME", "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG",
-                                        "CPU", "PEAK", "CPU", "PEAK", "MEM", "COMMAND"])
+                                        "CPU", "PEAK", "CPU", "PEAK", "RSS", "COMMAND"])
         self.assertEqual(len(rows), 2)
         when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
         # start knows no command: "-".
@@ -160,8 +160,9 @@ class Ctl(DaemonTest):
 
     def test_job_start_and_end_are_logged_once(self):
         p, jid = self.start_job("logged", "sh", "-c", "sleep 0.3")
-        p.wait()
+        # Not reaped until the daemon has seen it end: the zombie tells its status.
         wait_for(lambda: self.d.call("GetJob", {"id": jid})["job"]["state"] == "finished", what="the job's end")
+        p.wait()
         time.sleep(0.3)  # the main thread logs the end after the sampler saved it
         log = self.d.read_log()
         mine = [ln for ln in log.splitlines() if re.search(r"\b[Jj]ob %d\b" % jid, ln)]

@@ -8,17 +8,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import IFACE, DaemonTest, VarlinkError, wait_for  # noqa: E402
+from rtlib import CSV_HEADER, IFACE, DaemonTest, VarlinkError, wait_for  # noqa: E402
 
-CSV_HEADER = ("timestamp,system_processes,system_utime,system_stime,system_cpu_usage,"
-              "system_memory_free_mib,system_memory_used_mib,system_memory_buffers_mib,"
-              "system_memory_cached_mib,system_memory_active_mib,system_memory_inactive_mib,"
-              "system_disk_read_bytes,system_disk_write_bytes,system_disk_space_total_gb,"
-              "system_disk_space_used_gb,system_disk_space_free_gb,system_net_recv_bytes,"
-              "system_net_sent_bytes,system_gpu_usage,system_gpu_vram_mib,system_gpu_utilized,"
-              "process_pid,process_children,process_utime,process_stime,process_cpu_usage,"
-              "process_memory_mib,process_disk_read_bytes,process_disk_write_bytes,"
-              "process_gpu_usage,process_gpu_vram_mib,process_gpu_utilized")
 
 
 def starttime(pid):
@@ -99,9 +90,16 @@ class JobMethods(DaemonTest):
         self.assertEqual(by_name["id"], job["id"])
         jobs = self.d.call("ListJobs")["jobs"]
         self.assertEqual([j["id"] for j in jobs], [job["id"]])
+        # A name is a label: a second running job may carry it, and then the
+        # name no longer says which one is meant.
+        twin = self.d.call("StartJob", {"pid": p.pid, "name": "napper"})["job"]
         with self.assertRaises(VarlinkError) as e:
-            self.d.call("StartJob", {"pid": p.pid, "name": "napper"})
-        self.assertEqual(e.exception.error, IFACE + ".JobNameInUse")
+            self.d.call("StopJob", {"name": "napper"})
+        self.assertEqual(e.exception.error, IFACE + ".AmbiguousJobName")
+        self.assertEqual(e.exception.parameters, {"name": "napper", "ids": [job["id"], twin["id"]]})
+        self.d.call("StopJob", {"id": twin["id"]})
+        self.assertEqual(self.d.call("GetJob", {"name": "napper"})["job"]["id"], job["id"],
+                         "the running one comes first")
         stopped = self.d.call("StopJob", {"name": "napper"})["job"]
         self.assertEqual(stopped["state"], "stopped")
         self.assertIsNone(stopped["exit_code"])
@@ -171,7 +169,8 @@ class JobMethods(DaemonTest):
         for line, s in zip(lines[1:], samples):
             f = line.split(",")
             self.assertEqual(len(f), 32)
-            self.assertEqual(int(f[0]), s["timestamp_secs"])
+            self.assertEqual(f[0], "%d.%03d" % divmod(s["timestamp_ms"], 1000))
+            self.assertEqual(s["timestamp_ms"] // 1000, s["timestamp_secs"])
             self.assertEqual(int(f[21]), p.pid)
         tail = self.d.call("GetJobSamples", {"id": job["id"], "format": "csv", "offset": total - 1})["csv"]
         self.assertEqual(tail.splitlines(), lines[-1:])

@@ -234,8 +234,9 @@ class KillAndRestart(StateDirTest):
         text = subprocess.run([DUMP, self.state, "--job", str(job)], check=True, capture_output=True).stdout
         lines = text.decode().splitlines()
         n = 3 * 256 + 45
-        grown = [re.sub(r'"timestamp_secs":\d+', '"timestamp_secs":%d' % (1000000 + k), lines[k % len(lines)])
-                 for k in range(n)]
+        grown = [re.sub(r'"timestamp_ms":\d+,"timestamp_secs":\d+',
+                        '"timestamp_ms":%d,"timestamp_secs":%d' % ((1000000 + k) * 1000, 1000000 + k),
+                        lines[k % len(lines)]) for k in range(n)]
         grown[7] = json.dumps(json.loads(grown[7]))  # spaces after ':' and ',': not this store's form
         with open(self.job_path(job, "samples.jsonl"), "w") as f:
             f.write("\n".join(grown[:300]) + "\nnot a sample\n" + "\n".join(grown[300:]) + "\n")
@@ -254,7 +255,7 @@ class KillAndRestart(StateDirTest):
             self.assertEqual(page["samples"], every[off:off + 2], "offset %d" % off)
         self.assertEqual(job_samples(d2, job, page=97)[:len(every)], every)
         csv = d2.call("GetJobSamples", {"id": job, "offset": 512, "limit": 1, "format": "csv"})["csv"]
-        self.assertEqual(int(csv.split(",")[0]), 1000000 + 512)
+        self.assertEqual(csv.split(",")[0], "%d.000" % (1000000 + 512))
         d2.call("StopJob", {"id": job})
         d2.stop()
         # The lines come back as they were written, byte for byte.

@@ -255,14 +255,14 @@ class Users(unittest.TestCase):
         # A running job of a keeps growing once a has no ended job left: still
         # nothing of b's goes (running jobs are kept, logged once).
         p = self.sleeper(self.a)
-        call_as(self.a, d.socket, "StartJob", {"pid": p.pid, "name": "grows"})
+        grows = call_as(self.a, d.socket, "StartJob", {"pid": p.pid, "name": "grows"})[0][1]["job"]["id"]
         wait_for(lambda: "no user above an even share has an ended job left" in d.read_log(), timeout=90,
                  what="the store over its limit with only a's running job to hold it")
         self.assertEqual(d.call("GetJob", {"id": jb})["job"]["id"], jb, "b's job is there")
         left = {j["id"] for j in d.call("ListJobs")["jobs"]}
         self.assertIn(jb, left)
         self.assertTrue(set(ids) - left, "a's ended jobs went")
-        d.call("StopJob", {"name": "grows"})
+        d.call("StopJob", {"id": grows})
         d.stop()
 
 

@@ -76,7 +76,7 @@ class EndToEnd(unittest.TestCase):
         start = self.api.runs[run_id]["start"]
         self.assertEqual(start["job_name"], "e2e")
         self.assertEqual(start["project_name"], "demo")
-        self.assertEqual(start["tags"], ["k=v"])
+        self.assertEqual(start["tags"], {"k": "v"})
         self.assertIn("host_vcpus", start)
         self.assertIn("cloud_vendor_id", start)
         self.assertEqual(fin[run_id][0]["exit_code"], 4)

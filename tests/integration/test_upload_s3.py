@@ -140,7 +140,7 @@ class UploadTest(unittest.TestCase):
         start = self.api.runs[run_id]["start"]
         self.assertEqual(list(start)[:4], ["job_name", "project_name", "tags", "command"])
         self.assertEqual(json.loads(start["command"]), ["python3", "train.py", "--lr=0.1"])
-        self.assertEqual(start["tags"], ["team=ml", "gpu=a100"])
+        self.assertEqual(start["tags"], {"team": "ml", "gpu": "a100"})
         self.assertEqual((start["host_id"], start["host_vcpus"], start["host_gpu_model"]), ("h-1", 2, None))
         # S3 PUTs: path-style, key percent-encoded, gzip content type, signed STS token.
         mine = self.my_puts(run_id)
@@ -409,6 +409,54 @@ class UploadTest(unittest.TestCase):
         self.assertEqual(by_rows[1][0]["data_csv"], HEADER + "\n" + "\n".join(rows) + "\n")
         self.assertEqual({f[0]["data_source"] for f in fin.values()}, {"inline"})
         self.assertEqual(os.listdir(self.spool), [], "finished jobs leave nothing in the spool")
+        self.quit(d)
+
+    def test_refused_optional_field_is_left_out(self):
+        # The API refuses a field's shape with a 422 naming it: the run starts
+        # without it at once, and the job's data is not given up.
+        self.api.refuse = {"tags", "team"}
+        d = self.driver()
+        d.begin(1, TOKEN, dict(FIELDS, team="core"))
+        rows = make_rows(23, 5)
+        d.rows(1, rows, pace=0.05)
+        d.end(1, 2)
+        fin = self.wait_finished()
+        (run_id,) = fin.keys()
+        start = self.api.runs[run_id]["start"]
+        self.assertNotIn("tags", start)
+        self.assertNotIn("team", start)
+        self.assertEqual(start["job_name"], "train")
+        self.assertEqual(self.api.count(r"^/runs$"), 2, "one refusal, then the run")
+        self.check_run(run_id, rows, exit_code=2)
+        self.assertIn("POST /runs refused", d.log_text())
+        self.quit(d)
+
+    def test_unknown_exit_status_waits_then_fails(self):
+        # Ended without a status: /finish waits for a late one (a run client
+        # reconnecting after a restart) and never says exit 0.
+        d = self.driver(exit_wait_ms=3000)
+        rows = make_rows(21, 4)
+        for job in (1, 2):
+            d.begin(job, TOKEN, FIELDS)
+            d.rows(job, rows)
+        t0 = time.monotonic()
+        d.end(1, -1)
+        d.end(2, -1)
+        time.sleep(0.8)
+        self.assertEqual(self.api.finishes(), {}, "/finish went before the wait for a status")
+        d.exit(1, 3)
+        fin = self.wait_finished(1)
+        self.assertEqual([f[0]["exit_code"] for f in fin.values()], [3])
+        self.assertLess(time.monotonic() - t0, 3.0, "a late status sends /finish at once")
+        fin = self.wait_finished(2)
+        codes = sorted((f[0]["exit_code"], f[0]["run_status"]) for f in fin.values())
+        self.assertEqual(codes, [(-1, "failed"), (3, "failed")])
+        self.assertGreaterEqual(time.monotonic() - t0, 3.0)
+        d.exit(2, 0)  # too late: ignored
+        time.sleep(0.3)
+        self.assertEqual(self.api.count(r"/finish$"), 2)
+        for run_id, f in fin.items():
+            self.check_run(run_id, rows, f[0]["exit_code"])
         self.quit(d)
 
     def test_finish_any_2xx_accepted(self):

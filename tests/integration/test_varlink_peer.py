@@ -30,7 +30,7 @@ except ImportError:
     varlink = None
 
 METHODS = ["Ping", "Info", "GetHostInfo", "GetHostSample", "StreamHostSamples", "StartJob", "FinishJob",
-           "StopJob", "ListJobs", "GetJob", "GetJobSamples"]
+           "StopJob", "ListJobs", "GetJob", "GetJobSamples", "StreamJobs"]
 IDL_PATH = os.path.join(os.environ.get("RT_SOURCE_DIR", "."), "daemon", "api", IFACE + ".varlink")
 
 
@@ -239,8 +239,8 @@ class GoIdlGrammar(unittest.TestCase):
             # Every method, type and error made it into the generated code.
             for m in METHODS:
                 self.assertIn("type %s_methods struct{}" % m, go)
-            for t in ("JobMetadata", "JobSummary", "Upload", "Job", "HostFacts", "CloudFacts", "NoSuchJob",
-                      "LimitExceeded", "InvalidRequest"):
+            for t in ("JobMetadata", "JobSummary", "JobCurrent", "Upload", "Job", "HostFacts", "CloudFacts",
+                      "NoSuchJob", "LimitExceeded", "InvalidRequest"):
                 self.assertIn("type %s struct" % t, go)
         finally:
             shutil.rmtree(tmp)

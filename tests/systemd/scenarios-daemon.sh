@@ -56,7 +56,7 @@ journal MESSAGE_ID="$MSG_FINISHED" JOB_NAME=alicejob >"$work/alice-finished"
 for f in JOB_OWNER_UID=1500 EXIT_STATUS=0 _SYSTEMD_UNIT=resource-trackerd.service; do
   grep -qax "$f" "$work/alice-finished" || fail "alicejob record lacks $f"
 done
-for f in JOB_ID CPU_USAGE_NSEC MEMORY_PEAK_BYTES IO_METRIC_READ_BYTES IO_METRIC_WRITE_BYTES JOB_DURATION_USEC; do
+for f in JOB_ID CPU_USAGE_NSEC MEMORY_RSS_PEAK_BYTES MEMORY_PSS_PEAK_BYTES IO_METRIC_READ_BYTES IO_METRIC_WRITE_BYTES JOB_DURATION_USEC; do
   grep -qa "^$f=[0-9a-zA-Z-]" "$work/alice-finished" || fail "alicejob record lacks $f"
 done
 [ "$(field EXIT_STATUS MESSAGE_ID="$MSG_FINISHED" JOB_NAME=failjob)" = 3 ] || fail "failjob EXIT_STATUS"

@@ -125,7 +125,8 @@ static void serve(int lfd)
         struct rt_event_job j = {.id = "1", .name = line + 4, .owner_uid = 0, .root_pid = getpid(),
                                  .command = "standin"};
         struct rt_job_totals t = {.state = "finished", .exit_status = 0, .duration_usec = 1500000,
-                                  .cpu_usage_nsec = 1000000000, .memory_peak_bytes = 4096,
+                                  .cpu_usage_nsec = 1000000000, .rss_peak_bytes = 8192,
+                                  .pss_peak_bytes = 4096,
                                   .io_read_bytes = 512, .io_write_bytes = 1024, .processes_max = 1,
                                   .samples = 2, .gpu_energy_j = -1, .gpu_utilization_avg = -1};
         rt_event_job_started(&j);

@@ -4,9 +4,10 @@
  *   upload_driver --spool DIR --api URL [--token T] [--s3-endpoint URL]
  *       [--s3-region R] [--interval-ms N] [--cap BYTES] [--backoff-base-ms N]
  *       [--backoff-max-ms N] [--refresh-margin-s N] [--timeout-ms N]
- *       [--inline-after N] [--probe-url FMT] [--log-level L]
+ *       [--inline-after N] [--exit-wait-ms N] [--probe-url FMT] [--log-level L]
  * Commands:
- *   begin ID TOKEN|- JSON   row ID CSV   end ID CODE   status ID   resumed
+ *   begin ID TOKEN|- JSON   row ID CSV   end ID CODE (-1: unknown)
+ *   exit ID CODE (a late status)   status ID   resumed
  *   bench ID N (time N row appends)     stop MS       quit
  */
 #include "system/log.h"
@@ -49,6 +50,7 @@ int main(int argc, char **argv)
         {"backoff-max-ms", required_argument, 0, 'B'}, {"refresh-margin-s", required_argument, 0, 'm'},
         {"timeout-ms", required_argument, 0, 'T'},   {"inline-after", required_argument, 0, 'n'},
         {"probe-url", required_argument, 0, 'p'},    {"log-level", required_argument, 0, 'l'},
+        {"exit-wait-ms", required_argument, 0, 'x'},
         {0, 0, 0, 0},
     };
     int c;
@@ -67,6 +69,7 @@ int main(int argc, char **argv)
         case 'T': cfg.request_timeout_ms = cfg.connect_timeout_ms = (unsigned)atoi(optarg); break;
         case 'n': cfg.inline_after_failures = (unsigned)atoi(optarg); break;
         case 'p': cfg.region_probe_url = optarg; break;
+        case 'x': cfg.exit_wait_ms = (unsigned)atoi(optarg); break;
         case 'l': level = rt_log_level_from_string(optarg); break;
         default: return 2;
         }
@@ -113,6 +116,11 @@ int main(int argc, char **argv)
             int code = 0;
             sscanf(rest, "%llu %d", &id, &code);
             rt_upload_job_end(w, id, code);
+            printf("{\"rc\":0}\n");
+        } else if (strcmp(cmd, "exit") == 0) {
+            int code = 0;
+            sscanf(rest, "%llu %d", &id, &code);
+            rt_upload_job_set_exit(w, id, code);
             printf("{\"rc\":0}\n");
         } else if (strcmp(cmd, "status") == 0) {
             sscanf(rest, "%llu", &id);

@@ -363,7 +363,7 @@ static void test_sample_file(void **state)
     }
     fclose(in);
     fclose(out);
-    assert_int_equal(uncommented, 18);
+    assert_int_equal(uncommented, 19);
     assert_int_equal(rt_config_load(path, &c, err, sizeof(err)), 0);
     assert_int_equal(rt_config_diff(&c, &defaults), 0);
 }

@@ -40,7 +40,8 @@ static void test_job_finished(void **state)
         .exit_status = 0,
         .duration_usec = 75500000,
         .cpu_usage_nsec = 12300000000ULL,
-        .memory_peak_bytes = 1288490189ULL,
+        .rss_peak_bytes = 1288490189ULL,
+        .pss_peak_bytes = 1073741824ULL,
         .io_read_bytes = 10485760,
         .io_write_bytes = 2097152,
         .processes_max = 5,
@@ -57,21 +58,30 @@ static void test_job_finished(void **state)
                         "JOB_OWNER_UID=1000\n"
                         "JOB_ROOT_PID=4242\n"
                         "JOB_STATE=finished\n"
+                        "JOB_RESULT=exit status 0\n"
                         "EXIT_STATUS=0\n"
                         "JOB_DURATION_USEC=75500000\n"
+                        "JOB_DURATION=1min 15s\n"
                         "JOB_SAMPLES=76\n"
                         "JOB_PROCESSES_MAX=5\n"
                         "CPU_USAGE_NSEC=12300000000\n"
-                        "MEMORY_PEAK_BYTES=1288490189\n"
+                        "CPU_USAGE=12.3s\n"
+                        "MEMORY_RSS_PEAK_BYTES=1288490189\n"
+                        "MEMORY_RSS_PEAK=1.2 GiB\n"
+                        "MEMORY_PSS_PEAK_BYTES=1073741824\n"
+                        "MEMORY_PSS_PEAK=1.0 GiB\n"
                         "IO_METRIC_READ_BYTES=10485760\n"
+                        "IO_READ=10.0 MiB\n"
                         "IO_METRIC_WRITE_BYTES=2097152\n"
+                        "IO_WRITE=2.0 MiB\n"
+                        "GPU_USAGE=2 GPUs, 1234.5 J, GPU memory peak 3.0 GiB, GPU utilization 87.2%\n"
                         "GPU_COUNT=2\n"
                         "GPU_ENERGY_J=1234.500\n"
                         "GPU_MEM_PEAK_BYTES=3221225472\n"
                         "GPU_UTILIZATION_AVG_PERCENT=87.2\n"
                         "MESSAGE=Job 42 (train) of uid 1000 finished after 1min 15s, exit status 0: CPU 12.3s, "
-                        "memory peak 1.2 GiB, read 10.0 MiB, written 2.0 MiB, 2 GPUs, 1234.5 J, GPU memory peak "
-                        "3.0 GiB, GPU utilization 87.2%\n"
+                        "peak RSS 1.2 GiB, peak PSS 1.0 GiB, read 10.0 MiB, written 2.0 MiB, 2 GPUs, 1234.5 J, "
+                        "GPU memory peak 3.0 GiB, GPU utilization 87.2%\n"
                         "MESSAGE_ID=" RT_MSGID_JOB_FINISHED "\n"
                         "PRIORITY=6\n"
                         "SYSLOG_IDENTIFIER=resource-trackerd\n");
@@ -88,7 +98,8 @@ static void test_job_finished_unknowns(void **state)
         .exit_status = -1,
         .duration_usec = 2000000,
         .cpu_usage_nsec = 1500000000,
-        .memory_peak_bytes = RT_EVENT_UNKNOWN,
+        .rss_peak_bytes = RT_EVENT_UNKNOWN,
+        .pss_peak_bytes = RT_EVENT_UNKNOWN,
         .io_read_bytes = RT_EVENT_UNKNOWN,
         .io_write_bytes = RT_EVENT_UNKNOWN,
         .processes_max = 1,
@@ -100,11 +111,19 @@ static void test_job_finished_unknowns(void **state)
                         "JOB_ID=7\n"
                         "JOB_OWNER_UID=0\n"
                         "JOB_STATE=lost\n"
+                        "JOB_RESULT=exit status unknown\n"
                         "JOB_DURATION_USEC=2000000\n"
+                        "JOB_DURATION=2.0s\n"
                         "JOB_SAMPLES=2\n"
                         "JOB_PROCESSES_MAX=1\n"
                         "CPU_USAGE_NSEC=1500000000\n"
-                        "MESSAGE=Job 7 of uid 0 was lost after 2.0s: CPU 1.5s\n"
+                        "CPU_USAGE=1.5s\n"
+                        "MEMORY_RSS_PEAK=unknown\n"
+                        "MEMORY_PSS_PEAK=unknown\n"
+                        "IO_READ=unknown\n"
+                        "IO_WRITE=unknown\n"
+                        "GPU_USAGE=none\n"
+                        "MESSAGE=Job 7 of uid 0 was lost after 2.0s, exit status unknown: CPU 1.5s\n"
                         "MESSAGE_ID=" RT_MSGID_JOB_FINISHED "\n"
                         "PRIORITY=6\n"
                         "SYSLOG_IDENTIFIER=resource-trackerd\n");
@@ -147,6 +166,7 @@ static void test_upload_events(void **state)
                         "JOB_ROOT_PID=4242\n"
                         "UPLOAD_STAGE=batch\n"
                         "UPLOAD_HTTP_STATUS=503\n"
+                        "UPLOAD_HTTP=HTTP 503\n"
                         "UPLOAD_ERROR=Service Unavailable\n"
                         "UPLOAD_ATTEMPT=3\n"
                         "UPLOAD_RETRY_USEC=40000000\n"
@@ -172,7 +192,9 @@ static void test_upload_events(void **state)
     assert_string_equal(last,
                         "JOB_ID=9\n"
                         "UPLOAD_STAGE=start run\n"
+                        "UPLOAD_HTTP=no HTTP answer\n"
                         "UPLOAD_ERROR=Couldn't connect to server\n"
+                        "UPLOAD_QUEUE=0\n"
                         "MESSAGE=Upload of job 9 failed at start run: Couldn't connect to server; retrying "
                         "with backoff\n"
                         "MESSAGE_ID=" RT_MSGID_UPLOAD_FAILED "\n"
@@ -183,6 +205,7 @@ static void test_upload_events(void **state)
                         "JOB_ID=9\n"
                         "UPLOAD_RUN_ID=run-9\n"
                         "UPLOAD_FAILED_ATTEMPTS=1\n"
+                        "UPLOAD_OUTAGE=an unknown time\n"
                         "MESSAGE=Upload of job 9 recovered after 1 failed attempt\n"
                         "MESSAGE_ID=" RT_MSGID_UPLOAD_RECOVERED "\n"
                         "PRIORITY=5\n"
@@ -197,6 +220,7 @@ static void test_upload_events(void **state)
                         "UPLOAD_RUN_ID=run-7\n"
                         "UPLOAD_FAILED_ATTEMPTS=3\n"
                         "UPLOAD_OUTAGE_USEC=150000000\n"
+                        "UPLOAD_OUTAGE=2min 30s\n"
                         "MESSAGE=Upload of job 42 (train) recovered after 3 failed attempts over 2min 30s\n"
                         "MESSAGE_ID=" RT_MSGID_UPLOAD_RECOVERED "\n"
                         "PRIORITY=5\n"
@@ -232,6 +256,7 @@ static void test_gpu_and_daemon_events(void **state)
     assert_string_equal(last,
                         "RT_VERSION=0.1.0\n"
                         "SAMPLING_INTERVAL_USEC=500000\n"
+                        "SAMPLING_INTERVAL=0.5s\n"
                         "SOCKET_PATH=/run/rt.sock\n"
                         "SOCKET_ACTIVATED=1\n"
                         "STATE_DIR=/var/lib/rt\n"
@@ -329,6 +354,77 @@ static int setup(void **state)
     return 0;
 }
 
+/* Has the captured record a field of that name? */
+static bool has_field(const char *rec, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = rec; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && p[n] == '=')
+            return true;
+    return false;
+}
+
+/* Every @FIELD@ of the journal catalog is a field its record carries even
+ * when little is known (a job without name, GPU or readable counters, an
+ * upload failure without HTTP answer): journalctl would otherwise show the
+ * bare field name. */
+static void test_catalog_placeholders_are_always_filled(void **state)
+{
+    (void)state;
+    struct rt_event_job j = {.id = "3", .owner_uid = 1000, .root_pid = 77};
+    struct rt_job_totals t = {.state = "ended", .exit_status = -1, .cpu_usage_nsec = RT_EVENT_UNKNOWN,
+                              .rss_peak_bytes = RT_EVENT_UNKNOWN, .pss_peak_bytes = RT_EVENT_UNKNOWN,
+                              .io_read_bytes = RT_EVENT_UNKNOWN, .io_write_bytes = RT_EVENT_UNKNOWN,
+                              .gpu_energy_j = -1, .gpu_utilization_avg = -1};
+    struct rt_upload_failure f = {.stage = "start run"};
+    struct rt_event_gpu g = {.index = 0, .vendor = "amd", .name = "card0"};
+    struct rt_event_daemon d = {.version = "1", .interval_secs = 1, .socket_path = "/s", .state_dir = "/d"};
+    struct {
+        const char *msgid;
+        char rec[sizeof(last)];
+    } recs[10];
+    size_t n = 0;
+#define RECORD(id, call) (call, recs[n].msgid = (id), memcpy(recs[n++].rec, last, sizeof(last)))
+    RECORD(RT_MSGID_DAEMON_STARTED, rt_event_daemon_started(&d));
+    RECORD(RT_MSGID_DAEMON_STOPPED, rt_event_daemon_stopped("idle", 1));
+    RECORD(RT_MSGID_CONFIG_RELOADED, rt_event_config_reloaded("/c", 0, 0));
+    RECORD(RT_MSGID_CONFIG_REJECTED, rt_event_config_rejected("/c", "bad"));
+    RECORD(RT_MSGID_JOB_STARTED, rt_event_job_started(&j));
+    RECORD(RT_MSGID_JOB_FINISHED, rt_event_job_finished(&j, &t));
+    RECORD(RT_MSGID_UPLOAD_FAILED, rt_event_upload_failed(NULL, &f));
+    RECORD(RT_MSGID_UPLOAD_RECOVERED, rt_event_upload_recovered(NULL, NULL, 1, 0));
+    RECORD(RT_MSGID_GPU_APPEARED, rt_event_gpu_appeared(&g));
+    RECORD(RT_MSGID_GPU_LOST, rt_event_gpu_lost(&g, NULL));
+#undef RECORD
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/packaging/resource-tracker.catalog", getenv("RT_SOURCE_DIR"));
+    FILE *cat = fopen(path, "r");
+    assert_non_null(cat);
+    char line[1024];
+    const char *rec = NULL;
+    int checked = 0;
+    while (fgets(line, sizeof(line), cat)) {
+        if (line[0] == '#')
+            continue;
+        if (strncmp(line, "-- ", 3) == 0) {
+            rec = NULL;
+            for (size_t i = 0; i < n; i++)
+                if (strncmp(line + 3, recs[i].msgid, 32) == 0)
+                    rec = recs[i].rec;
+            assert_non_null(rec); /* every catalog entry is a record we send */
+            continue;
+        }
+        for (char *p = strchr(line, '@'), *q; p && (q = strchr(p + 1, '@')); p = strchr(q + 1, '@')) {
+            *q = '\0';
+            if (!has_field(rec, p + 1))
+                fail_msg("%s: no %s field in\n%s", path, p + 1, rec);
+            checked++;
+        }
+    }
+    fclose(cat);
+    assert_true(checked >= 30);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_long_values),
         cmocka_unit_test(test_log_level_filters),
         cmocka_unit_test(test_stderr),
+        cmocka_unit_test(test_catalog_placeholders_are_always_filled),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -35,6 +35,7 @@ static void test_samples(void **state)
     fx_now_ns += 2000000000ULL;
     rt_host_sampler_collect(h, &s);
     assert_int_equal(s.timestamp_secs, 1795310334); /* floored */
+    assert_int_equal(s.timestamp_ms, 1795310334999ULL);
     assert_false(s.has_interval);
     assert_float_equal(s.nominal_interval_secs, 5.0, 0);
     assert_int_equal(s.cpu.n_cores, 2);
@@ -48,7 +49,7 @@ static void test_samples(void **state)
     /* Only / (dm-0) and /boot (sda) have statvfs figures in this test. */
     char row[1024];
     rt_sample_to_csv(&s, row, sizeof(row));
-    assert_string_equal(row, "1795310334,3,0.000,0.000,0.0000,2000,8000,500,4250,5859,2929,0,0,"
+    assert_string_equal(row, "1795310334.999,3,0.000,0.000,0.0000,2000,8000,500,4250,5859,2929,0,0,"
                              "102.912000,65.664000,37.248000,0,0,0.0000,0.0000,0,,,,,,,,,,,\n");
     struct json_object *o = rt_sample_to_json(&s);
     assert_null(strstr(rt_json_plain(o), "actual_interval_ms"));

@@ -21,7 +21,7 @@
 #include <sys/resource.h>
 
 #define GIB (1024ULL * RT_MIB)
-#define INTERVAL 0.05
+#define INTERVAL 0.1
 
 static char config_path[64], state_dir[64], lib[512];
 static pid_t worker = -1;

@@ -1,6 +1,6 @@
-/* A job's peak cores: short first and last intervals do not set it once a
- * full-length one has, the same live and when rebuilt from sample lines; its
- * average cores stay within the host. */
+/* A job's peak cores: the highest of its samples (each over at least
+ * 0.1 s), the same live and when rebuilt from sample lines, never below its
+ * average; its average cores stay within the host. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,55 +15,64 @@
 #include <json-c/json.h>
 #include <unistd.h>
 
-static void test_short_intervals_yield_to_full_ones(void **state)
+static double summary_field(const struct rt_job *j, const char *key)
+{
+    struct json_object *o = rt_job_to_json(j, 2000.0), *summary, *v;
+    assert_true(json_object_object_get_ex(o, "summary", &summary));
+    assert_true(json_object_object_get_ex(summary, key, &v));
+    double d = json_object_get_double(v);
+    json_object_put(o);
+    return d;
+}
+
+static void test_peak_is_the_highest_sample(void **state)
 {
     (void)state;
     struct rt_job_summary s = {0};
-    rt_job_summary_note_cores(&s, 1.9, 0.004, 1.0); /* first sample, 4 ms */
-    assert_true(s.peak_cores == 1.9);
-    assert_false(s.peak_full);
-    rt_job_summary_note_cores(&s, 0.8, 1.0, 1.0);
-    assert_true(s.peak_cores == 0.8);
-    assert_true(s.peak_full);
-    rt_job_summary_note_cores(&s, 1.2, 0.5, 1.0); /* half the interval counts */
-    assert_true(s.peak_cores == 1.2);
-    rt_job_summary_note_cores(&s, 2.0, 0.003, 1.0); /* the last, 3 ms */
-    assert_true(s.peak_cores == 1.2);
-    rt_job_summary_note_cores(&s, 1.0, 1.1, 1.0);
+    rt_job_summary_note_cores(&s, 0.8);
+    rt_job_summary_note_cores(&s, 1.2);
+    rt_job_summary_note_cores(&s, 0.1); /* a short last sample reads low, not high */
     assert_true(s.peak_cores == 1.2);
 }
 
-static void test_only_short_intervals(void **state)
+static void test_peak_not_below_average(void **state)
 {
     (void)state;
-    /* A job shorter than half its interval still has a peak. */
-    struct rt_job_summary s = {0};
-    rt_job_summary_note_cores(&s, 0.5, 0.01, 1.0);
-    rt_job_summary_note_cores(&s, 1.0, 0.02, 1.0);
-    assert_true(s.peak_cores == 1.0);
-    assert_false(s.peak_full);
+    /* 0.3 s of CPU in 0.2 s: 1.5 cores on average, whatever the samples said. */
+    struct rt_job j;
+    memset(&j, 0, sizeof(j));
+    j.state = RT_JOB_FINISHED;
+    j.started_at = 1000.0;
+    j.ended_at = 1000.2;
+    j.summary.cpu_secs = 0.3;
+    rt_job_summary_note_cores(&j.summary, 0.9);
+    double avg = summary_field(&j, "avg_cores"), peak = summary_field(&j, "peak_cores");
+    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+        assert_true(avg == 1.5);
+    assert_true(peak == avg);
 }
 
 static void test_rebuilt_from_lines(void **state)
 {
     (void)state;
     static const char *const lines[] = {
-        "{\"actual_interval_ms\":3,\"cpu\":{\"process_cores_used\":2.0,\"process_utime_secs\":0.01}}",
-        "{\"actual_interval_ms\":200,\"cpu\":{\"process_cores_used\":1.5,\"process_utime_secs\":0.3}}",
-        "{\"actual_interval_ms\":7,\"cpu\":{\"process_cores_used\":2.0,\"process_stime_secs\":0.01}}",
+        "{\"actual_interval_ms\":3,\"cpu\":{\"process_cores_used\":0.1,\"process_utime_secs\":0.01}}",
+        "{\"actual_interval_ms\":200,\"cpu\":{\"process_cores_used\":2.0,\"process_utime_secs\":0.4}}",
+        "{\"actual_interval_ms\":7,\"cpu\":{\"process_cores_used\":0.1,\"process_stime_secs\":0.01}}",
     };
     struct rt_job_summary s = {0};
     for (size_t i = 0; i < 3; i++) {
         struct rt_job_figures f;
         assert_true(rt_figures_from_line(lines[i], strlen(lines[i]), 0.2, &f));
-        rt_job_summary_add(&s, &f, 0.2);
+        rt_job_summary_add(&s, &f);
     }
     assert_int_equal(s.samples, 3);
-    assert_true(s.peak_cores == 1.5);
-    assert_true(s.cpu_secs > 0.3199 && s.cpu_secs < 0.3201); /* every sample's CPU counts */
+    assert_true(s.peak_cores == 2.0);
+    assert_true(s.cpu_secs > 0.4199 && s.cpu_secs < 0.4201); /* every sample's CPU counts */
 }
 
-/* CPU time in clock ticks over a job of a few ms: never more cores than the host has. */
+/* CPU time in clock ticks over a job of a few ms: measured over 0.1 s at
+ * least, and never more cores than the host has. */
 static void test_avg_cores_within_host(void **state)
 {
     (void)state;
@@ -73,17 +82,12 @@ static void test_avg_cores_within_host(void **state)
     j.started_at = 1000.0;
     j.ended_at = 1000.004;
     j.summary.cpu_secs = 0.02;
-    struct json_object *o = rt_job_to_json(&j, 1001.0), *summary, *avg;
-    assert_true(json_object_object_get_ex(o, "summary", &summary));
-    assert_true(json_object_object_get_ex(summary, "avg_cores", &avg));
-    assert_true(json_object_get_double(avg) == (double)sysconf(_SC_NPROCESSORS_ONLN));
-    json_object_put(o);
+    assert_true(summary_field(&j, "avg_cores") == 0.2);
+    j.summary.cpu_secs = 1000;
+    assert_true(summary_field(&j, "avg_cores") == (double)sysconf(_SC_NPROCESSORS_ONLN));
     j.ended_at = 1010.0; /* 0.02 s over 10 s */
-    o = rt_job_to_json(&j, 1011.0);
-    assert_true(json_object_object_get_ex(o, "summary", &summary));
-    assert_true(json_object_object_get_ex(summary, "avg_cores", &avg));
-    assert_true(json_object_get_double(avg) == 0.002);
-    json_object_put(o);
+    j.summary.cpu_secs = 0.02;
+    assert_true(summary_field(&j, "avg_cores") == 0.002);
 }
 
 /* The means and peaks the report and right-sizing read: rebuilt from
@@ -103,7 +107,7 @@ static void test_means_rebuilt_and_recorded(void **state)
     for (size_t i = 0; i < 3; i++) {
         struct rt_job_figures f;
         assert_true(rt_figures_from_line(lines[i], strlen(lines[i]), 1.0, &f));
-        rt_job_summary_add(&j->summary, &f, 1.0);
+        rt_job_summary_add(&j->summary, &f);
     }
     const double mib = 1048576.0;
     struct json_object *o = rt_job_to_json(j, 0), *s, *v;
@@ -144,8 +148,8 @@ static void test_means_rebuilt_and_recorded(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_short_intervals_yield_to_full_ones),
-        cmocka_unit_test(test_only_short_intervals),
+        cmocka_unit_test(test_peak_is_the_highest_sample),
+        cmocka_unit_test(test_peak_not_below_average),
         cmocka_unit_test(test_rebuilt_from_lines),
         cmocka_unit_test(test_avg_cores_within_host),
         cmocka_unit_test(test_means_rebuilt_and_recorded),

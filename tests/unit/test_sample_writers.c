@@ -21,6 +21,7 @@ static void build(struct rt_sample *s)
     rt_sample_init(s);
     struct rt_arena *a = &s->arena;
     s->timestamp_secs = 1795310334;
+    s->timestamp_ms = 1795310334025ULL;
     s->has_interval = true;
     s->actual_interval_ms = 1000;
     s->nominal_interval_secs = 1;
@@ -83,7 +84,7 @@ static void test_json_exact(void **state)
         "\"network\":[{\"driver\":null,\"interface\":\"eth0\",\"mac_address\":null,\"mtu\":1500,"
         "\"operstate\":\"up\",\"rx_bytes_per_sec\":100.5,\"rx_bytes_total\":1000,\"speed_mbps\":null,"
         "\"tx_bytes_per_sec\":10.0,\"tx_bytes_total\":100}],"
-        "\"resource-tracker-version\":\"" RT_VERSION "\",\"timestamp_secs\":1795310334,\"tracked_pid\":null}";
+        "\"resource-tracker-version\":\"" RT_VERSION "\",\"timestamp_ms\":1795310334025,\"timestamp_secs\":1795310334,\"tracked_pid\":null}";
     assert_string_equal(rt_json_plain(o), expect);
     json_object_put(o);
     rt_sample_free(&s);
@@ -144,9 +145,17 @@ static void test_csv(void **state)
     size_t n = rt_sample_to_csv(&s, row, sizeof(row));
     assert_int_equal(n, strlen(row));
     /* Stacked dm-0 is left out of the I/O sums; its mount counts for space. */
-    assert_string_equal(row, "1795310334,77,1.000,0.250,1.2500,400,400,10,150,300,200,4096,8192,"
+    assert_string_equal(row, "1795310334.025,77,1.000,0.250,1.2500,400,400,10,150,300,200,4096,8192,"
                              "2.000000,0.600000,1.400000,101,10,0.0000,0.0000,0,,,,,,,,,,,\n");
     assert_int_equal(count_fields(row), RT_CSV_COLUMNS);
+
+    /* A host sample on a GPU host: the host's GPU use in process_gpu_*, as
+     * the Rust tracker writes it without a PID. */
+    s.proc_gpu = (struct rt_process_gpu){.present = true, .usage = 0.5, .vram_mib = 1024, .utilized = 1};
+    rt_sample_to_csv(&s, row, sizeof(row));
+    assert_non_null(strstr(row, ",0,,,,,,,,,0.5000,1024.0000,1\n"));
+    assert_int_equal(count_fields(row), RT_CSV_COLUMNS);
+    s.proc_gpu.present = false;
 
     s.proc = (struct rt_process){.present = true, .pid = 9, .child_count = 0, .cores_used = 0.99,
                                  .utime_secs = 0.99, .pss_mib = 31, .disk_write_bytes = 4096};
@@ -279,10 +288,10 @@ static void test_csv_decimals_as_printf(void **state)
         struct rt_process p = {.present = true, .pid = 1, .utime_secs = x[1], .stime_secs = x[2], .cores_used = x[0]};
         struct rt_process_gpu g = {.present = true, .usage = x[3], .vram_mib = x[4]};
         char row[1024], want[1024];
-        assert_true(rt_csv_row(h, RT_ARRAY_SIZE(h), 1, 1.0, &p, &g, row, sizeof(row)) > 0);
+        assert_true(rt_csv_row(h, RT_ARRAY_SIZE(h), 1042, 1.0, &p, &g, row, sizeof(row)) > 0);
         double total = x[3] * 1e9 / 1e9, avail = fabs(x[4]) * 1e8 / 1e9;
         snprintf(want, sizeof(want),
-                 "1,5,%.3f,%.3f,%.4f,1,2,3,4,5,6,0,0,%.6f,%.6f,%.6f,0,0,0.0000,0.0000,0,1,0,%.4f,%.4f,%.4f,0,0,0,%.4f,%.4f,0\n",
+                 "1.042,5,%.3f,%.3f,%.4f,1,2,3,4,5,6,0,0,%.6f,%.6f,%.6f,0,0,0.0000,0.0000,0,1,0,%.4f,%.4f,%.4f,0,0,0,%.4f,%.4f,0\n",
                  rt_round_dec(x[0], 4), rt_round_dec(x[1], 4), rt_round_dec(x[2], 4), total, total - avail, avail,
                  rt_round_dec(x[1], 4), rt_round_dec(x[2], 4), rt_round_dec(x[0], 4), rt_round_dec(x[3], 4),
                  rt_round_dec(x[4], 4));

@@ -69,7 +69,8 @@ static void host_sample(struct rt_sample *s, unsigned n, bool first)
 {
     rt_sample_reset(s);
     struct rt_arena *a = &s->arena;
-    s->timestamp_secs = 1700000000 + n;
+    s->timestamp_ms = (1700000000ULL + n) * 1000 + (uint64_t)(rand() % 1000);
+    s->timestamp_secs = s->timestamp_ms / 1000;
     s->has_interval = !first;
     s->actual_interval_ms = 1000 + (uint64_t)(rand() % 7);
     s->nominal_interval_secs = 1;
@@ -177,7 +178,8 @@ static char *old_line(struct json_object *host_obj, const struct rt_sample *host
                                           .vram_mib = (double)f->gpu_vram_bytes / (double)RT_MIB,
                                           .utilized = f->gpu_utilized};
     rt_sample_json_set_job(host_obj, &sm);
-    json_object_object_add(host_obj, "timestamp_secs", rt_json_u64(ts));
+    json_object_object_add(host_obj, "timestamp_ms", rt_json_u64(ts));
+    json_object_object_add(host_obj, "timestamp_secs", rt_json_u64(ts / 1000));
     json_object_object_add(host_obj, "actual_interval_ms", rt_json_u64(f->interval_ms));
     return rt_xstrdup(json_object_to_json_string_ext(host_obj, JSON_FLAGS));
 }
@@ -290,7 +292,7 @@ static void test_rebuilt_byte_for_byte(void **state)
     struct rt_sample host;
     rt_sample_init(&host);
     enum { ticks = 150 };
-    bool variant[ticks][2] = {{false}}; /* host samples the lines show: the tick's, or a second later */
+    uint64_t variant[ticks][JOBS] = {{0}}; /* timestamps the lines show per tick: host samples they need */
     for (unsigned t = 0; t < ticks; t++) {
         host_sample(&host, t, t == 0 || t == 77);
         struct json_object *host_obj = rt_sample_to_json(&host);
@@ -304,13 +306,18 @@ static void test_rebuilt_byte_for_byte(void **state)
             if (t % (unsigned)id) /* jobs at different intervals */
                 continue;
             struct rt_job_figures f = figures(&host);
-            uint64_t ts = host.timestamp_secs + (uint64_t)(rand() % 3 == 0); /* a final sample between ticks */
-            variant[t][ts - host.timestamp_secs] = true;
+            /* Now and then a final sample between ticks. */
+            uint64_t ts = host.timestamp_ms + (rand() % 3 == 0 ? 1 + (uint64_t)(rand() % 1500) : 0);
+            for (int k = 0; k < JOBS; k++)
+                if (!variant[t][k] || variant[t][k] == ts) {
+                    variant[t][k] = ts;
+                    break;
+                }
             char *line = old_line(host_obj, &host, id, (int32_t)(1000 + id), ts, &f);
             /* Live: the sampler's line and row. */
             char *name = rt_job_name_json(names[id % JOBS]);
             struct rt_job_sample js = {.job_id = id, .name_json = name, .pid = (int32_t)(1000 + id),
-                                       .timestamp_secs = ts, .f = &f};
+                                       .timestamp_ms = ts, .f = &f};
             struct rt_buf live = {0};
             rt_job_sample_json(&ht, &js, &live);
             rt_buf_byte(&live, 0);
@@ -373,7 +380,8 @@ static void test_rebuilt_byte_for_byte(void **state)
      * jobs at the same tick share it. */
     uint64_t distinct = 0;
     for (unsigned t = 0; t < ticks; t++)
-        distinct += variant[t][0] + variant[t][1];
+        for (int k = 0; k < JOBS; k++)
+            distinct += variant[t][k] != 0;
     assert_int_equal(rt_seglog_count(&s.host) - before, distinct);
     close_store(&s, fl);
     rt_sample_free(&host);

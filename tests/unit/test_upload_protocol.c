@@ -29,7 +29,7 @@ static void test_runs_body(void **state)
     unsigned dropped = 0;
     struct json_object *b = rt_sentinel_runs_body(f, &dropped);
     assert_string_equal(rt_json_plain(b),
-        "{\"job_name\":\"train\",\"team\":\"core\",\"tags\":[\"team=ml\",\"n=3\"],"
+        "{\"job_name\":\"train\",\"team\":\"core\",\"tags\":{\"team\":\"ml\",\"n\":\"3\"},"
         "\"command\":\"[\\\"python3\\\",\\\"burn.py\\\",\\\"--n\\\",\\\"1\\\"]\","
         "\"host_id\":null,\"host_hostname\":null,\"host_ip\":null,\"host_server_allocation\":null,"
         "\"host_vcpus\":8,\"host_cpu_model\":null,\"host_memory_mib\":null,\"host_gpu_model\":null,"
@@ -41,11 +41,12 @@ static void test_runs_body(void **state)
     json_object_put(f);
 
     /* command already a JSON-array string stays; a plain string is wrapped;
-     * tags as an array of strings pass through. */
-    f = json_tokener_parse("{\"command\":\"[\\\"ls\\\"]\",\"tags\":[\"a=b\",7]}");
+     * tags as "k=v" strings (the ctl's) become an object, split at the
+     * first '=', a later key winning. */
+    f = json_tokener_parse("{\"command\":\"[\\\"ls\\\"]\",\"tags\":[\"a=b\",7,\"u=x=y\",\"a=c\",\"flag\"]}");
     b = rt_sentinel_runs_body(f, NULL);
     assert_string_equal(rt_json_get_string(b, "command"), "[\"ls\"]");
-    assert_string_equal(rt_json_plain(rt_json_get_array(b, "tags")), "[\"a=b\"]");
+    assert_string_equal(rt_json_plain(rt_json_get_object(b, "tags")), "{\"a\":\"c\",\"u\":\"x=y\",\"flag\":\"\"}");
     json_object_put(b);
     json_object_put(f);
     f = json_tokener_parse("{\"command\":\"make all\",\"tags\":[]}");
@@ -59,6 +60,30 @@ static void test_runs_body(void **state)
     b = rt_sentinel_runs_body(NULL, NULL);
     assert_int_equal(json_object_object_length(b), 16);
     json_object_put(b);
+}
+
+/* Which fields a 4xx to POST /runs refused: FastAPI's loc, else named words. */
+static void test_refused_fields(void **state)
+{
+    (void)state;
+    struct json_object *sent = json_tokener_parse("{\"job_name\":\"t\",\"tags\":{\"a\":\"b\"},\"host_id\":null}");
+    struct json_object *names = json_object_new_array();
+    const char *fastapi = "{\"detail\":[{\"type\":\"list_type\",\"loc\":[\"body\",\"tags\"],\"msg\":\"Input "
+                          "should be a valid list\"},{\"loc\":[\"body\",\"unsent\"]},{\"loc\":[\"query\",\"job_name\"]}]}";
+    assert_int_equal(rt_sentinel_refused_fields(fastapi, sent, names), 1);
+    assert_string_equal(rt_json_plain(names), "[\"tags\"]");
+    json_object_put(names);
+    names = json_object_new_array();
+    assert_int_equal(rt_sentinel_refused_fields("{\"detail\":\"job_name: too long\"}", sent, names), 1);
+    assert_string_equal(rt_json_plain(names), "[\"job_name\"]");
+    json_object_put(names);
+    names = json_object_new_array();
+    /* Words only: "job_names" or "hostname" name none of them. */
+    assert_int_equal(rt_sentinel_refused_fields("bad job_names, host_ids", sent, names), 0);
+    assert_int_equal(rt_sentinel_refused_fields(NULL, sent, names), 0);
+    assert_int_equal(json_object_array_length(names), 0);
+    json_object_put(names);
+    json_object_put(sent);
 }
 
 static void test_finish_body(void **state)
@@ -310,6 +335,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runs_body),     cmocka_unit_test(test_finish_body),
+        cmocka_unit_test(test_refused_fields),
         cmocka_unit_test(test_iso8601),       cmocka_unit_test(test_parse_replies),
         cmocka_unit_test(test_s3_names),      cmocka_unit_test(test_region_header),
         cmocka_unit_test(test_region_probe),  cmocka_unit_test(test_reply_body),

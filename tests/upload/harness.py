@@ -80,6 +80,10 @@ class Driver:
     def end(self, job, code=0):
         return self.cmd(f"end {job} {code}")
 
+    def exit(self, job, code):
+        """A late exit status for a job that ended without one (end job -1)."""
+        return self.cmd(f"exit {job} {code}")
+
     def quit(self, timeout=60):
         """Clean exit; returns the exit code (ASan/LSan reports make it non-zero)."""
         self.proc.stdin.write(b"quit\n")

@@ -51,6 +51,7 @@ class SentinelStandin:
         self.fail = None
         self.finish_status = 200          # status of an accepted /finish
         self.runs_reply = None            # a 201 body for /runs instead of a new run
+        self.refuse = set()               # /runs fields answered with a FastAPI 422 (a schema we do not know)
         self.requests = []                # (method, path, headers, body)
         self.violations = []
         self.runs = {}                    # run_id -> {"start": body, "finish": [bodies], "refreshes": n, "creds": [...]}
@@ -187,9 +188,10 @@ class SentinelStandin:
                 ok = False
             if not ok:
                 bad.append("command is not a JSON string holding an array")
-        if "tags" in obj and not (isinstance(obj["tags"], list) and
-                                  all(isinstance(t, str) for t in obj["tags"])):
-            bad.append("tags is not an array of strings")
+        # tags as the Python client documents and tests them: an object key -> value.
+        if "tags" in obj and not (isinstance(obj["tags"], dict) and
+                                  all(isinstance(v, str) for v in obj["tags"].values())):
+            bad.append("tags is not an object of strings")
         for k in META:
             if k in obj and not isinstance(obj[k], str):
                 bad.append(f"{k} is not a string")
@@ -197,6 +199,10 @@ class SentinelStandin:
             for b in bad:
                 self.violate(b)
             return self._reply(h, 422, {"detail": bad})
+        refused = sorted(self.refuse & set(obj))
+        if refused:  # not a client mistake: an API that changed under it
+            return self._reply(h, 422, {"detail": [{"type": "value_error", "loc": ["body", k],
+                                                    "msg": "not accepted", "input": obj[k]} for k in refused]})
         if self.runs_reply is not None:
             return self._reply(h, 201, self.runs_reply)
         with self.lock:

@@ -1,0 +1,257 @@
+/* The job table of top: rows from StreamJobs, their order, the columns that
+ * fit a width and their text. */
+#include "live/top.h"
+
+#include "rt/json.h"
+#include "rt/sample_json.h"
+#include "rt/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct col {
+    const char *name;
+    int width;       /* 0: the name column, which takes what is left */
+    bool left;       /* text aligned left; sorted A to Z (numbers: largest first) */
+    int priority;    /* columns are dropped from the highest number down */
+};
+
+static const struct col cols[TOP_NCOLS] = {
+    [TOP_ID] = {"ID", 6, false, 0},       [TOP_NAME] = {"NAME", 0, true, 0},
+    [TOP_USER] = {"USER", 8, true, 1},    [TOP_STATE] = {"S", 2, true, 5},
+    [TOP_CORES] = {"CORES", 6, false, 0}, [TOP_RSS] = {"RSS", 9, false, 2},
+    [TOP_PSS] = {"PSS", 9, false, 8},     [TOP_READ] = {"READ/s", 9, false, 6},
+    [TOP_WRITE] = {"WRITE/s", 9, false, 7}, [TOP_GPU] = {"GPU", 5, false, 3},
+    [TOP_VRAM] = {"VRAM", 9, false, 4},   [TOP_TIME] = {"TIME", 7, false, 2},
+};
+
+#define NAME_MIN 8
+
+const char *top_col_name(enum top_col c) { return cols[c].name; }
+
+int top_col_from_name(const char *name)
+{
+    for (int c = 0; c < TOP_NCOLS; c++) {
+        const char *n = cols[c].name;
+        size_t len = strcspn(n, "/");
+        if (strcasecmp(name, n) == 0 || (strlen(name) == len && strncasecmp(name, n, len) == 0))
+            return c;
+    }
+    if (strcasecmp(name, "state") == 0)
+        return TOP_STATE;
+    return -1;
+}
+
+size_t top_layout(const struct top *t, int width, enum top_col *out, int *name_width)
+{
+    bool gpu = t->have_host && t->host.has_gpu_backend;
+    bool on[TOP_NCOLS];
+    int used = 0, n = 0;
+    for (int c = 0; c < TOP_NCOLS; c++) {
+        on[c] = gpu || (c != TOP_GPU && c != TOP_VRAM);
+        if (on[c]) {
+            used += cols[c].width + (n ? 1 : 0);
+            n++;
+        }
+    }
+    /* Drop the least needed columns until the name has room. */
+    for (int prio = 8; prio > 0 && used + NAME_MIN > width; prio--)
+        for (int c = 0; c < TOP_NCOLS; c++)
+            if (on[c] && cols[c].priority == prio && used + NAME_MIN > width) {
+                on[c] = false;
+                used -= cols[c].width + 1;
+            }
+    size_t k = 0;
+    for (int c = 0; c < TOP_NCOLS; c++)
+        if (on[c])
+            out[k++] = (enum top_col)c;
+    *name_width = width - used > NAME_MIN ? width - used : NAME_MIN;
+    if (*name_width > 32)
+        *name_width = 32;
+    return k;
+}
+
+/* ---- cells ---- */
+
+static void cell(const struct top_row *r, enum top_col c, char *buf, size_t size)
+{
+    switch (c) {
+    case TOP_ID: snprintf(buf, size, "%llu", (unsigned long long)r->id); break;
+    case TOP_NAME: snprintf(buf, size, "%s", r->name[0] ? r->name : "-"); break;
+    case TOP_USER: snprintf(buf, size, "%s", r->user); break;
+    case TOP_STATE: snprintf(buf, size, "%c", r->state); break;
+    case TOP_TIME: ctl_fmt_duration(buf, size, r->duration); break;
+    default:
+        if (!r->has_current || ((c == TOP_GPU || c == TOP_VRAM) && !r->has_gpu)) {
+            snprintf(buf, size, "-");
+        } else if (c == TOP_CORES) {
+            snprintf(buf, size, "%.2f", r->cores);
+        } else if (c == TOP_GPU) {
+            snprintf(buf, size, "%.2f", r->gpu);
+        } else {
+            double v = c == TOP_RSS ? r->rss : c == TOP_PSS ? r->pss : c == TOP_READ ? r->read_rate
+                     : c == TOP_WRITE ? r->write_rate : r->vram;
+            ctl_fmt_bytes(buf, size, v);
+        }
+    }
+}
+
+/* Append text in a field of width (cut when longer), then a separator. */
+static size_t field(char *buf, size_t size, size_t at, const char *text, int width, bool left, bool last)
+{
+    int len = (int)strlen(text);
+    if (len > width)
+        len = width;
+    int n = snprintf(buf + at, at < size ? size - at : 0, left ? "%-*.*s%s" : "%*.*s%s", width, len, text,
+                     last ? "" : " ");
+    return at + (n > 0 ? (size_t)n : 0);
+}
+
+void top_format_header(const struct top *t, const enum top_col *c, size_t n, int name_width, bool mark_sort,
+                       char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && at < size; i++) {
+        char h[16];
+        const char *mark = mark_sort && c[i] == t->sort ? (t->reverse ? "^" : "v") : "";
+        snprintf(h, sizeof(h), "%s%s", cols[c[i]].name, mark);
+        at = field(buf, size, at, h, cols[c[i]].width ? cols[c[i]].width : name_width, cols[c[i]].left,
+                   i + 1 == n);
+    }
+}
+
+void top_format_row(const struct top_row *r, const enum top_col *c, size_t n, int name_width, char *buf,
+                    size_t size)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && at < size; i++) {
+        char v[80];
+        cell(r, c[i], v, sizeof(v));
+        at = field(buf, size, at, v, cols[c[i]].width ? cols[c[i]].width : name_width, cols[c[i]].left,
+                   i + 1 == n);
+    }
+}
+
+/* ---- rows ---- */
+
+static char state_letter(const char *s)
+{
+    if (!s)
+        return '?';
+    if (strcmp(s, "running") == 0)
+        return 'R';
+    if (strcmp(s, "failed") == 0)
+        return 'X';
+    return s[0] == 'f' ? 'F' : s[0] == 's' ? 'S' : s[0] == 'l' ? 'L' : '?';
+}
+
+static void row_from_job(const struct top *t, struct json_object *j, struct top_row *r)
+{
+    memset(r, 0, sizeof(*r));
+    uint64_t id = 0;
+    int64_t uid = -1;
+    rt_json_get_u64(j, "id", &id);
+    rt_json_get_i64(j, "owner_uid", &uid);
+    r->id = id;
+    const char *name = rt_json_get_string(j, "name");
+    snprintf(r->name, sizeof(r->name), "%s", name ? name : "");
+    ctl_fmt_user(uid, r->user, sizeof(r->user));
+    r->mine = uid == (int64_t)t->uid;
+    r->state = state_letter(rt_json_get_string(j, "state"));
+    rt_json_get_double(rt_json_get_object(j, "summary"), "duration_secs", &r->duration);
+    struct json_object *c = rt_json_get_object(j, "current");
+    r->has_current = c != NULL;
+    rt_json_get_double(c, "cores", &r->cores);
+    rt_json_get_double(c, "rss_bytes", &r->rss);
+    rt_json_get_double(c, "pss_bytes", &r->pss);
+    rt_json_get_double(c, "disk_read_bytes_per_sec", &r->read_rate);
+    rt_json_get_double(c, "disk_write_bytes_per_sec", &r->write_rate);
+    r->has_gpu = rt_json_get_double(c, "gpu_usage", &r->gpu);
+    rt_json_get_double(c, "gpu_vram_bytes", &r->vram);
+}
+
+void top_set_jobs(struct top *t, struct json_object *jobs)
+{
+    size_t n = jobs ? json_object_array_length(jobs) : 0;
+    if (n > t->cap) {
+        t->cap = n;
+        t->rows = rt_xrealloc(t->rows, n * sizeof(*t->rows));
+    }
+    t->nrows = n;
+    for (size_t i = 0; i < n; i++)
+        row_from_job(t, json_object_array_get_idx(jobs, i), &t->rows[i]);
+    top_sort(t);
+}
+
+int top_set_host(struct top *t, struct json_object *sample)
+{
+    char err[128];
+    rt_sample_reset(&t->host);
+    if (rt_sample_from_json(sample, &t->host, err, sizeof(err)) < 0) {
+        CTL_ERR("malformed host sample from the daemon: %s", err);
+        return -1;
+    }
+    t->have_host = true;
+    return 0;
+}
+
+static double number(const struct top_row *r, enum top_col c)
+{
+    switch (c) {
+    case TOP_ID: return (double)r->id;
+    case TOP_CORES: return r->has_current ? r->cores : -1;
+    case TOP_RSS: return r->has_current ? r->rss : -1;
+    case TOP_PSS: return r->has_current ? r->pss : -1;
+    case TOP_READ: return r->has_current ? r->read_rate : -1;
+    case TOP_WRITE: return r->has_current ? r->write_rate : -1;
+    case TOP_GPU: return r->has_gpu ? r->gpu : -1;
+    case TOP_VRAM: return r->has_gpu ? r->vram : -1;
+    case TOP_TIME: return r->duration;
+    default: return 0;
+    }
+}
+
+static const struct top *sorting; /* qsort has no context argument */
+
+static int compare(const void *pa, const void *pb)
+{
+    const struct top_row *a = pa, *b = pb;
+    enum top_col c = sorting->sort;
+    int d;
+    if (c == TOP_NAME || c == TOP_USER || c == TOP_STATE) {
+        const char *x = c == TOP_NAME ? a->name : c == TOP_USER ? a->user : (char[2]){a->state, 0};
+        const char *y = c == TOP_NAME ? b->name : c == TOP_USER ? b->user : (char[2]){b->state, 0};
+        d = strcmp(x, y);
+    } else {
+        double x = number(a, c), y = number(b, c);
+        d = x > y ? -1 : x < y ? 1 : 0; /* largest first */
+    }
+    if (sorting->reverse)
+        d = -d;
+    if (d == 0) /* a stable order between ticks: newest first */
+        d = a->id > b->id ? -1 : a->id < b->id ? 1 : 0;
+    return d;
+}
+
+void top_sort(struct top *t)
+{
+    sorting = t;
+    if (t->nrows)
+        qsort(t->rows, t->nrows, sizeof(*t->rows), compare);
+    sorting = NULL;
+    t->vis = rt_xrealloc(t->vis, (t->nrows ? t->nrows : 1) * sizeof(*t->vis));
+    t->nvis = 0;
+    for (size_t k = 0; k < t->nrows; k++)
+        if (!t->mine_only || t->rows[k].mine)
+            t->vis[t->nvis++] = &t->rows[k];
+}
+
+void top_free(struct top *t)
+{
+    free(t->vis);
+    free(t->rows);
+    rt_sample_free(&t->host);
+}

@@ -1,0 +1,332 @@
+/* The exposition text: one "# HELP" and "# TYPE" per family, then its
+ * samples; base units (bytes, seconds, ratios 0..1), counters end in _total. */
+#include "metrics/expo.h"
+
+#include "ctl.h"
+
+#include "rt/json.h"
+#include "rt/util.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NS "resource_tracker_"
+
+struct label {
+    const char *name, *value;
+};
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+    fprintf(f, "# HELP " NS "%s %s\n# TYPE " NS "%s %s\n", name, help, name, type);
+}
+
+/* Label values escape backslash, double quote and newline; job names come
+ * from users and may hold any of them. */
+static void label_value(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\n') {
+            fputs("\\n", f);
+            continue;
+        }
+        if (*s == '\\' || *s == '"')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+}
+
+/* The shortest decimal that reads back to v. */
+static void number(FILE *f, double v)
+{
+    if (isnan(v)) {
+        fputs("NaN", f);
+        return;
+    }
+    if (isinf(v)) {
+        fputs(v > 0 ? "+Inf" : "-Inf", f);
+        return;
+    }
+    char buf[32];
+    if (v == floor(v) && fabs(v) < 1e15) { /* counts and bytes: all digits */
+        fprintf(f, "%.0f", v);
+        return;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, sizeof(buf), "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    fputs(buf, f);
+}
+
+static void sample(FILE *f, const char *name, const struct label *labels, size_t n, double v)
+{
+    fputs(NS, f);
+    fputs(name, f);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "%s%s=\"", i ? "," : "{", labels[i].name);
+        label_value(f, labels[i].value ? labels[i].value : "");
+        fputc('"', f);
+    }
+    fputs(n ? "} " : " ", f);
+    number(f, v);
+    fputc('\n', f);
+}
+
+static void scalar(FILE *f, const char *name, const char *type, const char *help, double v)
+{
+    family(f, name, type, help);
+    sample(f, name, NULL, 0, v);
+}
+
+/* ---- host ---- */
+
+static void host_cpu(FILE *f, const struct rt_sample *s)
+{
+    const struct rt_cpu *c = &s->cpu;
+    scalar(f, "host_cpus", "gauge", "CPUs the host has online.", (double)c->n_cores);
+    scalar(f, "host_cpu_busy_cores", "gauge",
+           "CPUs busy on average over the last sampling interval (0 to host_cpus).", c->utilization_pct);
+    if (c->n_cores) {
+        family(f, "host_cpu_core_busy_ratio", "gauge", "Busy share of each CPU over the last sampling interval.");
+        for (size_t i = 0; i < c->n_cores; i++) {
+            char id[24];
+            snprintf(id, sizeof(id), "%zu", i);
+            sample(f, "host_cpu_core_busy_ratio", &(struct label){"cpu", id}, 1, c->per_core_pct[i] / 100.0);
+        }
+    }
+    scalar(f, "host_processes", "gauge", "Processes on the host.", c->process_count);
+}
+
+static void host_memory(FILE *f, const struct rt_sample *s)
+{
+    const struct rt_memory *m = &s->memory;
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } rows[] = {
+        {"host_memory_total_bytes", "Memory the host has (MemTotal).", offsetof(struct rt_memory, total_mib)},
+        {"host_memory_available_bytes", "Memory available for new work (MemAvailable).",
+         offsetof(struct rt_memory, available_mib)},
+        {"host_memory_used_bytes", "Memory in use (MemTotal - MemAvailable).", offsetof(struct rt_memory, used_mib)},
+        {"host_memory_free_bytes", "Unused memory (MemFree).", offsetof(struct rt_memory, free_mib)},
+        {"host_memory_buffers_bytes", "Memory in block device buffers (Buffers).",
+         offsetof(struct rt_memory, buffers_mib)},
+        {"host_memory_cached_bytes", "Memory in the page cache (Cached).", offsetof(struct rt_memory, cached_mib)},
+        {"host_swap_total_bytes", "Swap space (SwapTotal).", offsetof(struct rt_memory, swap_total_mib)},
+        {"host_swap_used_bytes", "Swap space in use (SwapTotal - SwapFree).",
+         offsetof(struct rt_memory, swap_used_mib)},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        uint64_t mib;
+        memcpy(&mib, (const char *)m + rows[i].off, sizeof(mib));
+        scalar(f, rows[i].name, "gauge", rows[i].help, (double)(mib * RT_MIB));
+    }
+}
+
+static void host_disks(FILE *f, const struct rt_sample *s)
+{
+    if (!s->n_disks)
+        return;
+    family(f, "host_disk_read_bytes_total", "counter", "Bytes read from each block device since boot.");
+    for (size_t i = 0; i < s->n_disks; i++)
+        sample(f, "host_disk_read_bytes_total", &(struct label){"device", s->disks[i].device}, 1,
+               (double)s->disks[i].read_bytes_total);
+    family(f, "host_disk_written_bytes_total", "counter", "Bytes written to each block device since boot.");
+    for (size_t i = 0; i < s->n_disks; i++)
+        sample(f, "host_disk_written_bytes_total", &(struct label){"device", s->disks[i].device}, 1,
+               (double)s->disks[i].write_bytes_total);
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } fs[] = {
+        {"host_filesystem_size_bytes", "Size of each mounted file system.", offsetof(struct rt_mount, total_bytes)},
+        {"host_filesystem_used_bytes", "Bytes in use on each mounted file system.",
+         offsetof(struct rt_mount, used_bytes)},
+        {"host_filesystem_avail_bytes", "Bytes available to unprivileged users on each mounted file system.",
+         offsetof(struct rt_mount, available_bytes)},
+    };
+    bool any = false;
+    for (size_t i = 0; i < s->n_disks; i++)
+        any |= s->disks[i].n_mounts > 0;
+    for (size_t k = 0; any && k < sizeof(fs) / sizeof(fs[0]); k++) {
+        family(f, fs[k].name, "gauge", fs[k].help);
+        for (size_t i = 0; i < s->n_disks; i++)
+            for (size_t j = 0; j < s->disks[i].n_mounts; j++) {
+                const struct rt_mount *m = &s->disks[i].mounts[j];
+                struct label l[] = {{"device", s->disks[i].device},
+                                    {"mountpoint", m->mount_point},
+                                    {"fstype", m->filesystem}};
+                uint64_t v;
+                memcpy(&v, (const char *)m + fs[k].off, sizeof(v));
+                sample(f, fs[k].name, l, 3, (double)v);
+            }
+    }
+}
+
+static void host_network(FILE *f, const struct rt_sample *s)
+{
+    if (!s->n_nets)
+        return;
+    family(f, "host_network_receive_bytes_total", "counter", "Bytes received on each network interface.");
+    for (size_t i = 0; i < s->n_nets; i++)
+        sample(f, "host_network_receive_bytes_total", &(struct label){"interface", s->nets[i].interface}, 1,
+               (double)s->nets[i].rx_bytes_total);
+    family(f, "host_network_transmit_bytes_total", "counter", "Bytes sent on each network interface.");
+    for (size_t i = 0; i < s->n_nets; i++)
+        sample(f, "host_network_transmit_bytes_total", &(struct label){"interface", s->nets[i].interface}, 1,
+               (double)s->nets[i].tx_bytes_total);
+}
+
+/* One GPU family: the value of GPU i, or false when it has none. */
+typedef bool (*gpu_value)(const struct rt_gpu *g, double *v);
+
+static bool gpu_busy(const struct rt_gpu *g, double *v) { return *v = g->utilization_pct / 100.0, true; }
+static bool gpu_mem_total(const struct rt_gpu *g, double *v) { return *v = (double)g->vram_total_bytes, true; }
+static bool gpu_mem_used(const struct rt_gpu *g, double *v) { return *v = (double)g->vram_used_bytes, true; }
+static bool gpu_temp(const struct rt_gpu *g, double *v) { return *v = g->temperature_celsius, g->has_temperature; }
+static bool gpu_power(const struct rt_gpu *g, double *v) { return *v = g->power_watts, g->has_power; }
+static bool gpu_energy(const struct rt_gpu *g, double *v) { return *v = g->energy_joules, g->has_energy; }
+
+static void host_gpus(FILE *f, const struct rt_sample *s)
+{
+    if (!s->n_gpus)
+        return;
+    family(f, "host_gpu_info", "gauge", "Each GPU: its name, UUID and vendor (value 1).");
+    for (size_t i = 0; i < s->n_gpus; i++) {
+        const struct rt_gpu *g = &s->gpus[i];
+        struct label l[] = {{"gpu", g->host_id}, {"name", g->name}, {"uuid", g->uuid}, {"vendor", g->vendor}};
+        sample(f, "host_gpu_info", l, 4, 1);
+    }
+    static const struct {
+        const char *name, *type, *help;
+        gpu_value get;
+    } fams[] = {
+        {"host_gpu_busy_ratio", "gauge", "Busy share of each GPU.", gpu_busy},
+        {"host_gpu_memory_total_bytes", "gauge", "Memory (VRAM) of each GPU.", gpu_mem_total},
+        {"host_gpu_memory_used_bytes", "gauge", "Memory (VRAM) in use on each GPU.", gpu_mem_used},
+        {"host_gpu_temperature_celsius", "gauge", "Temperature of each GPU.", gpu_temp},
+        {"host_gpu_power_watts", "gauge", "Power draw of each GPU.", gpu_power},
+        {"host_gpu_energy_joules_total", "counter", "Energy each GPU used, as its driver counts it.", gpu_energy},
+    };
+    for (size_t k = 0; k < sizeof(fams) / sizeof(fams[0]); k++) {
+        bool head = false;
+        for (size_t i = 0; i < s->n_gpus; i++) {
+            double v;
+            if (!fams[k].get(&s->gpus[i], &v))
+                continue;
+            if (!head)
+                family(f, fams[k].name, fams[k].type, fams[k].help);
+            head = true;
+            sample(f, fams[k].name, &(struct label){"gpu", s->gpus[i].host_id}, 1, v);
+        }
+    }
+}
+
+/* ---- jobs ---- */
+
+enum section { TOP, SUMMARY, CURRENT };
+
+static const struct job_family {
+    const char *name, *type, *help;
+    enum section section;
+    const char *key;
+} job_families[] = {
+    {"job_running", "gauge", "1 while the job is tracked, 0 once it has ended.", TOP, "state"},
+    {"job_start_time_seconds", "gauge", "When the job started, in seconds since the epoch.", TOP, "started_at"},
+    {"job_end_time_seconds", "gauge", "When the job ended, in seconds since the epoch.", TOP, "ended_at"},
+    {"job_cpu_seconds_total", "counter", "CPU time (user and system) the job's processes used.", SUMMARY,
+     "cpu_secs"},
+    {"job_disk_read_bytes_total", "counter", "Bytes the job's processes read from storage.", SUMMARY,
+     "disk_read_bytes"},
+    {"job_disk_written_bytes_total", "counter", "Bytes the job's processes wrote to storage.", SUMMARY,
+     "disk_write_bytes"},
+    {"job_memory_rss_peak_bytes", "gauge", "Highest resident memory (RSS) of the job's processes together.",
+     SUMMARY, "peak_rss_bytes"},
+    {"job_gpu_energy_joules_total", "counter", "The job's share of the energy of the GPUs it used.", SUMMARY,
+     "gpu_energy_joules"},
+    {"job_cpu_busy_cores", "gauge", "CPUs the running job kept busy over its last sampling interval.", CURRENT,
+     "cores"},
+    {"job_processes", "gauge", "Processes in the running job's tree.", CURRENT, "processes"},
+    {"job_memory_rss_bytes", "gauge", "Resident memory (RSS) of the running job's processes together.", CURRENT,
+     "rss_bytes"},
+    {"job_memory_pss_bytes", "gauge", "Proportional set size (PSS) of the running job's processes together.",
+     CURRENT, "pss_bytes"},
+    {"job_gpu_busy_gpus", "gauge", "GPUs the running job kept busy (1 = one GPU fully busy).", CURRENT,
+     "gpu_usage"},
+    {"job_gpu_memory_used_bytes", "gauge", "GPU memory (VRAM) the running job's processes hold.", CURRENT,
+     "gpu_vram_bytes"},
+};
+
+static bool job_value(struct json_object *job, const struct job_family *fam, double *v)
+{
+    if (fam->section == TOP && strcmp(fam->key, "state") == 0) {
+        const char *state = rt_json_get_string(job, "state");
+        *v = state && strcmp(state, "running") == 0;
+        return true;
+    }
+    struct json_object *o = fam->section == SUMMARY   ? rt_json_get_object(job, "summary")
+                            : fam->section == CURRENT ? rt_json_get_object(job, "current")
+                                                      : job;
+    return rt_json_get_double(o, fam->key, v);
+}
+
+struct job_labels {
+    char id[24], user[64];
+    struct label l[3];
+};
+
+static void job_labels(struct json_object *job, struct job_labels *jl)
+{
+    int64_t id = 0, uid = -1;
+    rt_json_get_i64(job, "id", &id);
+    rt_json_get_i64(job, "owner_uid", &uid);
+    snprintf(jl->id, sizeof(jl->id), "%" PRId64, id);
+    ctl_fmt_user(uid, jl->user, sizeof(jl->user));
+    jl->l[0] = (struct label){"job_id", jl->id};
+    jl->l[1] = (struct label){"job_name", rt_json_get_string(job, "name")};
+    jl->l[2] = (struct label){"user", jl->user};
+}
+
+static void jobs(FILE *f, struct json_object *list)
+{
+    size_t n = list ? json_object_array_length(list) : 0;
+    if (!n)
+        return;
+    struct job_labels *labels = rt_xcalloc(n, sizeof(*labels));
+    for (size_t i = 0; i < n; i++)
+        job_labels(json_object_array_get_idx(list, i), &labels[i]);
+    for (size_t k = 0; k < sizeof(job_families) / sizeof(job_families[0]); k++) {
+        const struct job_family *fam = &job_families[k];
+        bool head = false;
+        for (size_t i = 0; i < n; i++) {
+            double v;
+            if (!job_value(json_object_array_get_idx(list, i), fam, &v))
+                continue;
+            if (!head)
+                family(f, fam->name, fam->type, fam->help);
+            head = true;
+            sample(f, fam->name, labels[i].l, 3, v);
+        }
+    }
+    free(labels);
+}
+
+void ctl_expo_write(FILE *f, const struct ctl_expo *in)
+{
+    family(f, "build_info", "gauge", "The version of resource-trackerd that answered (value 1).");
+    sample(f, "build_info", &(struct label){"version", in->version}, 1, 1);
+    const struct rt_sample *s = in->host;
+    scalar(f, "host_sample_timestamp_seconds", "gauge", "When the host sample was taken, in seconds since the epoch.",
+           (double)s->timestamp_secs);
+    host_cpu(f, s);
+    host_memory(f, s);
+    host_disks(f, s);
+    host_network(f, s);
+    host_gpus(f, s);
+    jobs(f, in->jobs);
+}

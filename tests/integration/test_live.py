@@ -1,0 +1,360 @@
+"""The live views against a real daemon: StreamJobs (a job's latest figures
+per tick, what each user may see); top in a real terminal (tmux, 80x24:
+the jobs with their figures, sort keys, help, resizes, the terminal restored
+on q and on SIGTERM) and piped (plain lines per refresh); status --follow
+(the host stream for scripts, JSON Lines and CSV like the Rust tracker
+without arguments)."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from rtlib import (CSV_HEADER, CTL, IFACE, SANITIZER_MARKS, DaemonTest, TestUsers, VarlinkError,  # noqa: E402
+                   run_ctl, spawn_as, stream_as, wait_for)
+
+
+class StreamJobs(DaemonTest):
+    interval = 0.2
+
+    def job(self, name, cmd, user=None):
+        """cmd as a job, in a session of its own: its whole tree goes at the end."""
+        p = spawn_as(user, cmd, start_new_session=True) if user else subprocess.Popen(cmd, start_new_session=True)
+
+        def kill():
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        self.addCleanup(kill)
+        rc, out, err = run_ctl(self.d, "start", "--pid", str(p.pid), "--name", name, user=user)
+        self.assertEqual(rc, 0, err)
+        return p, int(out)
+
+    def replies(self, n, params=None, conn=None):
+        c = conn or self.d.connect()
+        c.send(IFACE + ".StreamJobs", params or {}, more=True)
+        out = []
+        for _ in range(n):
+            r = c.recv()
+            self.assertNotIn("error", r)
+            self.assertTrue(r["continues"])
+            out.append(r["parameters"]["jobs"])
+        c.close()
+        return out
+
+    def test_current_figures_per_tick(self):
+        busy, jb = self.job("busy", ["sh", "-c", "while :; do :; done"])
+        tree, jt = self.job("tree", ["sh", "-c", "sleep 30 & sleep 30 & wait"])
+        wait_for(lambda: all(self.d.call("GetJob", {"id": j})["job"]["summary"]["samples"] >= 3 for j in (jb, jt)),
+                 what="samples")
+        t0 = time.monotonic()
+        replies = self.replies(6)
+        # The first at once, then one per tick (0.2 s).
+        self.assertLess(time.monotonic() - t0, 3)
+        stamps = []
+        for jobs in replies:
+            self.assertEqual([j["id"] for j in jobs], [jt, jb])  # newest first
+            by_id = {j["id"]: j for j in jobs}
+            cur = by_id[jb]["current"]
+            # A busy loop (on a machine others may load: no fixed share) and sleepers.
+            self.assertGreater(cur["cores"], 0)
+            self.assertLess(by_id[jt]["current"]["cores"], 0.05)
+            self.assertLessEqual(cur["cores"], len(self.d.call("GetHostSample")["sample"]["cpu"]["per_core_pct"]))
+            self.assertGreater(cur["rss_bytes"], 0)
+            self.assertGreater(cur["pss_bytes"], 0)
+            self.assertEqual(by_id[jt]["current"]["processes"], 3)
+            self.assertEqual(by_id[jb]["current"]["processes"], 1)
+            stamps.append(cur["sampled_at"])
+        self.assertEqual(len(set(stamps[1:])), 5, "a new sample in each tick's reply")
+        # GetJob and ListJobs carry the figures too; an ended job has none.
+        self.assertIsNotNone(self.d.call("GetJob", {"id": jb})["job"]["current"])
+        busy.kill()
+        wait_for(lambda: self.d.call("GetJob", {"id": jb})["job"]["state"] != "running", what="the end")
+        self.assertIsNone(self.d.call("GetJob", {"id": jb})["job"]["current"])
+
+    def test_ended_jobs_stay_for_ended_within(self):
+        p, jid = self.job("brief", ["sleep", "0.3"])
+        wait_for(lambda: self.d.call("GetJob", {"id": jid})["job"]["state"] == "finished", what="the end")
+        self.assertEqual([j["id"] for j in self.replies(1)[0]], [jid])  # default 10 s
+        time.sleep(0.5)
+        self.assertEqual(self.replies(1, {"ended_within_secs": 0.2})[0], [])
+        self.assertEqual([j["state"] for j in self.replies(1, {"ended_within_secs": 60})[0]], ["finished"])
+
+    def test_each_user_sees_what_they_may(self):
+        users = TestUsers()
+        self.addCleanup(users.cleanup)
+        alice, bob = users.user("alice"), users.user("bob")
+        _, ja = self.job("a", ["sleep", "30"], user=alice)
+        _, jr = self.job("r", ["sleep", "30"])
+        ids = lambda replies: [j["id"] for j in replies[0]]
+        self.assertEqual(ids(self.replies(1, {"all": True})), [jr, ja])  # root: every job
+        self.assertEqual(ids(self.replies(1)), [jr])                     # root's own
+        # A user sees their own jobs only, with or without all.
+        for params in ({}, {"all": True}):
+            for user, want in ((alice, [ja]), (bob, [])):
+                replies = stream_as(user, self.d.socket, "StreamJobs", params, 2)
+                self.assertEqual([[j["id"] for j in r["jobs"]] for r in replies], [want, want], (user, params))
+
+    def test_bad_calls(self):
+        with self.d.connect() as c:
+            with self.assertRaises(VarlinkError) as e:
+                c.call("StreamJobs", {})  # without "more"
+            self.assertEqual(e.exception.error, "org.varlink.service.ExpectedMore")
+        for params in ({"ended_within_secs": -1}, {"ended_within_secs": 1e9}, {"all": "yes"}):
+            with self.d.connect() as c:
+                c.send(IFACE + ".StreamJobs", params, more=True)
+                r = c.recv()
+                self.assertEqual(r.get("error"), "org.varlink.service.InvalidParameter", params)
+
+
+TMUX = shutil.which("tmux")
+
+
+class Top(DaemonTest):
+    """resource-trackerctl top in tmux, as a person runs it over SSH."""
+    interval = 0.2
+
+    def setUp(self):
+        if not TMUX:
+            self.skipTest("no tmux (scripts/setup.d/60-prometheus-tmux.sh)")
+        super().setUp()
+        self.tmp = tempfile.mkdtemp(prefix="rt-top-")
+        os.chmod(self.tmp, 0o755)
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.tmux_socket = os.path.join(self.tmp, "tmux")
+        self.addCleanup(lambda: subprocess.run(self.tmux("kill-server"), capture_output=True))
+
+    def tmux(self, *args):
+        return [TMUX, "-S", self.tmux_socket] + list(args)
+
+    def job(self, name, cmd):
+        p = subprocess.Popen(cmd, start_new_session=True)
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        self.assertEqual(run_ctl(self.d, "start", "--pid", str(p.pid), "--name", name)[0], 0)
+        return p
+
+    def start_top(self, *args, width=80, height=24):
+        """top in a fresh 80x24 terminal, after a line of its own: the shell
+        prints top's exit status and the terminal modes (stty) when it ends."""
+        env = " ".join("%s=%s" % (k, os.environ[k]) for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")
+                       if k in os.environ)
+        self.err = os.path.join(self.tmp, "top.err")
+        self.pidfile = os.path.join(self.tmp, "top.pid")
+        script = ("echo before-top; env %s RESOURCE_TRACKER_SOCKET=%s sh -c 'echo $$ > %s; exec %s top %s' 2>%s;"
+                  " echo EXIT=$?; stty -a; sleep 600" % (env, self.d.socket, self.pidfile, CTL, " ".join(args),
+                                                          self.err))
+        subprocess.run(self.tmux("new-session", "-d", "-x", str(width), "-y", str(height), script), check=True)
+
+    def screen(self):
+        return subprocess.run(self.tmux("capture-pane", "-p"), capture_output=True, check=True).stdout.decode()
+
+    def wait_screen(self, pred, what):
+        return wait_for(lambda: pred(self.screen()) and self.screen(), timeout=20, what=what)
+
+    def keys(self, *keys):
+        subprocess.run(self.tmux("send-keys") + list(keys), check=True)
+
+    def rows(self, screen):
+        """The job table: {name: [cells]} in screen order."""
+        lines = screen.splitlines()
+        head = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("ID "))
+        out = []
+        for ln in lines[head + 1:]:
+            cells = ln.split()
+            if len(cells) > 3 and cells[0].isdigit():
+                out.append((cells[1], cells))
+        return lines[head], out
+
+    def assert_restored(self, screen):
+        self.assertIn("before-top", screen)
+        self.assertNotIn("CORES", screen, "the view is gone")
+        self.assertRegex(screen, r"(^|\s)icanon(\s|$)", "canonical mode is back")
+        self.assertRegex(screen, r"(^|\s)echo(\s|$)", "echo is back")
+        with open(self.err) as f:
+            err = f.read()
+        for mark in SANITIZER_MARKS:
+            self.assertNotIn(mark, err)
+        return err
+
+    def test_jobs_with_figures_keys_resize_and_quit(self):
+        self.job("busyjob", ["sh", "-c", "while :; do :; done"])
+        self.job("memjob", ["python3", "-c", "import time; b = bytearray(64 << 20); time.sleep(600)"])
+        self.start_top()
+        scr = self.wait_screen(lambda s: re.search(r"busyjob +root +R +(0\.0[1-9]|0\.[1-9]|[1-9]\.)", s)
+                               and re.search(r"memjob +root +R +0\.0\d +(6\d|7\d)", s), "both jobs with figures")
+        lines = scr.splitlines()
+        self.assertEqual(len(lines), 24)
+        self.assertTrue(all(len(ln) <= 80 for ln in lines))
+        self.assertTrue(lines[0].startswith(socket.gethostname()), lines[0])
+        self.assertTrue(any(ln.startswith("CPU  [") for ln in lines), scr)
+        self.assertTrue(any(ln.startswith("Mem  [") for ln in lines), scr)
+        self.assertTrue(lines[-1].startswith("q quit"), lines[-1])
+        head, rows = self.rows(scr)
+        self.assertEqual(head.split()[:5], ["ID", "NAME", "USER", "S", "CORESv"])
+        self.assertEqual([n for n, _ in rows], ["busyjob", "memjob"])  # by cores, busiest first
+        self.assertRegex(" ".join(dict(rows)["memjob"]), r"^\d+ memjob root R 0\.0\d (6\d|7\d)\.?\d* MiB ")
+        # m: by memory, the big one first; c: back to cores; r: reversed.
+        self.keys("m")
+        self.wait_screen(lambda s: [n for n, _ in self.rows(s)[1]] == ["memjob", "busyjob"], "sorted by RSS")
+        self.assertIn("RSSv", self.rows(self.screen())[0])
+        self.keys("c")
+        self.wait_screen(lambda s: [n for n, _ in self.rows(s)[1]] == ["busyjob", "memjob"], "sorted by cores")
+        self.keys("r")
+        self.wait_screen(lambda s: "CORES^" in s and [n for n, _ in self.rows(s)[1]] == ["memjob", "busyjob"],
+                         "reversed")
+        self.keys("<")
+        self.wait_screen(lambda s: "Sv" in self.rows(s)[0], "the column left of CORES")
+        # Help, closed by any key.
+        self.keys("h")
+        self.wait_screen(lambda s: "resource-trackerctl top: keys" in s, "the help")
+        self.keys("x")
+        self.wait_screen(lambda s: "top: keys" not in s, "the help closed")
+        # A wider terminal shows more columns; back to 80x24 hides them again.
+        subprocess.run(self.tmux("resize-window", "-x", "110", "-y", "30"), check=True)
+        scr = self.wait_screen(lambda s: "PSS" in s and len(s.splitlines()) == 30, "the resized view")
+        self.assertTrue(any(len(ln) > 80 for ln in scr.splitlines()))
+        subprocess.run(self.tmux("resize-window", "-x", "80", "-y", "24"), check=True)
+        self.wait_screen(lambda s: "PSS" not in s and "busyjob" in s, "80 columns again")
+        # Pause freezes the view (the job's time stops); q quits and gives the terminal back.
+        self.keys("p")
+        frozen = self.wait_screen(lambda s: "[paused]" in s, "paused")
+        time.sleep(1)
+        self.assertEqual(self.rows(self.screen())[1], self.rows(frozen)[1])
+        self.keys("p")
+        self.wait_screen(lambda s: "[paused]" not in s and self.rows(s)[1] != self.rows(frozen)[1], "resumed")
+        self.keys("q")
+        scr = self.wait_screen(lambda s: "EXIT=" in s, "top to end")
+        self.assertIn("EXIT=0", scr)
+        self.assert_restored(scr)
+
+    def test_sigterm_restores_the_terminal(self):
+        self.job("termjob", ["sleep", "600"])
+        self.start_top()
+        self.wait_screen(lambda s: "termjob" in s, "the job")
+        with open(self.pidfile) as f:
+            os.kill(int(f.read()), signal.SIGTERM)
+        scr = self.wait_screen(lambda s: "EXIT=" in s, "top to end")
+        self.assertIn("EXIT=0", scr)
+        self.assert_restored(scr)
+
+    def test_a_lost_daemon_is_reported_after_the_terminal_is_back(self):
+        self.start_top()
+        self.wait_screen(lambda s: "CPU  [" in s, "the view")
+        self.d.stop()
+        self.d.proc = None
+        scr = self.wait_screen(lambda s: "EXIT=" in s, "top to end")
+        self.assertIn("EXIT=3", scr)
+        err = self.assert_restored(scr)
+        self.assertIn("resource-trackerctl: ", err)
+
+    def test_plain_lines_when_piped(self):
+        users = TestUsers()
+        self.addCleanup(users.cleanup)
+        alice = users.user("alice")
+        self.job("rootjob", ["sleep", "600"])
+        p = spawn_as(alice, ["sleep", "600"], start_new_session=True)
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        run_ctl(self.d, "start", "--pid", str(p.pid), "--name", "alicejob", user=alice, check=0)
+        out = run_ctl(self.d, "top", "--iterations", "3", "--sort", "name", check=0)[1]
+        blocks = out.strip("\n").split("\n\n")
+        self.assertEqual(len(blocks), 3, out)
+        for b in blocks:
+            lines = b.splitlines()
+            self.assertTrue(lines[0].startswith("resource-trackerd "), lines[0])
+            self.assertIn("the jobs of all users", lines[0])
+            head = next(ln for ln in lines if ln.lstrip().startswith("ID "))
+            self.assertIn("PSS", head)  # every column
+            names = [ln.split()[1] for ln in lines[lines.index(head) + 1:]]
+            self.assertEqual(names, ["alicejob", "rootjob"])  # --sort name
+        mine = run_ctl(self.d, "top", "--iterations", "1", "--mine", check=0)[1]
+        self.assertIn("rootjob", mine)
+        self.assertNotIn("alicejob", mine)
+        hers = run_ctl(self.d, "top", "--iterations", "1", user=alice, check=0)[1]
+        self.assertIn("alicejob", hers)
+        self.assertNotIn("rootjob", hers)
+        for args in (["--iterations", "0"], ["--sort", "bogus"], ["--bogus"], ["extra"]):
+            rc, out, err = run_ctl(self.d, "top", *args)
+            self.assertEqual((rc, out), (2, ""), args)
+
+
+class Follow(DaemonTest):
+    interval = 0.2
+
+    def follow(self, *args):
+        env = dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket)
+        p = subprocess.Popen([CTL, "status", "--follow"] + list(args), env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        self.addCleanup(lambda: (p.poll() is None and p.kill(), p.wait()))
+        return p
+
+    def lines(self, p, n):
+        out = []
+        deadline = time.monotonic() + 30
+        while len(out) < n and time.monotonic() < deadline:
+            ln = p.stdout.readline()
+            if not ln:
+                break
+            out.append(ln.decode().rstrip("\n"))
+        self.assertEqual(len(out), n, "stderr: %s" % (p.poll() is not None and p.stderr.read()))
+        return out
+
+    def test_json_lines_are_host_samples_per_interval(self):
+        p = self.follow()
+        samples = [json.loads(ln) for ln in self.lines(p, 6)]
+        for s in samples:
+            self.assertEqual(list(s), sorted(s), "keys sorted like the Rust tracker")
+            self.assertIsNone(s["tracked_pid"])
+            self.assertIsNone(s["job_name"])
+            self.assertIsNone(s["cpu"]["process_cores_used"])
+            self.assertGreater(s["memory"]["total_mib"], 0)
+        # The first is the latest sample; then one per tick, in order.
+        for a, b in zip(samples[1:], samples[2:]):
+            self.assertLessEqual(a["timestamp_secs"], b["timestamp_secs"])
+            self.assertAlmostEqual(b["actual_interval_ms"], 200, delta=150)
+        self.assertEqual(len({json.dumps(s, sort_keys=True) for s in samples}), 6, "no sample twice")
+        p.terminate()
+        p.wait(timeout=10)
+
+    def test_csv_has_the_header_and_host_rows(self):
+        p = self.follow("--format", "csv")
+        header, *rows = self.lines(p, 5)
+        self.assertEqual(header, CSV_HEADER)
+        gpu = self.d.call("GetHostSample")["sample"]["cpu"]["process_gpu_usage"] is not None
+        for row in rows:
+            cols = row.split(",")
+            self.assertEqual(len(cols), 32, row)
+            self.assertTrue(all(c == "" for c in cols[21:29]), row)  # no process
+            self.assertEqual(all(c != "" for c in cols[29:]), gpu, row)  # the host's GPU use, if any
+            self.assertRegex(cols[0], r"^\d+\.\d{3}$")  # seconds with milliseconds
+            float(cols[4]), int(cols[6])
+        p.terminate()
+        p.wait(timeout=10)
+
+    def test_bad_arguments(self):
+        for args in (["status", "--follow", "1"], ["status", "--format", "csv"],
+                     ["status", "--follow", "--format", "xml"], ["status", "--follow", "--format"]):
+            rc, out, err = run_ctl(self.d, *args)
+            self.assertEqual((rc, out), (2, ""), args)
+            self.assertTrue(err.startswith("resource-trackerctl: "), err)
+
+    def test_a_stopped_daemon_ends_the_stream(self):
+        p = self.follow()
+        self.lines(p, 2)
+        self.d.stop()
+        err = p.communicate(timeout=30)[1]
+        self.assertEqual(p.returncode, 3, err)
+        self.d.proc = None  # stopped already
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

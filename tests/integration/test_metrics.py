@@ -1,0 +1,387 @@
+"""resource-trackerctl metrics against a real daemon, a real exporter socket
+and a real Prometheus (Debian's, started here on loopback): the exposition
+text passes promtool; Prometheus scrapes the socket-activated exporter
+(systemd-socket-activate --accept --inetd, as the .socket unit does) and its
+HTTP API returns the host CPU series and a running job's CPU series with the
+job's labels; which jobs are published; ended jobs leave; the textfile mode."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+from rtlib import CTL, SANITIZER_MARKS, Daemon, DaemonTest, TestUsers, run_ctl, spawn_as, wait_for  # noqa: E402
+
+PROMETHEUS = shutil.which("prometheus")
+PROMTOOL = shutil.which("promtool")
+SOCKET_ACTIVATE = shutil.which("systemd-socket-activate")
+PASS_ENV = ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def parse(text):
+    """{(name, frozenset(labels)): value} of an exposition text (labels
+    without escapes: the test's values have none)."""
+    out = {}
+    for ln in text.splitlines():
+        if not ln or ln.startswith("#"):
+            continue
+        head, value = ln.rsplit(" ", 1)
+        name, labels = head, frozenset()
+        if "{" in head:
+            name, rest = head.split("{", 1)
+            labels = frozenset(tuple(kv.split("=", 1)) for kv in rest.rstrip("}").split(","))
+            labels = frozenset((k, v.strip('"')) for k, v in labels)
+        out[(name, labels)] = float(value)
+    return out
+
+
+def series(parsed, name):
+    return {labels: v for (n, labels), v in parsed.items() if n == name}
+
+
+def http(port, request):
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(request)
+        data = b""
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            data += d
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = dict(ln.split(": ", 1) for ln in lines[1:])
+    return int(lines[0].split()[1]), headers, body.decode()
+
+
+def documented():
+    """{family: (type, {labels})} of docs/metrics.md's table."""
+    with open(os.path.join(os.environ["RT_SOURCE_DIR"], "docs", "metrics.md")) as f:
+        rows = [ln.split("|")[1:5] for ln in f if ln.startswith("| `resource_tracker_")]
+    return {r[0].strip(" `"): (r[1].strip(), {l.strip(" `") for l in r[2].split(",") if l.strip()}) for r in rows}
+
+
+class Metrics(DaemonTest):
+    interval = 0.2
+
+    def busy_job(self, name, user=None):
+        """A job that burns CPU until the test ends."""
+        cmd = ["sh", "-c", "while :; do :; done"]
+        p = spawn_as(user, cmd) if user else subprocess.Popen(cmd)
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        rc, out, err = run_ctl(self.d, "start", "--pid", str(p.pid), "--name", name, user=user)
+        self.assertEqual(rc, 0, err)
+        jid = int(out)
+        wait_for(lambda: self.d.call("GetJob", {"id": jid})["job"]["summary"]["samples"] >= 3, what="samples")
+        return p, jid
+
+    def metrics(self, *args, user=None, check=0):
+        return run_ctl(self.d, "metrics", *args, user=user, check=check)[1]
+
+    def promtool(self, text):
+        if not PROMTOOL:
+            self.skipTest("no promtool (scripts/setup.d/60-prometheus-tmux.sh)")
+        p = subprocess.run([PROMTOOL, "check", "metrics"], input=text.encode(), capture_output=True)
+        self.assertEqual(p.returncode, 0, p.stdout.decode() + p.stderr.decode())
+
+    def exporter(self, *args):
+        """The exporter as systemd runs it: a listening socket, and a
+        resource-trackerctl metrics --http per connection on stdin/stdout."""
+        if not SOCKET_ACTIVATE:
+            self.skipTest("no systemd-socket-activate")
+        port = free_port()
+        env = ["-E", "RESOURCE_TRACKER_SOCKET=" + self.d.socket] + \
+            sum((["-E", k] for k in PASS_ENV if k in os.environ), [])
+        log = tempfile.TemporaryFile()
+        p = subprocess.Popen([SOCKET_ACTIVATE, "--accept", "--inetd", "-l", "127.0.0.1:%d" % port] + env +
+                             [CTL, "metrics", "--http"] + list(args), stdout=log, stderr=log)
+
+        def stop():
+            p.terminate()
+            p.wait()
+            log.seek(0)
+            out = log.read().decode(errors="replace")
+            log.close()
+            for mark in SANITIZER_MARKS:
+                self.assertNotIn(mark, out)
+        self.addCleanup(stop)
+        wait_for(lambda: subprocess.run(["ss", "-Hltn", "sport = :%d" % port], capture_output=True).stdout,
+                 what="the exporter's socket")
+        return port
+
+    def test_exposition_passes_promtool_and_has_the_figures(self):
+        p, jid = self.busy_job("expo")
+        text = self.metrics()
+        self.promtool(text)
+        m = parse(text)
+        # Every family has its HELP and TYPE, once.
+        for n in {n for n, _ in m}:
+            self.assertEqual(text.count("# TYPE %s " % n), 1, n)
+            self.assertEqual(text.count("# HELP %s " % n), 1, n)
+        host = self.d.call("GetHostSample")["sample"]
+        ncpu = len(host["cpu"]["per_core_pct"])
+        self.assertEqual(m[("resource_tracker_host_cpus", frozenset())], ncpu)
+        self.assertLessEqual(m[("resource_tracker_host_cpu_busy_cores", frozenset())], ncpu)
+        self.assertEqual(len(series(m, "resource_tracker_host_cpu_core_busy_ratio")), ncpu)
+        self.assertEqual(m[("resource_tracker_host_memory_total_bytes", frozenset())],
+                         host["memory"]["total_mib"] * 1048576)
+        for d in host["disk"]:
+            self.assertIn(frozenset({("device", d["device"])}), series(m, "resource_tracker_host_disk_read_bytes_total"))
+        for n in host["network"]:
+            self.assertIn(frozenset({("interface", n["interface"])}),
+                          series(m, "resource_tracker_host_network_receive_bytes_total"))
+        labels = frozenset({("job_id", str(jid)), ("job_name", "expo"), ("user", "root")})
+        self.assertEqual(m[("resource_tracker_job_running", labels)], 1)
+        self.assertGreater(m[("resource_tracker_job_cpu_seconds_total", labels)], 0)
+        job = self.d.call("GetJob", {"id": jid})["job"]
+        self.assertAlmostEqual(m[("resource_tracker_job_start_time_seconds", labels)], job["started_at"], places=2)
+        # The running job's latest figures: a busy loop keeps a CPU busy (as
+        # much as others on this machine leave it: not a fixed share).
+        self.assertGreater(m[("resource_tracker_job_cpu_busy_cores", labels)], 0)
+        self.assertLessEqual(m[("resource_tracker_job_cpu_busy_cores", labels)], ncpu)
+        self.assertEqual(m[("resource_tracker_job_processes", labels)], 1)
+        self.assertGreater(m[("resource_tracker_job_memory_rss_bytes", labels)], 0)
+        self.assertGreater(m[("resource_tracker_job_memory_pss_bytes", labels)], 0)
+
+    def test_the_documented_set_is_the_published_set(self):
+        """docs/metrics.md is the interface: every family published is documented with its
+        type and labels, and every documented family is one the exporter knows."""
+        doc = documented()
+        self.busy_job("doc")
+        p = subprocess.Popen(["sleep", "0.2"])
+        jid = int(run_ctl(self.d, "start", "--pid", str(p.pid), "--name", "ended", check=0)[1])
+        p.wait()
+        wait_for(lambda: self.d.call("GetJob", {"id": jid})["job"]["state"] != "running", what="the end")
+        text = self.metrics()
+        types = dict(ln.split()[2:4] for ln in text.splitlines() if ln.startswith("# TYPE "))
+        for (name, labels) in parse(text):
+            self.assertIn(name, doc, "published but not documented")
+            self.assertEqual(types[name], doc[name][0], name)
+            self.assertEqual({k for k, _ in labels}, doc[name][1], name)
+        with open(os.path.join(os.environ["RT_SOURCE_DIR"], "ctl", "metrics", "expo.c")) as f:
+            source = f.read()
+        for name in doc:
+            self.assertIn('"%s"' % name[len("resource_tracker_"):], source, "documented but not published")
+        # On this host everything but the GPU families is there.
+        self.assertEqual({n for n in doc if "_gpu_" not in n} - {n for n, _ in parse(text)}, set())
+
+    def test_prometheus_scrapes_the_socket_activated_exporter(self):
+        if not PROMETHEUS:
+            self.skipTest("no prometheus (scripts/setup.d/60-prometheus-tmux.sh)")
+        p, jid = self.busy_job("scraped")
+        port = self.exporter("--jobs", "visible")
+        # The exporter's HTTP answers, as Prometheus and people see them.
+        code, headers, body = http(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n")
+        self.assertEqual(code, 200)
+        self.assertEqual(headers["Content-Type"], "text/plain; version=0.0.4; charset=utf-8")
+        self.assertEqual(int(headers["Content-Length"]), len(body.encode()))
+        self.promtool(body)
+        self.assertEqual(http(port, b"HEAD /metrics HTTP/1.0\r\n\r\n")[2], "")
+        self.assertEqual(http(port, b"GET /nope HTTP/1.1\r\n\r\n")[0], 404)
+        self.assertEqual(http(port, b"POST /metrics HTTP/1.1\r\n\r\n")[0], 405)
+        self.assertEqual(http(port, b"garbage\r\n\r\n")[0], 400)
+
+        tmp = tempfile.mkdtemp(prefix="rt-prom-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        web = free_port()
+        with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                    "scrape_configs:\n  - job_name: rt\n    static_configs:\n"
+                    "      - targets: ['127.0.0.1:%d']\n" % port)
+        log = open(os.path.join(tmp, "prometheus.log"), "wb")
+        prom = subprocess.Popen([PROMETHEUS, "--config.file=" + os.path.join(tmp, "prometheus.yml"),
+                                 "--storage.tsdb.path=" + os.path.join(tmp, "data"),
+                                 "--web.listen-address=127.0.0.1:%d" % web, "--log.level=warn"],
+                                stdout=log, stderr=log)
+        self.addCleanup(lambda: (prom.terminate(), prom.wait(), log.close()))
+
+        def query(q):
+            url = "http://127.0.0.1:%d/api/v1/query?%s" % (web, urllib.parse.urlencode({"query": q}))
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    return json.load(r)["data"]["result"]
+            except OSError:
+                return []
+
+        target = "127.0.0.1:%d" % port
+        up = wait_for(lambda: query('up{job="rt"} == 1'), timeout=60, what="a successful scrape")
+        self.assertEqual(up[0]["metric"]["instance"], target)
+        host = wait_for(lambda: query("resource_tracker_host_cpu_busy_cores"), timeout=30, what="the host series")
+        self.assertEqual(host[0]["metric"], {"__name__": "resource_tracker_host_cpu_busy_cores", "instance": target,
+                                             "job": "rt"})
+        cpu = wait_for(lambda: query('resource_tracker_job_cpu_seconds_total{job_name="scraped"}'), timeout=30,
+                       what="the job's CPU series")
+        self.assertEqual(cpu[0]["metric"], {"__name__": "resource_tracker_job_cpu_seconds_total", "instance": target,
+                                            "job": "rt", "job_id": str(jid), "job_name": "scraped", "user": "root"})
+        busy = wait_for(lambda: query('resource_tracker_job_cpu_busy_cores{job_name="scraped"} > 0'), timeout=30,
+                        what="the job's busy cores")
+        self.assertEqual(busy[0]["metric"], dict(cpu[0]["metric"], __name__="resource_tracker_job_cpu_busy_cores"))
+        # A running counter: its rate over the scrapes is about one busy core.
+        rate = wait_for(lambda: query('rate(resource_tracker_job_cpu_seconds_total{job_name="scraped"}[5s]) > 0'),
+                        timeout=30, what="the job's CPU rate")
+        self.assertLess(float(rate[0]["value"][1]), 1.5)  # one process: at most one CPU
+        # The daemon gone: scrapes fail (up 0) rather than serve stale figures.
+        self.d.stop()
+        code, _, body = http(port, b"GET /metrics HTTP/1.1\r\n\r\n")
+        self.assertEqual(code, 503, body)
+        self.d.proc = None  # stopped already
+
+    def test_which_jobs_are_published(self):
+        users = TestUsers()
+        self.addCleanup(users.cleanup)
+        alice = users.user("alice")
+        _, mine = self.busy_job("rootjob")
+        _, hers = self.busy_job("alicejob", user=alice)
+        job_ids = lambda text: {dict(l)["job_id"] for l in series(parse(text), "resource_tracker_job_running")}
+        self.assertEqual(job_ids(self.metrics()), {str(mine), str(hers)})  # root sees all
+        self.assertEqual(job_ids(self.metrics("--jobs", "all")), {str(mine), str(hers)})
+        self.assertEqual(job_ids(self.metrics(user=alice)), {str(hers)})
+        text = self.metrics("--jobs", "none")
+        self.assertEqual(job_ids(text), set())
+        self.assertNotIn("resource_tracker_job_", text)
+        self.assertIn("resource_tracker_host_cpu_busy_cores", text)
+        # All jobs from a user who may not see them: an error, not fewer jobs.
+        rc, out, err = run_ctl(self.d, "metrics", "--jobs", "all", user=alice)
+        self.assertEqual((rc, out), (4, ""))
+        self.assertIn("not an administrator", err)
+        owners = {dict(l)["user"] for l in series(parse(self.metrics(user=alice)), "resource_tracker_job_running")}
+        self.assertEqual(owners, {alice})
+
+    def test_ended_jobs_leave_after_keep_ended(self):
+        p = subprocess.Popen(["sleep", "0.5"])
+        self.addCleanup(p.wait)
+        jid = int(run_ctl(self.d, "start", "--pid", str(p.pid), "--name", "brief", check=0)[1])
+        wait_for(lambda: self.d.call("GetJob", {"id": jid})["job"]["state"] == "finished", what="the end")
+        labels = frozenset({("job_id", str(jid)), ("job_name", "brief"), ("user", "root")})
+        m = parse(self.metrics())
+        self.assertEqual(m[("resource_tracker_job_running", labels)], 0)
+        self.assertIn(("resource_tracker_job_end_time_seconds", labels), m)
+        self.assertIn(("resource_tracker_job_cpu_seconds_total", labels), m)
+        self.assertNotIn(("resource_tracker_job_cpu_busy_cores", labels), m)  # no current figures once ended
+        time.sleep(1.2)
+        self.assertNotIn("job_id=\"%d\"" % jid, self.metrics("--keep-ended", "1"))
+        self.assertIn("job_id=\"%d\"" % jid, self.metrics("--keep-ended", "60"))
+
+    def test_textfile_is_replaced_atomically_and_removed(self):
+        self.busy_job("tf")
+        tmp = tempfile.mkdtemp(prefix="rt-textfile-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        path = os.path.join(tmp, "resource-tracker.prom")
+        run_ctl(self.d, "metrics", "--textfile", path, check=0)  # once
+        with open(path) as f:
+            self.promtool(f.read())
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o644)
+        env = dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket)
+        w = subprocess.Popen([CTL, "metrics", "--textfile", path, "--interval", "0.2"], env=env,
+                             stderr=subprocess.PIPE)
+        self.addCleanup(lambda: (w.poll() is None and w.kill(), w.wait()))
+        inodes, stamps = set(), set()
+        deadline = time.monotonic() + 10
+        while len(stamps) < 3 and time.monotonic() < deadline:
+            try:
+                with open(path) as f:
+                    text = f.read()
+                    inodes.add(os.fstat(f.fileno()).st_ino)
+            except FileNotFoundError:
+                continue
+            self.assertTrue(text.endswith("\n") and "resource_tracker_job_running" in text, "never half a file")
+            stamps.add(parse(text)[("resource_tracker_host_sample_timestamp_seconds", frozenset())])
+            time.sleep(0.1)
+        self.assertGreaterEqual(len(inodes), 3, "replaced by rename")
+        self.assertEqual(sorted(os.listdir(tmp)), ["resource-tracker.prom"], "no temporary file left")
+        w.send_signal(signal.SIGTERM)
+        err = w.communicate(timeout=10)[1]
+        self.assertEqual(w.returncode, 0, err)
+        self.assertFalse(os.path.exists(path), "removed when stopped")
+
+    def test_bad_arguments(self):
+        for args in (["--jobs", "some"], ["--keep-ended", "-1"], ["--keep-ended", "86401"], ["--http", "--textfile", "/tmp/x.prom"],
+                     ["--interval", "1"], ["--textfile", "/tmp/x.prom", "--interval", "0"], ["extra"],
+                     ["--bogus"], ["-x"], ["--jobs"]):
+            rc, out, err = run_ctl(self.d, "metrics", *args)
+            self.assertEqual((rc, out), (2, ""), args)
+            self.assertTrue(err.startswith("resource-trackerctl: "), err)
+
+
+class GpuMetrics(unittest.TestCase):
+    """A GPU host (the fake libnvidia-ml.so.1 through the real dlopen path):
+    the GPU families and a job's GPU gauges, and top's GPU line and columns."""
+
+    def setUp(self):
+        fake = os.environ.get("RT_FAKE_NVML_DIR")
+        if not fake or not os.path.exists(os.path.join(fake, "libnvidia-ml.so.1")):
+            self.fail("RT_FAKE_NVML_DIR does not hold the fake libnvidia-ml.so.1")
+        self.job = subprocess.Popen(["sleep", "600"])
+        self.addCleanup(lambda: (self.job.kill(), self.job.wait()))
+        cfg = tempfile.NamedTemporaryFile("w", prefix="rt-fake-nvml-", suffix=".conf", delete=False)
+        self.addCleanup(os.unlink, cfg.name)
+        gib = 1 << 30
+        cfg.write("driver=535.104.05\n"
+                  "device\nname=NVIDIA H100 80GB HBM3\nuuid=GPU-aaaa\npci=00000000:17:00.0\nutil=40\n"
+                  "mem_total=%d\nmem_used=%d\ntemp=51\npower_mw=312500\nclock=1980\n"
+                  "energy_mj=1000000\nenergy_step_mj=1000\n"
+                  "process\npid=%d\nvram=%d\nsm=30\nlist=compute\n" % (80 * gib, 3 * gib, self.job.pid, 2 * gib))
+        cfg.close()
+        self.d = Daemon(interval=0.25, env={"LD_LIBRARY_PATH": fake, "FAKE_NVML_CONFIG": cfg.name}).start()
+        self.addCleanup(self.d.cleanup)
+        self.addCleanup(self.d.stop)
+        self.jid = int(run_ctl(self.d, "start", "--pid", str(self.job.pid), "--name", "gpujob", check=0)[1])
+        wait_for(lambda: (self.d.call("GetJob", {"id": self.jid})["job"]["current"] or {}).get("gpu_vram_bytes"),
+                 what="the job's GPU figures")
+
+    def test_gpu_families_and_job_gauges(self):
+        text = run_ctl(self.d, "metrics", check=0)[1]
+        if PROMTOOL:
+            p = subprocess.run([PROMTOOL, "check", "metrics"], input=text.encode(), capture_output=True)
+            self.assertEqual(p.returncode, 0, p.stdout.decode() + p.stderr.decode())
+        m = parse(text)
+        gpu = frozenset({("gpu", "0")})
+        self.assertEqual(series(m, "resource_tracker_host_gpu_info"),
+                         {frozenset({("gpu", "0"), ("name", "NVIDIA H100 80GB HBM3"), ("uuid", "GPU-aaaa"),
+                                     ("vendor", "nvidia")}): 1})
+        self.assertEqual(m[("resource_tracker_host_gpu_busy_ratio", gpu)], 0.4)
+        self.assertEqual(m[("resource_tracker_host_gpu_memory_total_bytes", gpu)], 80 << 30)
+        self.assertEqual(m[("resource_tracker_host_gpu_memory_used_bytes", gpu)], 3 << 30)
+        self.assertEqual(m[("resource_tracker_host_gpu_temperature_celsius", gpu)], 51)
+        self.assertEqual(m[("resource_tracker_host_gpu_power_watts", gpu)], 312.5)
+        self.assertGreaterEqual(m[("resource_tracker_host_gpu_energy_joules_total", gpu)], 1000)
+        labels = frozenset({("job_id", str(self.jid)), ("job_name", "gpujob"), ("user", "root")})
+        self.assertEqual(m[("resource_tracker_job_gpu_memory_used_bytes", labels)], 2 << 30)
+        current = self.d.call("GetJob", {"id": self.jid})["job"]["current"]
+        self.assertGreater(m[("resource_tracker_job_gpu_busy_gpus", labels)], 0)
+        self.assertEqual(m[("resource_tracker_job_gpu_busy_gpus", labels)], current["gpu_usage"])
+        # The GPU families as documented.
+        doc = documented()
+        types = dict(ln.split()[2:4] for ln in text.splitlines() if ln.startswith("# TYPE "))
+        for name in (n for n in doc if "_gpu_" in n):
+            self.assertEqual(types.get(name), doc[name][0], name)
+            self.assertEqual({k for k, _ in next(l for (n, l) in m if n == name)}, doc[name][1], name)
+
+    def test_top_shows_the_gpu_and_the_job_columns(self):
+        out = run_ctl(self.d, "top", "--iterations", "1", check=0)[1]
+        lines = out.splitlines()
+        self.assertIn("GPU      0 NVIDIA H100 80GB HBM3: 40% busy, VRAM 3.00 GiB of 80.0 GiB, 51 °C, 312 W", lines)
+        head = next(ln for ln in lines if ln.lstrip().startswith("ID "))
+        self.assertEqual(head.split()[-3:], ["GPU", "VRAM", "TIME"])
+        row = next(ln for ln in lines if " gpujob " in ln).split()
+        current = self.d.call("GetJob", {"id": self.jid})["job"]["current"]
+        self.assertEqual(row[-4:-1], ["%.2f" % current["gpu_usage"], "2.00", "GiB"])  # GPU, VRAM
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,148 @@
+"""The private daemon of a user without a system daemon, with real users:
+history stays reachable after it exited (every verb starts it again), it
+stays up while uploads are pending, and no other user can keep a user's
+`run` from running its command by taking the /tmp directory first."""
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.environ.get("RT_SOURCE_DIR", "."), "tests", "upload"))
+from rtlib import (CTL, DAEMON, Daemon, TestUsers, read_json_lines, setpriv, wait_for,  # noqa: E402
+                   world_path)
+from standin import SentinelStandin  # noqa: E402
+from test_run import system_daemon_answers  # noqa: E402
+
+SOCKET_NAME = "com.sparecores.ResourceTracker"
+
+
+def daemons_of(uid):
+    """PIDs of resource-trackerd processes of uid."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv0 = f.read().split(b"\0")[0]
+            if os.path.basename(argv0) == b"resource-trackerd" and os.stat("/proc/" + pid).st_uid == uid:
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+class PrivateDaemonOfAUser(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if system_daemon_answers():
+            raise unittest.SkipTest("a system daemon is running on this machine")
+        cls.users = TestUsers()
+        try:
+            cls.a = cls.users.user("a")
+            cls.b = cls.users.user("b")
+        except BaseException:
+            cls.users.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.users.cleanup()
+
+    def setUp(self):
+        self.uid = pwd.getpwnam(self.a).pw_uid
+        self.tmp = tempfile.mkdtemp(prefix="rt-private-")
+        os.chmod(self.tmp, 0o755)
+        self.home = os.path.join(self.tmp, "home")
+        os.mkdir(self.home, 0o700)
+        os.chown(self.home, self.uid, -1)
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", self.tmp]))
+        self.addCleanup(self.stop_daemons)
+        self.tmp_dir = "/tmp/resource-tracker-%d" % self.uid
+        self.addCleanup(lambda: shutil.rmtree(self.tmp_dir, ignore_errors=True))
+
+    def stop_daemons(self):
+        for pid in daemons_of(self.uid):
+            os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not daemons_of(self.uid), timeout=30, what="the private daemons to exit")
+
+    def ctl(self, *args, home=None, env=None):
+        """resource-trackerctl as user A, no XDG_RUNTIME_DIR: its socket is in /tmp."""
+        e = {"PATH": "/usr/bin:/bin", "HOME": home or self.home, "RESOURCE_TRACKERD": world_path(DAEMON)}
+        e.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+        e.update(env or {})
+        p = subprocess.run(setpriv(self.a) + [world_path(CTL)] + list(args), env=e, capture_output=True,
+                           timeout=90)
+        return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+    def test_history_after_the_daemon_exited(self):
+        rc, _, err = self.ctl("run", "-q", "-n", "hist", "--", "sh", "-c", "sleep 1.5; exit 2")
+        self.assertEqual(rc, 2, err)
+        for verb in (["--json", "jobs"], ["--json", "status", "hist"], ["samples", "hist"]):
+            self.stop_daemons()  # as after its idle exit
+            rc, out, err = self.ctl(*verb)
+            self.assertEqual(rc, 0, "%s: %s" % (verb, err))
+            if verb[1] == "jobs":
+                [job] = json.loads(out)
+                self.assertEqual((job["name"], job["state"], job["exit_code"]), ("hist", "failed", 2))
+            elif verb[1] == "status":
+                self.assertEqual(json.loads(out)["job"]["name"], "hist")
+            else:
+                self.assertGreaterEqual(len(read_json_lines(out)), 2)
+            self.assertEqual(len(daemons_of(self.uid)), 1, "the verb started the private daemon")
+
+    def test_a_taken_tmp_directory_does_not_block_run(self):
+        # User B creates A's /tmp directory first (no XDG_RUNTIME_DIR for A).
+        subprocess.run(setpriv(self.b) + ["mkdir", "-m", "0777", self.tmp_dir], check=True)
+        mark = os.path.join(self.home, "ran")
+        rc, _, err = self.ctl("run", "-q", "-n", "blocked", "--", "sh", "-c", "echo ran > %s; exit 5" % mark)
+        self.assertEqual(rc, 5, err)
+        self.assertTrue(os.path.exists(mark), "the command ran")
+        sock = os.path.join(self.home, ".local", "state", "resource-tracker", "run", SOCKET_NAME)
+        self.assertTrue(os.path.exists(sock), "the daemon listens under the state directory")
+        rc, out, err = self.ctl("--json", "status", "blocked")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["job"]["exit_code"], 5)
+        self.assertEqual(os.listdir(self.tmp_dir), [], "nothing of A's goes into B's directory")
+        # Without a usable home either: the command still runs, untracked.
+        os.unlink(mark)
+        self.stop_daemons()
+        rc, _, err = self.ctl("run", "--", "sh", "-c", "echo ran > %s; exit 6" % mark, home="/nonexistent")
+        self.assertEqual(rc, 6, err)
+        self.assertTrue(os.path.exists(mark), "the command ran")
+        self.assertIn("running sh untracked", err)
+
+    def test_pending_uploads_keep_the_daemon(self):
+        # A daemon idle for 1 s stays while its upload cannot be sent, and
+        # exits once it has been.
+        api = SentinelStandin("tok-idle", None, [("AK", "SK")])
+        self.addCleanup(api.close)
+        api.fail = 503
+        d = Daemon(interval=0.2, args=["--exit-on-idle", "1"]).start()
+        self.addCleanup(d.cleanup)
+        e = dict(os.environ, RESOURCE_TRACKER_SOCKET=d.socket, SENTINEL_API_TOKEN="tok-idle",
+                 SENTINEL_API_URL=api.url, TRACKER_UPLOAD_INTERVAL="1")
+        p = subprocess.run([CTL, "run", "-q", "--", "sleep", "6"], env=e, capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # run says so as it happens, not only in status.
+        err = p.stderr.decode()
+        self.assertIn("warn: the run cannot be registered with Sentinel yet (start run: HTTP 503", err)
+        self.assertRegex(err, r"warn: uploads fall behind: \d+ batches wait; last error: start run: HTTP 503")
+        time.sleep(4)
+        self.assertIsNone(d.proc.poll(), "the daemon idled out with an upload pending")
+        api.fail = None
+        wait_for(lambda: api.finishes(), timeout=60, what="the upload")
+        wait_for(lambda: d.proc.poll() is not None, timeout=30, what="the idle daemon to exit")
+        self.assertEqual(d.stop(), 0)
+        self.assertIn("idle, but uploads are pending", d.read_log())
+
+
+if __name__ == "__main__":
+    unittest.main()
