@@ -173,10 +173,12 @@ static void m_start_job(struct rt_call *c)
         rt_call_limit_exceeded(c, "sample_rate_per_user", d->cfg.max_sample_rate_per_uid);
         return;
     }
-    uint64_t id = rt_store_alloc_id(&d->store);
-    if (!id) {
+    uint64_t id;
+    int r = rt_store_alloc_id(&d->store, &id);
+    if (r < 0) {
         close(pidfd);
-        rt_call_error_reason(c, RT_E_PREFIX "InternalError", "cannot write to the state directory");
+        rt_call_error_reason(c, RT_E_PREFIX "InternalError",
+                             r == -EOVERFLOW ? "every job id has been used" : "cannot write to the state directory");
         return;
     }
     const char *token = rt_call_string(c, "sentinel_token");
@@ -276,12 +278,13 @@ static void m_list_jobs(struct rt_call *c)
     int64_t owner = rt_call_int(c, "owner_uid", -1);
     double since = rt_call_float(c, "since", 0);
     int64_t limit = rt_call_int(c, "limit", LIST_LIMIT_DEFAULT);
-    int64_t before = rt_call_int(c, "before_id", INT64_MAX);
+    /* No before_id: from the newest, the last id (INT64_MAX) included. */
+    uint64_t before = rt_call_has(c, "before_id") ? (uint64_t)rt_call_int(c, "before_id", 0) : UINT64_MAX;
     if (limit <= 0 || limit > LIST_LIMIT_MAX) {
         rt_call_invalid_param(c, "limit");
         return;
     }
-    if (before <= 0) {
+    if (rt_call_int(c, "before_id", 1) <= 0) {
         rt_call_invalid_param(c, "before_id");
         return;
     }
@@ -292,7 +295,7 @@ static void m_list_jobs(struct rt_call *c)
     rt_jobs_lock(&d->jobs);
     for (size_t i = d->jobs.n; i-- > 0;) {
         const struct rt_job *j = d->jobs.v[i];
-        if (j->id >= (uint64_t)before || !rt_api_can_see(peer, j) ||
+        if (j->id >= before || !rt_api_can_see(peer, j) ||
             (running_only && j->state != RT_JOB_RUNNING) || (name && (!j->name || strcmp(j->name, name))) ||
             (by_owner && (int64_t)j->owner_uid != owner) || j->started_at < since)
             continue;

@@ -155,5 +155,6 @@ const struct rt_pinfo *rt_proc_cache_get(struct rt_proc_cache *c, int32_t pid, u
 const int32_t *rt_proc_cache_kids(const struct rt_proc_cache *c, const struct rt_pinfo *pi, size_t *n)
 {
     *n = pi->kids_n;
-    return c->kids + pi->kids_off;
+    /* No children list allocated yet: NULL + 0 is undefined behaviour. */
+    return pi->kids_n ? c->kids + pi->kids_off : NULL;
 }
