@@ -11,6 +11,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <json-c/printbuf.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +20,9 @@
 
 #define LIST_LIMIT_DEFAULT 1000
 #define LIST_LIMIT_MAX 10000
-/* A page of ListJobs stops after this many bytes of jobs (one job at least):
- * what one user stores must not make another's listing too large to read. */
+/* A page of ListJobs holds at most this many bytes of jobs (one job at
+ * least): what one user stores must not make another's listing too large
+ * to read. */
 #define LIST_PAGE_BYTES (1024 * 1024)
 
 static bool valid_name(const char *n)
@@ -288,8 +291,10 @@ static void m_list_jobs(struct rt_call *c)
         rt_call_invalid_param(c, "before_id");
         return;
     }
-    struct json_object *arr = json_object_new_array();
-    size_t bytes = 0;
+    /* Each job is serialised once, straight into the reply. */
+    struct printbuf *pb = printbuf_new();
+    printbuf_strappend(pb, "{\"parameters\":{\"jobs\":[");
+    size_t head = (size_t)pb->bpos;
     int64_t n = 0;
     uint64_t last = 0, next = 0;
     rt_jobs_lock(&d->jobs);
@@ -299,23 +304,34 @@ static void m_list_jobs(struct rt_call *c)
             (running_only && j->state != RT_JOB_RUNNING) || (name && (!j->name || strcmp(j->name, name))) ||
             (by_owner && (int64_t)j->owner_uid != owner) || j->started_at < since)
             continue;
-        if (n == limit || bytes >= LIST_PAGE_BYTES) {
+        if (n == limit) {
             next = last; /* more match: go on below the last one sent */
             break;
         }
         struct json_object *o = rt_api_job_json(d, j);
         size_t len;
-        json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
-        bytes += len;
-        json_object_array_add(arr, o);
+        const char *txt = json_object_to_json_string_length(o, RT_VL_JSON_FLAGS, &len);
+        if (n && (size_t)pb->bpos - head + len > LIST_PAGE_BYTES) {
+            json_object_put(o);
+            next = last;
+            break;
+        }
+        if (n)
+            printbuf_strappend(pb, ",");
+        printbuf_memappend(pb, txt, (int)len);
+        json_object_put(o);
         last = j->id;
         n++;
     }
     rt_jobs_unlock(&d->jobs);
-    struct json_object *p = json_object_new_object();
-    json_object_object_add(p, "jobs", arr);
-    json_object_object_add(p, "next_before_id", next ? rt_json_u64(next) : NULL);
-    rt_call_reply(c, p);
+    char tail[64];
+    if (next)
+        snprintf(tail, sizeof(tail), "],\"next_before_id\":%" PRIu64 "}}", next);
+    else
+        snprintf(tail, sizeof(tail), "],\"next_before_id\":null}}");
+    printbuf_memappend(pb, tail, (int)strlen(tail));
+    rt_conn_send_raw(c->srv, c->conn, pb->buf, (size_t)pb->bpos);
+    printbuf_free(pb);
 }
 
 static void m_get_job(struct rt_call *c)
