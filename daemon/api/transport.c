@@ -37,6 +37,8 @@ struct rt_server {
     size_t nadmin;           /* of nconns, root's and the admin group's */
     struct rt_budget budget;
     struct rt_conn *queue, *queue_tail; /* waiting for a turn */
+    uint64_t drop_logged_ns;  /* budget drops: one notice a second, the rest counted */
+    unsigned drops_unlogged;
     uint64_t next_id;
     int listen_tag;
     bool accept_paused;     /* out of descriptors: listen fd not watched */
@@ -610,12 +612,20 @@ static void enforce_budget(struct rt_server *srv)
         struct rt_conn *c = largest(srv, u);
         if (!c)
             break;
-        bool mine = u->held > cfg->max_buffer_per_uid;
-        rt_notice("dropping client (uid %u, pid %d): it holds %zu bytes of unread replies and input; the "
-                  "connections of uid %u hold %zu bytes (%s %zu)",
-                  (unsigned)c->peer.uid, (int)c->peer.pid, c->held, (unsigned)u->uid, u->held,
-                  mine ? "limits.max_buffer_per_user" : "all users hold", mine ? cfg->max_buffer_per_uid
-                                                                            : srv->budget.held);
+        /* A client that reconnects at once could fill the journal. */
+        uint64_t now = rt_mono_ns();
+        if (now - srv->drop_logged_ns < RT_NSEC_PER_SEC) {
+            srv->drops_unlogged++;
+        } else {
+            bool mine = u->held > cfg->max_buffer_per_uid;
+            rt_notice("dropping client (uid %u, pid %d): it holds %zu bytes of unread replies and input; the "
+                      "connections of uid %u hold %zu bytes (%s %zu); %u more dropped since the last notice",
+                      (unsigned)c->peer.uid, (int)c->peer.pid, c->held, (unsigned)u->uid, u->held,
+                      mine ? "limits.max_buffer_per_user" : "all users hold",
+                      mine ? cfg->max_buffer_per_uid : srv->budget.held, srv->drops_unlogged);
+            srv->drop_logged_ns = now;
+            srv->drops_unlogged = 0;
+        }
         conn_close(srv, c);
     }
 }
