@@ -4,6 +4,7 @@
 #include "api/job_access.h"
 #include "api/methods.h"
 #include "daemon.h"
+#include "proc/access.h"
 #include "proc/pidfd.h"
 #include "proc/procfs.h"
 #include "rt/json.h"
@@ -134,19 +135,30 @@ static void m_start_job(struct rt_call *c)
         return;
     }
     struct rt_pstat st;
-    uid_t owner;
+    struct rt_pcreds creds;
+    struct rt_reader reader = {.all = peer->admin, .uid = peer->uid, .gid = peer->gid};
     struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+    int readable = 0;
     if (rt_pstat_read(d->roots.proc_fd, (int32_t)pid, &st) < 0 ||
-        rt_puid_read(d->roots.proc_fd, (int32_t)pid, &owner) < 0 || st.state == 'Z' ||
-        poll(&pfd, 1, 0) != 0 ||
+        rt_pcreds_read(d->roots.proc_fd, (int32_t)pid, &creds) < 0 || st.state == 'Z' ||
+        (readable = rt_reader_may_read(&reader, d->roots.proc_fd, (int32_t)pid)) < 0 || poll(&pfd, 1, 0) != 0 ||
         (rt_call_has(c, "start_time") && (uint64_t)rt_call_int(c, "start_time", 0) != st.starttime)) {
         close(pidfd);
         no_such_process(c, pid);
         return;
     }
-    if (owner != peer->uid && !peer->admin) {
+    if (creds.uid[0] != peer->uid && !peer->admin) {
         close(pidfd);
         rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "the process belongs to another user");
+        return;
+    }
+    /* The kernel's rule for /proc/PID/io: a process that runs setuid or
+     * setgid, or is not dumpable, is not its user's to read. */
+    if (!readable) {
+        close(pidfd);
+        rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied",
+                             "the process runs with other ids than the caller's (setuid or setgid) or is not "
+                             "dumpable: the kernel does not let the caller read it");
         return;
     }
     /* The caller adopts the root's orphans (a child subreaper): only the
@@ -189,6 +201,8 @@ static void m_start_job(struct rt_call *c)
     j->id = id;
     j->name = name ? rt_xstrdup(name) : NULL;
     j->owner_uid = peer->uid;
+    j->owner_gid = peer->gid;
+    j->reads_all = peer->admin;
     j->pid = (int32_t)pid;
     j->starttime = st.starttime;
     j->reaper_pid = reaper.pid;
