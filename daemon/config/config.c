@@ -177,7 +177,13 @@ static void format_duration(uint64_t usec, char *buf, size_t size)
             snprintf(buf, size, "%llu%s", (unsigned long long)(usec / units[i].usec), units[i].unit);
             return;
         }
-    snprintf(buf, size, "%.6gs", (double)usec / USEC_PER_SEC);
+    /* Every microsecond, so that it reads back the same ("%g" kept six
+     * digits: 50.55555 s came back as 50.5556 s). */
+    char frac[8];
+    snprintf(frac, sizeof(frac), "%06llu", (unsigned long long)(usec % USEC_PER_SEC));
+    for (size_t n = strlen(frac); n > 1 && frac[n - 1] == '0'; n--)
+        frac[n - 1] = '\0';
+    snprintf(buf, size, "%llu.%ss", (unsigned long long)(usec / USEC_PER_SEC), frac);
 }
 
 static void format_size(uint64_t bytes, char *buf, size_t size)

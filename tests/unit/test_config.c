@@ -350,6 +350,22 @@ static void test_write_round_trip(void **state)
     assert_non_null(strstr(text, "  interval = \"1min\";\n"));
     assert_non_null(strstr(text, "log_level = \"warning\";\n"));
     assert_non_null(strstr(text, "# proc_root = \"/proc\";\n"));
+
+    /* Microseconds survive the trip (fuzz_config: "%g" kept six digits). */
+    c.interval_secs = 50.55555;
+    f = fopen(path, "w");
+    assert_non_null(f);
+    rt_config_write(f, &c);
+    fclose(f);
+    rt_config_defaults(&back);
+    if (rt_config_load(path, &back, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(rt_config_diff(&c, &back), 0);
+    f = fopen(path, "r");
+    n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    assert_non_null(strstr(text, "interval = \"50.55555s\";\n"));
 }
 
 /* The sample file documents every key with its default: loading it gives
