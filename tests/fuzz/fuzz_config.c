@@ -5,31 +5,21 @@
  * administrator's own doing), which the fuzzer cannot keep inside its tree. */
 #include "config/config.h"
 #include "fuzz_tree.h"
-#include "rt/util.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static char dir[PATH_MAX], path[PATH_MAX + 16], back[PATH_MAX + 16];
-
-static void cleanup(void)
-{
-    rt_fuzz_tree_remove(dir);
-}
+static char path[PATH_MAX], back[PATH_MAX];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    const char *d = rt_fuzz_tmpdir("rt-fuzz-config");
-    if (!d)
-        abort();
-    rt_strlcpy(dir, d, sizeof(dir));
+    const char *dir = rt_fuzz_workdir("rt-fuzz-config");
     snprintf(path, sizeof(path), "%s/r.conf", dir);
     snprintf(back, sizeof(back), "%s/back.conf", dir);
-    atexit(cleanup);
     return 0;
 }
 

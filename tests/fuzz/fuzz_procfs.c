@@ -22,27 +22,18 @@
 #include <string.h>
 #include <syslog.h>
 
-static char base[PATH_MAX], template_[PATH_MAX + 16], work[PATH_MAX + 16];
-
-static void cleanup(void)
-{
-    rt_fuzz_tree_remove(base);
-}
+static char template_[PATH_MAX], work[PATH_MAX];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
     rt_log_init(RT_LOG_STDERR, LOG_CRIT);
-    const char *d = rt_fuzz_tmpdir("rt-fuzz-procfs");
-    if (!d)
-        abort();
-    rt_strlcpy(base, d, sizeof(base));
+    const char *base = rt_fuzz_workdir("rt-fuzz-procfs");
     snprintf(template_, sizeof(template_), "%s/template", base);
     snprintf(work, sizeof(work), "%s/work", base);
     if (rt_fuzz_tree_copy(RT_FUZZ_FIXTURES "/host", template_) < 0)
         abort();
-    atexit(cleanup);
     return 0;
 }
 

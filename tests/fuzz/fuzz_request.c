@@ -99,7 +99,6 @@ static void cleanup(void)
     rt_store_close(&F.d.store);
     rt_jobs_free(&F.d.jobs);
     rt_roots_close(&F.d.roots);
-    rt_fuzz_tree_remove(F.dir);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -107,10 +106,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     rt_log_init(RT_LOG_STDERR, LOG_CRIT); /* the daemon's notices are not the fuzzer's output */
-    const char *dir = rt_fuzz_tmpdir("rt-fuzz-request");
-    if (!dir)
-        abort();
-    rt_strlcpy(F.dir, dir, sizeof(F.dir));
+    rt_strlcpy(F.dir, rt_fuzz_workdir("rt-fuzz-request"), sizeof(F.dir));
     char path[512], err[512];
     rt_config_defaults(&F.d.cfg);
     F.d.cfg.message_timeout_secs = 1;

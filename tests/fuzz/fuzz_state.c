@@ -5,7 +5,6 @@
  * record. What cannot be read is skipped with a message, never a crash. */
 #include "fuzz_tree.h"
 #include "jobs/store.h"
-#include "rt/util.h"
 #include "system/log.h"
 
 #include <limits.h>
@@ -13,23 +12,14 @@
 #include <stdlib.h>
 #include <syslog.h>
 
-static char base[PATH_MAX];
-
-static void cleanup(void)
-{
-    rt_fuzz_tree_remove(base);
-}
+static const char *base;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
     rt_log_init(RT_LOG_STDERR, LOG_CRIT);
-    const char *d = rt_fuzz_tmpdir("rt-fuzz-state");
-    if (!d)
-        abort();
-    rt_strlcpy(base, d, sizeof(base));
-    atexit(cleanup);
+    base = rt_fuzz_workdir("rt-fuzz-state");
     return 0;
 }
 

@@ -162,14 +162,23 @@ void rt_fuzz_tree_remove(const char *dir)
     rmdir(dir);
 }
 
-const char *rt_fuzz_tmpdir(const char *prefix)
+static char workdir[PATH_MAX];
+
+static void remove_workdir(void)
+{
+    rt_fuzz_tree_remove(workdir);
+}
+
+const char *rt_fuzz_workdir(const char *prefix)
 {
     /* Memory (/dev/shm) when there is one: a disk makes every run of a tree
      * cost milliseconds. */
-    static char path[PATH_MAX];
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp)
         tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(path, sizeof(path), "%s/%s-XXXXXX", tmp, prefix);
-    return mkdtemp(path);
+    snprintf(workdir, sizeof(workdir), "%s/%s-XXXXXX", tmp, prefix);
+    if (!mkdtemp(workdir))
+        abort();
+    atexit(remove_workdir);
+    return workdir;
 }

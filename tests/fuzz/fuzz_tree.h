@@ -19,7 +19,7 @@ int rt_fuzz_tree_copy(const char *src, const char *dst);
 /* Remove dir and everything under it. */
 void rt_fuzz_tree_remove(const char *dir);
 /* A fresh directory under $TMPDIR (else /dev/shm, else /tmp), named after
- * prefix: its path, in static storage, or NULL. */
-const char *rt_fuzz_tmpdir(const char *prefix);
+ * prefix and removed at exit: its path (aborts when it cannot be made). */
+const char *rt_fuzz_workdir(const char *prefix);
 
 #endif

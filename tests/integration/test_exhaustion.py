@@ -276,6 +276,18 @@ class Attacks(unittest.TestCase):
         self.assert_latency(lat)
         self.assertLess(peak - base, bound, "RSS grew by %.1f MiB" % ((peak - base) / MIB))
 
+    def attacked(self, limits, attacks, bound):
+        """A daemon with these limits under attacks (user, mode, n, secs[,
+        pause]), measured once they are under way against bound. Returns the
+        daemon and what each attacker saw."""
+        d = self.daemon(limits)
+        base = rss_bytes(d.proc.pid)
+        running = [self.attack(d, *a) for a in attacks]
+        time.sleep(1)
+        peak, lat = self.measure(d)
+        self.assert_served(d, lat, peak, base, bound)
+        return d, [self.result(p) for p in running]
+
     @staticmethod
     def sanitized(d):
         with open("/proc/%d/maps" % d.proc.pid) as f:
@@ -287,13 +299,8 @@ class Attacks(unittest.TestCase):
         # 100 connections of one user pipelining calls and reading nothing
         # (issue: 1.57 GB, Ping p99 1.3 s): the daemon stops serving each
         # once OUTPUT_HIGH of replies wait, and drops it after reply_timeout.
-        d = self.daemon({"reply_timeout": '"3s"'})
-        base = rss_bytes(d.proc.pid)
-        a = self.attack(d, self.attackers[0], "unread", 100, 8)
-        time.sleep(1)
-        peak, lat = self.measure(d)
-        self.assert_served(d, lat, peak, base, self.PER_USER)
-        r = self.result(a)
+        d, (r,) = self.attacked({"reply_timeout": '"3s"'}, [(self.attackers[0], "unread", 100, 8)],
+                                self.PER_USER)
         self.assertGreaterEqual(r["dropped"], 100, r)
         self.assertIn("it read none of its replies for 3 s", d.read_log())
 
@@ -301,15 +308,11 @@ class Attacks(unittest.TestCase):
         # Small budgets that such clients exceed: each user is cut back to
         # its share, and all of them to the total, by dropping their largest
         # connections.
-        d = self.daemon({"max_buffer_per_user": '"4M"', "max_buffer_total": '"10M"'})
-        base = rss_bytes(d.proc.pid)
-        many = [self.attack(d, u, "unread", 40 if u == self.attackers[0] else 12, 8, pause=0.2)
-                for u in self.attackers]
-        time.sleep(1)
-        peak, lat = self.measure(d)
-        self.assert_served(d, lat, peak, base, 10 * MIB)
-        for p in many:
-            self.assertGreater(self.result(p)["dropped"], 0)
+        d, results = self.attacked({"max_buffer_per_user": '"4M"', "max_buffer_total": '"10M"'},
+                                   [(u, "unread", 40 if u == self.attackers[0] else 12, 8, 0.2)
+                                    for u in self.attackers], 10 * MIB)
+        for r in results:
+            self.assertGreater(r["dropped"], 0, r)
         log = d.read_log()
         self.assertIn("(limits.max_buffer_per_user 4194304)", log)
         self.assertIn("(all users hold", log)
@@ -318,13 +321,8 @@ class Attacks(unittest.TestCase):
     def test_partial_messages(self):
         # 250 connections each holding an unterminated message of just under
         # 1 MiB (issue: 273 MB, never timed out).
-        d = self.daemon({"message_timeout": '"3s"'})
-        base = rss_bytes(d.proc.pid)
-        a = self.attack(d, self.attackers[0], "partial", 250, 20)
-        time.sleep(1)
-        peak, lat = self.measure(d)
-        self.assert_served(d, lat, peak, base, self.PER_USER)
-        r = self.result(a)
+        d, (r,) = self.attacked({"message_timeout": '"3s"'}, [(self.attackers[0], "partial", 250, 20)],
+                                self.PER_USER)
         self.assertEqual(r["left_open"], 0, "every connection ends, by the budget or the message timeout")
         self.assertGreater(r["dropped"], 150, r)
         self.assertGreater(r["timed_out"], 30, r)

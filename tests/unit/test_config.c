@@ -319,31 +319,39 @@ static void test_overrides_and_reload(void **state)
     assert_string_equal(err, "limits.max_connections_per_user: 256 exceeds limits.max_connections (100)");
 }
 
+/* Write c as --check-config does, load it back (the same), and return the
+ * text written. */
+static const char *write_and_load(const struct rt_config *c)
+{
+    static char text[4096];
+    struct rt_config back;
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    rt_config_write(f, c);
+    fclose(f);
+    rt_config_defaults(&back);
+    if (rt_config_load(path, &back, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(rt_config_diff(c, &back), 0);
+    f = fopen(path, "r");
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    return text;
+}
+
 /* What --check-config prints loads back to the same configuration. */
 static void test_write_round_trip(void **state)
 {
     (void)state;
-    struct rt_config c, back;
+    struct rt_config c;
     rt_config_defaults(&c);
     c.interval_secs = 0.1;
     rt_strlcpy(c.api_url, "https://a\"b\\c", sizeof(c.api_url));
     c.retention_max_age_secs = 0;
     c.retention_max_bytes = 12345;
     c.log_level = LOG_WARNING;
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    rt_config_write(f, &c);
-    fclose(f);
-    rt_config_defaults(&back);
-    if (rt_config_load(path, &back, err, sizeof(err)) != 0)
-        fail_msg("%s", err);
-    assert_int_equal(rt_config_diff(&c, &back), 0);
-
-    char text[4096];
-    f = fopen(path, "r");
-    size_t n = fread(text, 1, sizeof(text) - 1, f);
-    fclose(f);
-    text[n] = '\0';
+    const char *text = write_and_load(&c);
     assert_non_null(strstr(text, "interval = \"100ms\";\n"));
     assert_non_null(strstr(text, "  api_url = \"https://a\\\"b\\\\c\";\n"));
     assert_non_null(strstr(text, "  max_age = 0;\n  max_size = \"12345\";\n"));
@@ -353,19 +361,7 @@ static void test_write_round_trip(void **state)
 
     /* Microseconds survive the trip (fuzz_config: "%g" kept six digits). */
     c.interval_secs = 50.55555;
-    f = fopen(path, "w");
-    assert_non_null(f);
-    rt_config_write(f, &c);
-    fclose(f);
-    rt_config_defaults(&back);
-    if (rt_config_load(path, &back, err, sizeof(err)) != 0)
-        fail_msg("%s", err);
-    assert_int_equal(rt_config_diff(&c, &back), 0);
-    f = fopen(path, "r");
-    n = fread(text, 1, sizeof(text) - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    assert_non_null(strstr(text, "interval = \"50.55555s\";\n"));
+    assert_non_null(strstr(write_and_load(&c), "interval = \"50.55555s\";\n"));
 }
 
 /* The sample file documents every key with its default: loading it gives
