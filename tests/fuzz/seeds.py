@@ -54,6 +54,7 @@ def request_seeds():
         "samples_csv": call("GetJobSamples", {"id": 2, "format": "csv"}, more=True),
         "samples_follow": call("GetJobSamples", {"id": 1, "follow": True}, more=True),
         "host": call("GetHostSample") + call("StreamHostSamples", more=True),
+        "jobs_stream": call("StreamJobs", {"all": True}, more=True),
         "start": call("StartJob", {"pid": 1, "name": "x", "interval_secs": 0.5,
                                    "metadata": {"project_name": "p", "tags": ["a=b"]}}),
         "start_pidfd": call("StartJob", {"pid": 1, "pidfd": 0}),
