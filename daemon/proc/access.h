@@ -3,8 +3,9 @@
  * PTRACE_MODE_READ_FSCREDS). Without CAP_SYS_PTRACE, a caller may read a
  * process whose real, effective and saved uids all equal its uid, whose
  * real, effective and saved gids all equal its gid, and that is dumpable
- * (it has not exec'd a setuid or setgid binary, nor changed its ids). What
- * the kernel shows every user (CPU times, RSS, children) needs no check. */
+ * (it has not exec'd a setuid or setgid binary, nor changed its ids); a
+ * zombie, which has no memory map, by its ids alone. What the kernel shows
+ * every user (CPU times, RSS, children) needs no check. */
 #ifndef RT_PROC_ACCESS_H
 #define RT_PROC_ACCESS_H
 

@@ -80,6 +80,9 @@ static bool readable(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptra
 {
     if (t->reader.all)
         return true;
+    /* A zombie has no memory map: its files belong to root whatever it was,
+     * and the kernel judges it by its ids alone. */
+    bool zombie = (*pi)->st.state == 'Z';
     *pi = rt_proc_cache_get(c, p->pid, RT_PI_OWNER);
     if (!(*pi)->owner_ok)
         return false; /* gone meanwhile: it counts no more */
@@ -93,7 +96,7 @@ static bool readable(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptra
         *pi = rt_proc_cache_get(c, p->pid, RT_PI_CREDS);
         p->ids_ok = (*pi)->creds_ok && rt_reader_ids_match(&t->reader, &(*pi)->creds);
     }
-    return p->ids_ok && rt_reader_owns(&t->reader, p->owner_uid, p->owner_gid);
+    return p->ids_ok && (zombie || rt_reader_owns(&t->reader, p->owner_uid, p->owner_gid));
 }
 
 /* The reaper as a node of its own: its children are walked, and of its
