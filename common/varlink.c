@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #define READ_CHUNK 65536
+#define WRITER_KEEP 4096
 
 void rt_vl_reader_init(struct rt_vl_reader *r, size_t max)
 {
@@ -35,7 +36,10 @@ static void reader_make_room(struct rt_vl_reader *r)
         r->start = 0;
     }
     if (r->cap - r->len < READ_CHUNK + 1) {
-        r->cap = r->len + READ_CHUNK + 1;
+        /* Grow by half (a long message is not copied once per read), but
+         * not past what the longest message needs. */
+        size_t need = r->len + READ_CHUNK + 1, cap = r->cap + r->cap / 2, most = r->max + READ_CHUNK + 1;
+        r->cap = cap < need ? need : cap > most && most > need ? most : cap;
         r->buf = rt_xrealloc(r->buf, r->cap);
     }
 }
@@ -83,6 +87,20 @@ ssize_t rt_vl_reader_recv(struct rt_vl_reader *r, int fd, int *fds, size_t max_f
     }
     r->len += (size_t)n;
     return n;
+}
+
+size_t rt_vl_reader_pending(const struct rt_vl_reader *r)
+{
+    return r->len - r->start;
+}
+
+void rt_vl_reader_trim(struct rt_vl_reader *r)
+{
+    if (r->start < r->len || !r->buf)
+        return;
+    free(r->buf);
+    r->buf = NULL;
+    r->start = r->len = r->cap = 0;
 }
 
 int rt_vl_reader_next(struct rt_vl_reader *r, char **msg, size_t *len)
@@ -194,8 +212,7 @@ void rt_vl_writer_put_raw(struct rt_vl_writer *w, const char *json, size_t len)
 void rt_vl_writer_put(struct rt_vl_writer *w, struct json_object *msg)
 {
     size_t len;
-    const char *s = json_object_to_json_string_length(
-        msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    const char *s = json_object_to_json_string_length(msg, RT_VL_JSON_FLAGS, &len);
     rt_vl_writer_put_raw(w, s, len);
 }
 
@@ -218,6 +235,12 @@ int rt_vl_writer_flush(struct rt_vl_writer *w, int fd)
         w->off += (size_t)n;
     }
     w->off = w->len = 0;
+    /* A large reply's buffer is not kept once it is sent. */
+    if (w->cap > WRITER_KEEP) {
+        free(w->buf);
+        w->buf = NULL;
+        w->cap = 0;
+    }
     return 0;
 }
 

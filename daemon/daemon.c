@@ -5,6 +5,7 @@
 #include "system/listen.h"
 #include "system/log.h"
 #include "system/notify.h"
+#include "system/process_limits.h"
 #include "config/options.h"
 #include "rt/json.h"
 #include "rt/paths.h"
@@ -397,6 +398,7 @@ static void reload(struct rt_daemon *d)
     uint32_t waiting = rt_config_adopt(&d->cfg, &next.cfg);
     rt_log_set_level(d->cfg.log_level);
     resolve_admin_group(d);
+    rt_process_fit_descriptors(d->cfg.max_connections);
     rt_sampler_set_retention(d->sampler, d->cfg.retention_max_age_secs, d->cfg.retention_max_bytes,
                              d->cfg.retention_max_jobs_per_uid);
     rt_sampler_set_interval(d->sampler, d->cfg.interval_secs);
@@ -408,8 +410,9 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
 {
     uint64_t idle_since = 0;
     struct epoll_event evs[64];
+    bool turns = false; /* calls wait for their turn: do not block */
     while (!d->quit) {
-        int n = epoll_wait(epfd, evs, RT_ARRAY_SIZE(evs), -1);
+        int n = epoll_wait(epfd, evs, RT_ARRAY_SIZE(evs), turns ? 0 : -1);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -441,13 +444,14 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
                 rt_watchdog_check(&watchdog, rt_mono_ns(), rt_sampler_heartbeat(d->sampler),
                                   (uint64_t)(d->cfg.interval_secs * 1e9));
                 send_status(d);
+                rt_server_tick(d->server);
                 if (d->cfg.exit_on_idle_secs)
                     idle_exit(d, &idle_since);
             } else {
                 rt_server_event(d->server, tag, evs[i].events);
             }
         }
-        rt_server_reap(d->server);
+        turns = rt_server_settle(d->server);
     }
     return 0;
 }
@@ -496,6 +500,8 @@ int rt_daemon_run(struct rt_daemon *d)
     bool own_socket = false;
     d->start_mono_ns = rt_mono_ns();
     signal(SIGPIPE, SIG_IGN); /* also for a stderr whose reader went away */
+    rt_process_malloc_setup();
+    rt_process_fit_descriptors(d->cfg.max_connections);
     if (d->log_file[0])
         rt_log_file_expect();
     if (gethostname(d->hostname, sizeof(d->hostname)) < 0)

@@ -4,7 +4,8 @@
 #   scripts/setup.sh          build dependencies; the product in ./build: Release,
 #                             prefix /usr, no tests (what `cpack -G DEB` packages)
 #   scripts/setup.sh --test   also the test dependencies (scripts/setup.d/*.sh); the
-#                             test suite in ./build-asan (ASan+UBSan) and ./build-rel (Release)
+#                             test suite in ./build-asan (ASan+UBSan) and ./build-rel (Release),
+#                             the fuzzers in ./build-fuzz (clang, libFuzzer, ASan+UBSan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/apt.sh
@@ -25,7 +26,8 @@ BUILD_DEPS=(gcc make cmake pkg-config libsystemd-dev libcurl4-openssl-dev zlib1g
 # Tests: cmocka for the unit tests; Debian's python3 drives integration tests;
 # setpriv/runuser (util-linux) and useradd (passwd) run clients as real
 # unprivileged users; git for the container test's clean clone.
-TEST_DEPS=(libcmocka-dev python3 util-linux passwd procps iproute2 curl ca-certificates git)
+TEST_DEPS=(libcmocka-dev python3 util-linux passwd procps iproute2 curl ca-certificates git
+           clang libclang-rt-14-dev)  # the fuzzers (tests/fuzz): clang, libFuzzer and its sanitizers
 
 if [ "$mode" = test ]; then
   rt_apt_install setup "${BUILD_DEPS[@]}" "${TEST_DEPS[@]}"
@@ -53,6 +55,7 @@ build() {
 if [ "$mode" = test ]; then
   build build-asan -DRT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
   build build-rel -DCMAKE_BUILD_TYPE=Release
+  build build-fuzz -DCMAKE_C_COMPILER=clang -DRT_SANITIZE=ON -DRT_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug
 else
   build build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DRT_BUILD_TESTS=OFF
 fi

@@ -2,8 +2,9 @@
  * stream, reconnection when the daemon restarts (the stream resumes at the
  * next sample not yet printed), the final FinishJob, and upload warnings.
  *
- * Two connections: ctrl for calls (idle while the command runs, so its end
- * of file tells that the daemon went away), stream for GetJobSamples. */
+ * Two connections: ctrl for calls (idle while the command runs: its end of
+ * file tells that the daemon went away, or closed it for being idle, which
+ * a new connection at once tells apart), stream for GetJobSamples. */
 #include "run/run.h"
 
 #include "rt/json.h"
@@ -182,12 +183,29 @@ static void watch_send(struct run_link *l)
     l->watch_at_ns = ms_from_now(WATCH_EVERY_MS);
 }
 
-/* ctrl is readable: the answer to a watch, or the daemon went away. */
+/* The daemon closes a connection idle for limits.idle_timeout, as ctrl is
+ * while the command runs: a new one at once, when the daemon answers. */
+static bool reopen_ctrl(struct run_link *l)
+{
+    struct rt_vl_client c;
+    if (rt_vl_client_connect(&c, l->ctl->used_socket) < 0) {
+        rt_vl_client_close(&c);
+        return false;
+    }
+    rt_vl_client_close(&l->ctrl);
+    l->ctrl = c;
+    return true;
+}
+
+/* ctrl is readable: the answer to a watch, the end of an idle connection,
+ * or the daemon went away. */
 static void ctrl_input(struct run_link *l)
 {
     struct json_object *reply = NULL;
     int e = rt_vl_client_recv(&l->ctrl, &reply, 0);
     if (e == -ETIMEDOUT || e == -EINTR)
+        return;
+    if (e == -ECONNRESET && !l->watch_pending && reopen_ctrl(l))
         return;
     if (e < 0 || !l->watch_pending) {
         json_object_put(reply);

@@ -5,6 +5,7 @@
 
 #include "sampler/sampler.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,9 +17,14 @@ struct rt_server *rt_server_new(struct rt_daemon *d, int listen_fd, int epfd);
 void rt_server_free(struct rt_server *srv);
 /* An epoll event whose tag is not one of the main loop's own. */
 void rt_server_event(struct rt_server *srv, void *tag, uint32_t events);
-/* Free the connections closed since the last call. Call it after each
- * epoll_wait() batch: later events of the same batch may still name them. */
-void rt_server_reap(struct rt_server *srv);
+/* After each epoll_wait() batch: calls waiting for their turn get one (for a
+ * few milliseconds in all), users holding more than the limits lose their
+ * largest connections, and the connections closed are freed (later events
+ * of a batch may still name them). True when calls still wait: poll again
+ * without blocking. */
+bool rt_server_settle(struct rt_server *srv);
+/* Every second or so: close connections that stalled (limits.*_timeout). */
+void rt_server_tick(struct rt_server *srv);
 /* Deliver the sampler's outbox (answers to requests, samples for streams). */
 void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list);
 size_t rt_server_connections(struct rt_server *srv);

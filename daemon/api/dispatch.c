@@ -231,7 +231,10 @@ int rt_dispatch(struct rt_server *srv, struct rt_conn *conn, const char *msg, si
     if (!o)
         goto out;
     json_object_object_get_ex(o, "method", &m);
-    bool ok = flag(o, "more", &call.more) & flag(o, "oneway", &call.oneway) & flag(o, "upgrade", &upgrade);
+    /* Every flag is read (each sets its output), whichever is bad. */
+    bool ok = flag(o, "more", &call.more);
+    ok = flag(o, "oneway", &call.oneway) && ok;
+    ok = flag(o, "upgrade", &upgrade) && ok;
     if (json_object_object_get_ex(o, "parameters", &params) && params &&
         !json_object_is_type(params, json_type_object))
         ok = false;

@@ -4,6 +4,7 @@
 #include "api/job_access.h"
 #include "api/methods.h"
 #include "daemon.h"
+#include "proc/access.h"
 #include "proc/pidfd.h"
 #include "proc/procfs.h"
 #include "store/job_text.h"
@@ -12,6 +13,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <json-c/printbuf.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +22,9 @@
 
 #define LIST_LIMIT_DEFAULT 1000
 #define LIST_LIMIT_MAX 10000
-/* A page of ListJobs stops after this many bytes of jobs (one job at least):
- * what one user stores must not make another's listing too large to read. */
+/* A page of ListJobs holds at most this many bytes of jobs (one job at
+ * least): what one user stores must not make another's listing too large
+ * to read. */
 #define LIST_PAGE_BYTES (1024 * 1024)
 
 static bool valid_name(const char *n)
@@ -136,19 +140,30 @@ static void m_start_job(struct rt_call *c)
         return;
     }
     struct rt_pstat st;
-    uid_t owner;
+    struct rt_pcreds creds;
+    struct rt_reader reader = {.all = peer->admin, .uid = peer->uid, .gid = peer->gid};
     struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+    int readable = 0;
     if (rt_pstat_read(d->roots.proc_fd, (int32_t)pid, &st) < 0 ||
-        rt_puid_read(d->roots.proc_fd, (int32_t)pid, &owner) < 0 || st.state == 'Z' ||
-        poll(&pfd, 1, 0) != 0 ||
+        rt_pcreds_read(d->roots.proc_fd, (int32_t)pid, &creds) < 0 || st.state == 'Z' ||
+        (readable = rt_reader_may_read(&reader, d->roots.proc_fd, (int32_t)pid)) < 0 || poll(&pfd, 1, 0) != 0 ||
         (rt_call_has(c, "start_time") && (uint64_t)rt_call_int(c, "start_time", 0) != st.starttime)) {
         close(pidfd);
         no_such_process(c, pid);
         return;
     }
-    if (owner != peer->uid && !peer->admin) {
+    if (creds.uid[0] != peer->uid && !peer->admin) {
         close(pidfd);
         rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "the process belongs to another user");
+        return;
+    }
+    /* The kernel's rule for /proc/PID/io: a process that runs setuid or
+     * setgid, or is not dumpable, is not its user's to read. */
+    if (!readable) {
+        close(pidfd);
+        rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied",
+                             "the process runs with other ids than the caller's (setuid or setgid) or is not "
+                             "dumpable: the kernel does not let the caller read it");
         return;
     }
     /* The caller adopts the root's orphans (a child subreaper): only the
@@ -178,10 +193,12 @@ static void m_start_job(struct rt_call *c)
         rt_call_limit_exceeded(c, "sample_rate_per_user", d->cfg.max_sample_rate_per_uid);
         return;
     }
-    uint64_t id = rt_store_alloc_id(&d->store);
-    if (!id) {
+    uint64_t id;
+    int r = rt_store_alloc_id(&d->store, &id);
+    if (r < 0) {
         close(pidfd);
-        rt_call_error_reason(c, RT_E_PREFIX "InternalError", "cannot write to the state directory");
+        rt_call_error_reason(c, RT_E_PREFIX "InternalError",
+                             r == -EOVERFLOW ? "every job id has been used" : "cannot write to the state directory");
         return;
     }
     const char *token = rt_call_string(c, "sentinel_token");
@@ -190,6 +207,8 @@ static void m_start_job(struct rt_call *c)
     j->name = name ? rt_xstrdup(name) : NULL;
     j->name_json = rt_job_name_json(j->name);
     j->owner_uid = peer->uid;
+    j->owner_gid = peer->gid;
+    j->reads_all = peer->admin;
     j->pid = (int32_t)pid;
     j->starttime = st.starttime;
     j->reaper_pid = reaper.pid;
@@ -283,15 +302,18 @@ static void m_list_jobs(struct rt_call *c)
     int64_t owner = rt_call_int(c, "owner_uid", -1);
     double since = rt_call_float(c, "since", 0);
     int64_t limit = rt_call_int(c, "limit", LIST_LIMIT_DEFAULT);
-    int64_t before = rt_call_int(c, "before_id", INT64_MAX);
+    /* No before_id: from the newest, the last id (INT64_MAX) included. */
+    uint64_t before = rt_call_has(c, "before_id") ? (uint64_t)rt_call_int(c, "before_id", 0) : UINT64_MAX;
     if (limit <= 0 || limit > LIST_LIMIT_MAX) {
         rt_call_invalid_param(c, "limit");
         return;
     }
-    if (before <= 0) {
+    if (rt_call_int(c, "before_id", 1) <= 0) {
         rt_call_invalid_param(c, "before_id");
         return;
     }
+    struct printbuf *pb = printbuf_new();
+    printbuf_strappend(pb, "{\"parameters\":{\"jobs\":[");
     struct json_object *arr = json_object_new_array();
     size_t bytes = 0;
     int64_t n = 0;
@@ -299,29 +321,49 @@ static void m_list_jobs(struct rt_call *c)
     rt_jobs_lock(&d->jobs);
     for (size_t i = d->jobs.n; i-- > 0;) {
         const struct rt_job *j = d->jobs.v[i];
-        if (j->id >= (uint64_t)before || !rt_api_can_see(peer, j) ||
+        if (j->id >= before || !rt_api_can_see(peer, j) ||
             (running_only && j->state != RT_JOB_RUNNING) || (name && (!j->name || strcmp(j->name, name))) ||
             (by_owner && (int64_t)j->owner_uid != owner) || j->started_at < since)
             continue;
-        if (n == limit || bytes >= LIST_PAGE_BYTES) {
+        if (n == limit) {
             next = last; /* more match: go on below the last one sent */
             break;
         }
         struct json_object *o = rt_api_job_json(d, j);
         size_t len;
-        json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
-        bytes += len + (j->metadata ? 0 : j->metadata_bytes);
+        json_object_to_json_string_length(o, RT_VL_JSON_FLAGS, &len);
+        len += j->metadata ? 0 : j->metadata_bytes; /* an ended job's, read below */
+        if (n && bytes + len > LIST_PAGE_BYTES) {
+            json_object_put(o);
+            next = last;
+            break;
+        }
+        bytes += len;
         json_object_array_add(arr, o);
         last = j->id;
         n++;
     }
     rt_jobs_unlock(&d->jobs);
-    for (size_t i = 0; i < json_object_array_length(arr); i++)
-        rt_api_fill_metadata(d, json_object_array_get_idx(arr, i));
-    struct json_object *p = json_object_new_object();
-    json_object_object_add(p, "jobs", arr);
-    json_object_object_add(p, "next_before_id", next ? rt_json_u64(next) : NULL);
-    rt_call_reply(c, p);
+    /* Ended jobs' metadata comes from their files, outside the lock; each
+     * job is then serialised once, straight into the reply. */
+    for (size_t i = 0; i < json_object_array_length(arr); i++) {
+        struct json_object *o = json_object_array_get_idx(arr, i);
+        rt_api_fill_metadata(d, o);
+        size_t len;
+        const char *txt = json_object_to_json_string_length(o, RT_VL_JSON_FLAGS, &len);
+        if (i)
+            printbuf_strappend(pb, ",");
+        printbuf_memappend(pb, txt, (int)len);
+    }
+    json_object_put(arr);
+    char tail[64];
+    if (next)
+        snprintf(tail, sizeof(tail), "],\"next_before_id\":%" PRIu64 "}}", next);
+    else
+        snprintf(tail, sizeof(tail), "],\"next_before_id\":null}}");
+    printbuf_memappend(pb, tail, (int)strlen(tail));
+    rt_conn_send_raw(c->srv, c->conn, pb->buf, (size_t)pb->bpos);
+    printbuf_free(pb);
 }
 
 static void m_get_job(struct rt_call *c)

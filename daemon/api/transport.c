@@ -1,6 +1,7 @@
 #include "api/transport.h"
 
 #include "api/api.h"
+#include "api/budget.h"
 #include "api/methods.h"
 #include "api/stream.h"
 #include "daemon.h"
@@ -15,22 +16,29 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* A client that lets this much output pile up is too slow: drop it. */
+/* Further calls are not served while this much output is unread: the
+ * client has to read first (back-pressure), and one that never does holds
+ * little memory until it is timed out. */
+#define OUTPUT_HIGH (256u * 1024)
+/* A client that lets this much output pile up (a stream it does not read) is
+ * too slow: drop it. */
 #define MAX_PENDING_OUTPUT (16u * 1024 * 1024)
-
-struct uid_count {
-    uid_t uid;
-    unsigned n;
-};
+/* A turn: this many calls, then the next connection's turn. */
+#define TURN_CALLS 8
+/* rt_server_settle() gives turns for this long, then lets epoll in. */
+#define SETTLE_NS (5 * 1000 * 1000)
 
 struct rt_server {
     struct rt_daemon *d;
     int listen_fd, epfd;
     struct rt_conn *conns;
-    struct rt_conn *closed;  /* closed this batch, freed by rt_server_reap() */
+    struct rt_conn *closed;  /* closed this batch, freed by rt_server_settle() */
     size_t nconns;
-    struct uid_count *uids;
-    size_t nuids;
+    size_t nadmin;           /* of nconns, root's and the admin group's */
+    struct rt_budget budget;
+    struct rt_conn *queue, *queue_tail; /* waiting for a turn */
+    uint64_t drop_logged_ns;  /* budget drops: one notice a second, the rest counted */
+    unsigned drops_unlogged;
     uint64_t next_id;
     int listen_tag;
     bool accept_paused;     /* out of descriptors: listen fd not watched */
@@ -39,18 +47,6 @@ struct rt_server {
 
 struct rt_daemon *rt_server_daemon(struct rt_server *srv) { return srv->d; }
 size_t rt_server_connections(struct rt_server *srv) { return srv->nconns; }
-
-static unsigned *uid_slot(struct rt_server *srv, uid_t uid, bool create)
-{
-    for (size_t i = 0; i < srv->nuids; i++)
-        if (srv->uids[i].uid == uid)
-            return &srv->uids[i].n;
-    if (!create)
-        return NULL;
-    srv->uids = rt_xrealloc(srv->uids, (srv->nuids + 1) * sizeof(*srv->uids));
-    srv->uids[srv->nuids] = (struct uid_count){uid, 0};
-    return &srv->uids[srv->nuids++].n;
-}
 
 struct rt_server *rt_server_new(struct rt_daemon *d, int listen_fd, int epfd)
 {
@@ -105,13 +101,41 @@ static void end_stream(struct rt_conn *c)
     c->stream = NULL;
 }
 
+static void unqueue(struct rt_server *srv, struct rt_conn *c)
+{
+    if (!c->queued)
+        return;
+    struct rt_conn **pp = &srv->queue, *prev = NULL;
+    while (*pp != c) {
+        prev = *pp;
+        pp = &(*pp)->queue_next;
+    }
+    *pp = c->queue_next;
+    if (srv->queue_tail == c)
+        srv->queue_tail = prev;
+    c->queue_next = NULL;
+    c->queued = false;
+}
+
+static void enqueue(struct rt_server *srv, struct rt_conn *c)
+{
+    if (c->queued)
+        return;
+    c->queued = true;
+    c->queue_next = NULL;
+    if (srv->queue_tail)
+        srv->queue_tail->queue_next = c;
+    else
+        srv->queue = c;
+    srv->queue_tail = c;
+}
+
 static void conn_close(struct rt_server *srv, struct rt_conn *c)
 {
     epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
-    unsigned *n = uid_slot(srv, c->peer.uid, false);
-    if (n && *n)
-        (*n)--;
+    unqueue(srv, c);
+    rt_budget_leave(&srv->budget, c->user, &c->held);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -119,6 +143,7 @@ static void conn_close(struct rt_server *srv, struct rt_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     srv->nconns--;
+    srv->nadmin -= c->peer.admin;
     rt_vl_reader_free(&c->rd);
     rt_vl_writer_free(&c->wr);
     drop_fds(c);
@@ -132,7 +157,7 @@ static void conn_close(struct rt_server *srv, struct rt_conn *c)
     accept_resume(srv);
 }
 
-void rt_server_reap(struct rt_server *srv)
+static void reap(struct rt_server *srv)
 {
     while (srv->closed) {
         struct rt_conn *c = srv->closed;
@@ -147,9 +172,9 @@ void rt_server_free(struct rt_server *srv)
         return;
     while (srv->conns)
         conn_close(srv, srv->conns);
-    rt_server_reap(srv);
+    reap(srv);
     epoll_ctl(srv->epfd, EPOLL_CTL_DEL, srv->listen_fd, NULL);
-    free(srv->uids);
+    rt_budget_free(&srv->budget);
     free(srv);
 }
 
@@ -174,7 +199,7 @@ static void update_interest(struct rt_server *srv, struct rt_conn *c)
      * EPOLLHUP; one that only shut down its sending side (SHUT_WR) waits for
      * its replies and is noticed at EOF, once reading resumes. */
     uint32_t ev = 0;
-    if (c->phase == RT_CONN_READING && !c->input_ended)
+    if (c->phase == RT_CONN_READING && !c->input_ended && !c->queued && !c->blocked)
         ev |= EPOLLIN;
     /* A stream paging through stored data is pumped on EPOLLOUT, also when
      * a flush drained everything it had queued. */
@@ -188,20 +213,51 @@ static void update_interest(struct rt_server *srv, struct rt_conn *c)
     c->epoll_events = ev;
 }
 
+/* The bytes its buffers hold, for its user's budget. */
+static void account(struct rt_server *srv, struct rt_conn *c)
+{
+    rt_budget_hold(&srv->budget, c->user, &c->held, c->rd.cap + c->wr.cap);
+}
+
+/* The client closed: nothing it is sent can arrive. Calls it sent before
+ * still run (their effect matters, oneway ones too) until one has to wait. */
+static void conn_gone(struct rt_conn *c)
+{
+    c->gone = true;
+    rt_vl_writer_free(&c->wr);
+}
+
 bool rt_conn_flush(struct rt_server *srv, struct rt_conn *c)
 {
-    int r = rt_vl_writer_flush(&c->wr, c->fd);
-    bool finished = c->phase == RT_CONN_CLOSING || (c->phase == RT_CONN_READING && c->input_ended);
-    if (r < 0 || (r == 0 && finished)) {
+    size_t before = rt_vl_writer_pending(&c->wr);
+    int r = c->gone ? 0 : rt_vl_writer_flush(&c->wr, c->fd);
+    if (r < 0)
+        conn_gone(c);
+    size_t after = rt_vl_writer_pending(&c->wr);
+    if (after < before || !after) {
+        c->sent_ns = rt_mono_ns();
+        if (after < before)
+            c->active_ns = c->sent_ns;
+    }
+    if (c->blocked && after < OUTPUT_HIGH) {
+        c->blocked = false; /* it reads again: serve the calls it sent */
+        enqueue(srv, c);
+    }
+    bool finished = c->phase == RT_CONN_CLOSING ||
+                    (c->phase == RT_CONN_READING && c->input_ended && !c->queued && !c->blocked) ||
+                    (c->gone && c->phase != RT_CONN_READING);
+    if (finished && !after) {
         conn_close(srv, c);
         return false;
     }
-    if (rt_vl_writer_pending(&c->wr) > MAX_PENDING_OUTPUT) {
+    if (after > MAX_PENDING_OUTPUT) {
         rt_notice("dropping client (uid %u, pid %d): it does not read its replies (%zu bytes unread)",
-                  (unsigned)c->peer.uid, (int)c->peer.pid, rt_vl_writer_pending(&c->wr));
+                  (unsigned)c->peer.uid, (int)c->peer.pid, after);
         conn_close(srv, c);
         return false;
     }
+    rt_vl_reader_trim(&c->rd);
+    account(srv, c);
     update_interest(srv, c);
     return true;
 }
@@ -214,14 +270,14 @@ size_t rt_conn_pending(const struct rt_conn *c)
 void rt_conn_send_raw(struct rt_server *srv, struct rt_conn *c, const char *json, size_t len)
 {
     (void)srv;
-    if (!c->oneway)
+    if (!c->oneway && !c->gone)
         rt_vl_writer_put_raw(&c->wr, json, len);
 }
 
 void rt_conn_reply(struct rt_server *srv, struct rt_conn *c, struct json_object *params, bool continues)
 {
     (void)srv;
-    if (c->oneway) {
+    if (c->oneway || c->gone) {
         json_object_put(params);
         return;
     }
@@ -236,7 +292,7 @@ void rt_conn_reply(struct rt_server *srv, struct rt_conn *c, struct json_object 
 void rt_conn_error(struct rt_server *srv, struct rt_conn *c, const char *error, struct json_object *params)
 {
     (void)srv;
-    if (c->oneway) {
+    if (c->oneway || c->gone) {
         json_object_put(params);
         return;
     }
@@ -287,6 +343,18 @@ static size_t take_fds(struct rt_conn *c, uint64_t start, uint64_t end, int *out
     return n;
 }
 
+/* Would this connection's buffers, as they are now, take its user or all
+ * users over the limits? */
+static bool over_budget(const struct rt_server *srv, const struct rt_conn *c)
+{
+    const struct rt_config *cfg = &srv->d->cfg;
+    size_t now = c->rd.cap + c->wr.cap;
+    return c->user->held - c->held + now > cfg->max_buffer_per_uid ||
+           srv->budget.held - c->held + now > cfg->max_buffer_total;
+}
+
+/* One turn: up to TURN_CALLS calls of those read; the connection is queued
+ * when more may be waiting, or blocked until its client reads. */
 static void serve_input(struct rt_server *srv, struct rt_conn *c)
 {
     /* A handler that completes its call at once (a stream that ends inside
@@ -295,10 +363,18 @@ static void serve_input(struct rt_server *srv, struct rt_conn *c)
     if (c->in_dispatch)
         return;
     c->in_dispatch = true;
-    /* Pipelined calls whose replies are not read stop here, so the backlog
-     * exceeds the limit by one reply at most before rt_conn_flush() drops
-     * the client. */
-    while (c->phase == RT_CONN_READING && rt_vl_writer_pending(&c->wr) <= MAX_PENDING_OUTPUT) {
+    unqueue(srv, c);
+    for (int calls = 0; c->phase == RT_CONN_READING; calls++) {
+        if (rt_vl_writer_pending(&c->wr) >= OUTPUT_HIGH) {
+            c->blocked = true;
+            break;
+        }
+        /* Over its user's budget: rt_server_settle() drops connections
+         * before this one gets its next turn. */
+        if (calls == TURN_CALLS || over_budget(srv, c)) {
+            enqueue(srv, c);
+            break;
+        }
         char *msg;
         size_t len;
         uint64_t start = c->rd.consumed;
@@ -316,6 +392,8 @@ static void serve_input(struct rt_server *srv, struct rt_conn *c)
         char reason[160];
         if (rt_dispatch(srv, c, msg, len, fds, nfds, reason, sizeof(reason)) < 0)
             protocol_error(srv, c, reason);
+        /* What is left begins a message now. */
+        c->input_ns = rt_mono_ns();
     }
     c->in_dispatch = false;
 }
@@ -327,6 +405,7 @@ void rt_conn_done(struct rt_server *srv, struct rt_conn *c)
     end_stream(c);
     c->phase = RT_CONN_READING;
     c->more = c->oneway = false;
+    c->input_ns = rt_mono_ns(); /* a message behind the call is timed from now */
     /* No flush here: it may close (and free) c, which callers still use. */
     serve_input(srv, c);
 }
@@ -389,13 +468,19 @@ static void accept_all(struct rt_server *srv)
             continue;
         }
         const struct rt_config *cfg = &srv->d->cfg;
-        if (srv->nconns >= cfg->max_connections) {
-            rt_log(LOG_NOTICE, "refusing a client: %u connections open", cfg->max_connections);
-            refuse(fd, "connections", cfg->max_connections);
+        bool admin = peer_is_admin(srv, fd, cred.uid, cred.gid);
+        /* Other users together may hold all but reserved_connections: they
+         * cannot lock root and the admin group out. */
+        unsigned open_to_all = cfg->max_connections - cfg->reserved_connections;
+        if (srv->nconns >= cfg->max_connections || (!admin && srv->nconns - srv->nadmin >= open_to_all)) {
+            unsigned max = admin ? cfg->max_connections : open_to_all;
+            rt_log(LOG_NOTICE, "refusing a client of uid %u: %zu connections open", (unsigned)cred.uid,
+                   srv->nconns);
+            refuse(fd, "connections", max);
             continue;
         }
-        unsigned *per_uid = uid_slot(srv, cred.uid, true);
-        if (cred.uid != 0 && *per_uid >= cfg->max_connections_per_uid) {
+        struct rt_budget_user *u = rt_budget_find(&srv->budget, cred.uid);
+        if (cred.uid != 0 && u && u->conns >= cfg->max_connections_per_uid) {
             rt_log(LOG_NOTICE, "refusing a client of uid %u: %u connections open", (unsigned)cred.uid,
                    cfg->max_connections_per_uid);
             refuse(fd, "connections_per_user", cfg->max_connections_per_uid);
@@ -404,10 +489,10 @@ static void accept_all(struct rt_server *srv)
         struct rt_conn *c = rt_xcalloc(1, sizeof(*c));
         c->id = ++srv->next_id;
         c->fd = fd;
-        c->peer = (struct rt_peer){.uid = cred.uid, .gid = cred.gid, .pid = cred.pid,
-                                   .admin = peer_is_admin(srv, fd, cred.uid, cred.gid)};
+        c->peer = (struct rt_peer){.uid = cred.uid, .gid = cred.gid, .pid = cred.pid, .admin = admin};
         c->phase = RT_CONN_READING;
         c->epoll_events = EPOLLIN;
+        c->active_ns = c->sent_ns = c->input_ns = rt_mono_ns();
         struct epoll_event ev = {.events = c->epoll_events, .data.ptr = c};
         if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
             rt_warn("cannot watch a new client: %s", strerror(errno));
@@ -415,7 +500,7 @@ static void accept_all(struct rt_server *srv)
             free(c);
             continue;
         }
-        (*per_uid)++;
+        c->user = rt_budget_join(&srv->budget, cred.uid);
         rt_vl_reader_init(&c->rd, cfg->max_message_bytes);
         rt_vl_writer_init(&c->wr);
         c->next = srv->conns;
@@ -423,6 +508,7 @@ static void accept_all(struct rt_server *srv)
             srv->conns->prev = c;
         srv->conns = c;
         srv->nconns++;
+        srv->nadmin += admin;
     }
 }
 
@@ -433,6 +519,7 @@ static ssize_t conn_recv(struct rt_conn *c)
     int fds[RT_CONN_MAX_FDS];
     size_t nfds;
     uint64_t at;
+    bool empty = rt_vl_reader_pending(&c->rd) == 0;
     ssize_t n = rt_vl_reader_recv(&c->rd, c->fd, fds, RT_CONN_MAX_FDS, &nfds, &at);
     for (size_t i = 0; i < nfds; i++) {
         if (c->nfds < RT_CONN_MAX_FDS) {
@@ -442,29 +529,30 @@ static ssize_t conn_recv(struct rt_conn *c)
             close(fds[i]);
         }
     }
+    if (n > 0) {
+        c->active_ns = rt_mono_ns();
+        if (empty)
+            c->input_ns = c->active_ns;
+    }
     return n;
 }
 
+/* One read, then a turn. The next read waits until the calls read have all
+ * been served: a client cannot make the daemon buffer its input. */
 static void conn_readable(struct rt_server *srv, struct rt_conn *c)
 {
-    for (int rounds = 0; rounds < 16 && c->phase == RT_CONN_READING &&
-                         rt_vl_writer_pending(&c->wr) <= MAX_PENDING_OUTPUT;
-         rounds++) {
+    bool serving = !c->queued && !c->blocked;
+    if (c->phase == RT_CONN_READING && serving && !c->input_ended) {
         ssize_t n = conn_recv(c);
-        if (n == -EAGAIN || n == -EINTR)
-            break;
-        if (n < 0) {
+        if (n == 0)
+            c->input_ended = true; /* answer what it sent, then hang up */
+        else if (n < 0 && n != -EAGAIN && n != -EINTR) {
             conn_close(srv, c);
             return;
         }
-        if (n == 0) {
-            /* The client finished sending: answer what it sent, then hang up. */
-            c->input_ended = true;
-            serve_input(srv, c);
-            break;
-        }
-        serve_input(srv, c);
     }
+    if (serving)
+        serve_input(srv, c);
     rt_conn_flush(srv, c);
 }
 
@@ -481,6 +569,15 @@ void rt_server_event(struct rt_server *srv, void *tag, uint32_t events)
         conn_close(srv, c);
         return;
     }
+    if (events & EPOLLHUP) {
+        /* The client closed. While it waits for a call or a stream, nobody
+         * gets the replies: hang up. Calls it sent before are still served. */
+        if (c->phase != RT_CONN_READING) {
+            conn_close(srv, c);
+            return;
+        }
+        conn_gone(c);
+    }
     if (events & EPOLLOUT) {
         if (!rt_conn_flush(srv, c))
             return;
@@ -490,14 +587,95 @@ void rt_server_event(struct rt_server *srv, void *tag, uint32_t events)
                 return;
         }
     }
-    if (events & EPOLLIN) {
-        /* Calls sent before a close are still served (oneway ones matter). */
+    if (events & (EPOLLIN | EPOLLHUP))
         conn_readable(srv, c);
-        return;
-    }
-    if (events & EPOLLHUP) {
-        /* Gone for good while we were not reading: nobody gets the replies. */
+}
+
+/* The connection of u whose buffers hold most. */
+static struct rt_conn *largest(struct rt_server *srv, const struct rt_budget_user *u)
+{
+    struct rt_conn *big = NULL;
+    for (struct rt_conn *c = srv->conns; c; c = c->next)
+        if (c->user == u && (!big || c->held > big->held))
+            big = c;
+    return big;
+}
+
+/* Users above their share, or all together above the total, lose their
+ * largest connections: a client that does not read, or one that sends
+ * messages it does not finish, and not the daemon's memory. */
+static void enforce_budget(struct rt_server *srv)
+{
+    const struct rt_config *cfg = &srv->d->cfg;
+    struct rt_budget_user *u;
+    while ((u = rt_budget_over(&srv->budget, cfg->max_buffer_per_uid, cfg->max_buffer_total))) {
+        struct rt_conn *c = largest(srv, u);
+        if (!c)
+            break;
+        /* A client that reconnects at once could fill the journal. */
+        uint64_t now = rt_mono_ns();
+        if (now - srv->drop_logged_ns < RT_NSEC_PER_SEC) {
+            srv->drops_unlogged++;
+        } else {
+            bool mine = u->held > cfg->max_buffer_per_uid;
+            rt_notice("dropping client (uid %u, pid %d): it holds %zu bytes of unread replies and input; the "
+                      "connections of uid %u hold %zu bytes (%s %zu); %u more dropped since the last notice",
+                      (unsigned)c->peer.uid, (int)c->peer.pid, c->held, (unsigned)u->uid, u->held,
+                      mine ? "limits.max_buffer_per_user" : "all users hold",
+                      mine ? cfg->max_buffer_per_uid : srv->budget.held, srv->drops_unlogged);
+            srv->drop_logged_ns = now;
+            srv->drops_unlogged = 0;
+        }
         conn_close(srv, c);
+    }
+}
+
+bool rt_server_settle(struct rt_server *srv)
+{
+    enforce_budget(srv);
+    /* Turns in order of arrival; one round at most, and stop when the time
+     * is up so that new events (another client's call) are not held up. */
+    uint64_t t0 = rt_mono_ns();
+    struct rt_conn *last = srv->queue_tail;
+    while (srv->queue) {
+        struct rt_conn *c = srv->queue;
+        bool end = c == last;
+        serve_input(srv, c);
+        rt_conn_flush(srv, c);
+        if (end || rt_mono_ns() - t0 > SETTLE_NS)
+            break;
+    }
+    enforce_budget(srv);
+    reap(srv);
+    return srv->queue != NULL;
+}
+
+/* Stalled connections: no reply read for reply_timeout, a message begun
+ * and not finished for message_timeout, nothing at all for idle_timeout. */
+void rt_server_tick(struct rt_server *srv)
+{
+    const struct rt_config *cfg = &srv->d->cfg;
+    uint64_t now = rt_mono_ns();
+    for (struct rt_conn *c = srv->conns, *cn; c; c = cn) {
+        cn = c->next;
+        size_t out = rt_vl_writer_pending(&c->wr), in = rt_vl_reader_pending(&c->rd);
+        bool reading = c->phase == RT_CONN_READING && !c->queued && !c->blocked;
+        if (out && now - c->sent_ns > cfg->reply_timeout_secs * RT_NSEC_PER_SEC) {
+            rt_notice("dropping client (uid %u, pid %d): it read none of its replies for %u s (%zu bytes unread)",
+                      (unsigned)c->peer.uid, (int)c->peer.pid, cfg->reply_timeout_secs, out);
+            conn_close(srv, c);
+        } else if (reading && in && !c->input_ended &&
+                   now - c->input_ns > cfg->message_timeout_secs * RT_NSEC_PER_SEC) {
+            char reason[96];
+            snprintf(reason, sizeof(reason), "message not completed within %u s", cfg->message_timeout_secs);
+            rt_info("closing a client (uid %u, pid %d): %s", (unsigned)c->peer.uid, (int)c->peer.pid, reason);
+            protocol_error(srv, c, reason);
+            rt_conn_flush(srv, c);
+        } else if (reading && !in && !out && now - c->active_ns > cfg->idle_timeout_secs * RT_NSEC_PER_SEC) {
+            rt_debug("closing a client (uid %u, pid %d): idle for %u s", (unsigned)c->peer.uid, (int)c->peer.pid,
+                     cfg->idle_timeout_secs);
+            conn_close(srv, c);
+        }
     }
 }
 

@@ -1,6 +1,9 @@
 /* Connections on the control socket: framing, ordered replies, back-pressure,
  * limits, descriptors passed with calls. A connection serves one call at a
- * time; its phase says what it is doing. Main thread only. */
+ * time; its phase says what it is doing. Calls are served in turns, so that
+ * a client that pipelines many cannot hold up the others; what a user's
+ * connections hold is counted (api/budget.h); connections that stall are
+ * timed out (rt_server_tick). Main thread only. */
 #ifndef RT_API_TRANSPORT_H
 #define RT_API_TRANSPORT_H
 
@@ -11,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct rt_budget_user;
 struct rt_daemon;
 struct rt_server;
 struct rt_stream;
@@ -40,8 +44,16 @@ struct rt_conn {
     struct rt_peer peer;
     enum rt_conn_phase phase;
     bool input_ended;          /* the client shut down its sending side */
+    bool gone;                 /* the client closed: replies are dropped, calls still run */
     bool in_dispatch;          /* serving calls: rt_conn_done() does not re-enter */
+    bool queued;               /* calls read and not served wait for a turn (srv's queue) */
+    bool blocked;              /* calls wait for the client to read its replies */
     bool more, oneway;         /* flags of the call being served */
+    struct rt_budget_user *user;
+    size_t held;               /* buffer bytes counted for its user */
+    uint64_t active_ns;        /* last byte received or sent */
+    uint64_t sent_ns;          /* output last drained or sent part of */
+    uint64_t input_ns;         /* the partial message in rd began */
     struct rt_stream *stream;  /* while STREAMING */
     struct rt_vl_reader rd;
     struct rt_vl_writer wr;
@@ -52,6 +64,7 @@ struct rt_conn {
     size_t nfds;
     uint32_t epoll_events;     /* interest currently registered */
     struct rt_conn *prev, *next;
+    struct rt_conn *queue_next;
 };
 
 struct rt_daemon *rt_server_daemon(struct rt_server *srv);

@@ -96,6 +96,18 @@ static const struct key keys[] = {
      F(max_sample_rate_per_uid), 1, 100000, FILE_KEY, "100", LIVE},
     {IN("limits", "max_message_size"), K_BYTES_SIZE, RT_CFG_MAX_MESSAGE_BYTES, F(max_message_bytes), 4 * KIB,
      64 * MIB, FILE_KEY, "1M", LIVE},
+    {IN("limits", "reserved_connections"), K_UINT, RT_CFG_RESERVED_CONNECTIONS, F(reserved_connections), 0,
+     65535, FILE_KEY, "16", LIVE},
+    {IN("limits", "max_buffer_per_user"), K_BYTES_SIZE, RT_CFG_MAX_BUFFER_PER_UID, F(max_buffer_per_uid), MIB,
+     64 * GIB, FILE_KEY, "64M", LIVE},
+    {IN("limits", "max_buffer_total"), K_BYTES_SIZE, RT_CFG_MAX_BUFFER_TOTAL, F(max_buffer_total), MIB, 64 * GIB,
+     FILE_KEY, "256M", LIVE},
+    {IN("limits", "idle_timeout"), K_SECS_UINT, RT_CFG_IDLE_TIMEOUT, F(idle_timeout_secs), USEC_PER_SEC, DAY,
+     FILE_KEY, "1min", LIVE},
+    {IN("limits", "message_timeout"), K_SECS_UINT, RT_CFG_MESSAGE_TIMEOUT, F(message_timeout_secs), USEC_PER_SEC,
+     3600 * USEC_PER_SEC, FILE_KEY, "10s", LIVE},
+    {IN("limits", "reply_timeout"), K_SECS_UINT, RT_CFG_REPLY_TIMEOUT, F(reply_timeout_secs), USEC_PER_SEC, DAY,
+     FILE_KEY, "1min", LIVE},
     {IN("upload", "api_url"), K_URL, RT_CFG_API_URL, F(api_url), 0, 0, FILE_KEY, RT_DEFAULT_API_URL, RESTART},
     {IN("upload", "interval"), K_SECS_UINT, RT_CFG_UPLOAD_INTERVAL, F(upload_interval_secs), USEC_PER_SEC,
      DAY, FILE_KEY, "60s", RESTART},
@@ -167,7 +179,13 @@ static void format_duration(uint64_t usec, char *buf, size_t size)
             snprintf(buf, size, "%llu%s", (unsigned long long)(usec / units[i].usec), units[i].unit);
             return;
         }
-    snprintf(buf, size, "%.6gs", (double)usec / USEC_PER_SEC);
+    /* Every microsecond, so that it reads back the same ("%g" kept six
+     * digits: 50.55555 s came back as 50.5556 s). */
+    char frac[8];
+    snprintf(frac, sizeof(frac), "%06llu", (unsigned long long)(usec % USEC_PER_SEC));
+    for (size_t n = strlen(frac); n > 1 && frac[n - 1] == '0'; n--)
+        frac[n - 1] = '\0';
+    snprintf(buf, size, "%llu.%ss", (unsigned long long)(usec / USEC_PER_SEC), frac);
 }
 
 static void format_size(uint64_t bytes, char *buf, size_t size)
@@ -626,18 +644,38 @@ static int load_setting(const char *file, const char *group, config_setting_t *s
     return 0;
 }
 
+/* "FILE:LINE: " of a cross-field error: where limits.a was set, else limits.b. */
+static void where_set(const struct seen *seen, const char *a, const char *b, char *buf, size_t size)
+{
+    size_t k = (size_t)(find_key("limits", a, false) - keys);
+    if (seen && !seen->line[k])
+        k = (size_t)(find_key("limits", b, false) - keys);
+    buf[0] = '\0';
+    if (seen && seen->line[k])
+        snprintf(buf, size, "%s:%u: ", seen->file[k], seen->line[k]);
+}
+
 static int validate(const struct rt_config *c, const struct seen *seen, char *err, size_t errlen)
 {
+    char where[PATH_MAX + 32];
     if (c->max_connections_per_uid > c->max_connections) {
-        /* Name where the per-user limit was set, else where the total was. */
-        size_t k = (size_t)(find_key("limits", "max_connections_per_user", false) - keys);
-        if (seen && !seen->line[k])
-            k = (size_t)(find_key("limits", "max_connections", false) - keys);
-        char where[PATH_MAX + 32] = "";
-        if (seen && seen->line[k])
-            snprintf(where, sizeof(where), "%s:%u: ", seen->file[k], seen->line[k]);
+        where_set(seen, "max_connections_per_user", "max_connections", where, sizeof(where));
         fmt_err(err, errlen, "%slimits.max_connections_per_user: %u exceeds limits.max_connections (%u)", where,
                 c->max_connections_per_uid, c->max_connections);
+        return -1;
+    }
+    if (c->reserved_connections >= c->max_connections) {
+        where_set(seen, "reserved_connections", "max_connections", where, sizeof(where));
+        fmt_err(err, errlen, "%slimits.reserved_connections: %u leaves no room under limits.max_connections (%u)",
+                where, c->reserved_connections, c->max_connections);
+        return -1;
+    }
+    if (c->max_buffer_per_uid > c->max_buffer_total) {
+        char a[32], b[32];
+        format_size(c->max_buffer_per_uid, a, sizeof(a));
+        format_size(c->max_buffer_total, b, sizeof(b));
+        where_set(seen, "max_buffer_per_user", "max_buffer_total", where, sizeof(where));
+        fmt_err(err, errlen, "%slimits.max_buffer_per_user: %s exceeds limits.max_buffer_total (%s)", where, a, b);
         return -1;
     }
     return 0;

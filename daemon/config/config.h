@@ -33,6 +33,12 @@ struct rt_config {
     unsigned max_jobs_per_uid;         /* running jobs */
     unsigned max_sample_rate_per_uid;  /* samples per second of a user's running jobs together */
     size_t max_message_bytes;
+    unsigned reserved_connections;     /* of max_connections, for root and the admin group */
+    size_t max_buffer_per_uid;         /* unread replies and partial input of one user's connections */
+    size_t max_buffer_total;           /* the same for all connections */
+    unsigned idle_timeout_secs;        /* a connection with no call, stream or data in flight */
+    unsigned message_timeout_secs;     /* a message started and not completed */
+    unsigned reply_timeout_secs;       /* replies queued and none of them read */
     /* upload */
     char api_url[512];
     unsigned upload_interval_secs;
@@ -80,7 +86,13 @@ enum {
     RT_CFG_S3_ENDPOINT = 1u << 19,
     RT_CFG_S3_REGION = 1u << 20,
     RT_CFG_MAX_SAMPLE_RATE_PER_UID = 1u << 21,
-    RT_CFG_RETENTION_MAX_JOBS = 1u << 22,
+    RT_CFG_RESERVED_CONNECTIONS = 1u << 22,
+    RT_CFG_MAX_BUFFER_PER_UID = 1u << 23,
+    RT_CFG_MAX_BUFFER_TOTAL = 1u << 24,
+    RT_CFG_IDLE_TIMEOUT = 1u << 25,
+    RT_CFG_MESSAGE_TIMEOUT = 1u << 26,
+    RT_CFG_REPLY_TIMEOUT = 1u << 27,
+    RT_CFG_RETENTION_MAX_JOBS = 1u << 28,
 };
 
 /* Command-line flags: the values in .values whose bits are in .set win over
@@ -117,7 +129,8 @@ void rt_config_apply_overrides(struct rt_config *c, const struct rt_config_overr
 int rt_config_reload(const char *path, const struct rt_config_overrides *o, struct rt_config *c,
                      char *err, size_t errlen);
 
-/* Checks that span settings (per-user limits within the totals). */
+/* Checks that span settings (per-user limits within the totals, room left
+ * by the reserved connections). */
 int rt_config_validate(const struct rt_config *c, char *err, size_t errlen);
 
 /* RT_CFG_* bits of the settings that differ. */

@@ -47,6 +47,10 @@ struct rt_job {
     uint64_t id;
     char *name;                    /* NULL when unnamed */
     uid_t owner_uid;
+    /* Whose eyes the job reads the tree with (proc/access.h): the caller of
+     * StartJob, an administrator reading all. */
+    gid_t owner_gid;               /* RT_GID_UNKNOWN in records from before */
+    bool reads_all;
     int32_t pid;
     uint64_t starttime;            /* root's starttime, clock ticks since boot */
     int32_t reaper_pid;            /* the root's parent adopting its orphans (0: none) */

@@ -131,6 +131,7 @@ struct rt_job *rt_job_new(void)
 {
     struct rt_job *j = rt_xcalloc(1, sizeof(*j));
     j->pidfd = -1;
+    j->owner_gid = RT_GID_UNKNOWN;
     j->summary.means_known = true;
     return j;
 }
@@ -237,6 +238,9 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
     /* Exact totals, not the rounded ones of the summary view. */
     add(o, "totals", rt_job_summary_to_record(&j->summary));
     add(o, "wants_upload", json_object_new_boolean(j->wants_upload));
+    if (j->owner_gid != RT_GID_UNKNOWN)
+        add(o, "owner_gid", json_object_new_int64(j->owner_gid));
+    add(o, "reads_all", json_object_new_boolean(j->reads_all));
     return o;
 }
 
@@ -265,6 +269,12 @@ struct rt_job *rt_job_from_record(struct json_object *o, const char **repaired)
     struct rt_job *j = rt_job_new();
     j->id = id;
     j->owner_uid = (uid_t)uid;
+    /* Records from before: root reads all, anyone else by uid alone. */
+    int64_t gid;
+    j->owner_gid = rt_json_get_i64(o, "owner_gid", &gid) && gid >= 0 && gid < RT_GID_UNKNOWN ? (gid_t)gid
+                                                                                            : RT_GID_UNKNOWN;
+    j->reads_all = uid == 0;
+    rt_json_get_bool(o, "reads_all", &j->reads_all);
     j->pid = (int32_t)pid;
     j->starttime = starttime;
     int64_t rp;

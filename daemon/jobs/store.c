@@ -154,17 +154,20 @@ static int write_atomic(int dirfd, const char *name, const char *data, size_t le
     return 0;
 }
 
-uint64_t rt_store_alloc_id(struct rt_store *s)
+int rt_store_alloc_id(struct rt_store *s, uint64_t *id)
 {
+    if (s->last_id >= RT_JOB_ID_MAX)
+        return -EOVERFLOW;
     char buf[32];
     int n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", s->last_id + 1);
     /* On the main loop: no fsync (job directories also record the ids). */
     int r = write_atomic(s->dir_fd, "last-id", buf, (size_t)n, s->file_mode, false);
     if (r < 0) {
         rt_err("cannot persist the job id counter in %s: %s", s->path, strerror(-r));
-        return 0;
+        return r;
     }
-    return ++s->last_id;
+    *id = ++s->last_id;
+    return 0;
 }
 
 static int job_dir(struct rt_store *s, uint64_t id)

@@ -34,8 +34,13 @@ struct rt_store {
 int rt_store_open(struct rt_store *s, const char *dir, bool private_mode, char *err, size_t errlen);
 void rt_store_close(struct rt_store *s);
 
-/* Next job id, persisted before it is returned. 0 on failure. */
-uint64_t rt_store_alloc_id(struct rt_store *s);
+/* The largest job id: the API's integers are signed 64-bit. */
+#define RT_JOB_ID_MAX ((uint64_t)INT64_MAX)
+
+/* Next job id in *id, persisted before it is returned: 0, -EOVERFLOW when every
+ * id up to RT_JOB_ID_MAX has been used (ids are never reused: an id names
+ * one job forever), or -errno when the counter cannot be written. */
+int rt_store_alloc_id(struct rt_store *s, uint64_t *id);
 /* Create jobs/<id>/ and write its metadata and record. */
 int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *record, struct json_object *md);
 /* The job's metadata, or NULL when its file is missing or malformed. */

@@ -135,6 +135,14 @@ const struct rt_pinfo *rt_proc_cache_get(struct rt_proc_cache *c, int32_t pid, u
         pi->pss_ok = rt_ppss_read(c->proc_fd, pid, &pi->pss_bytes) == 0;
         pi->pss_cost_ns = thread_cpu_ns() - t0;
     }
+    if (todo & RT_PI_OWNER) {
+        c->reads++;
+        pi->owner_ok = rt_pdump_owner(c->proc_fd, pid, &pi->owner_uid, &pi->owner_gid) == 0;
+    }
+    if (todo & RT_PI_CREDS) {
+        c->reads++;
+        pi->creds_ok = rt_pcreds_read(c->proc_fd, pid, &pi->creds) == 0;
+    }
     if (todo & RT_PI_KIDS) {
         if (c->children_files) {
             size_t before = c->nkids;
@@ -155,5 +163,6 @@ const struct rt_pinfo *rt_proc_cache_get(struct rt_proc_cache *c, int32_t pid, u
 const int32_t *rt_proc_cache_kids(const struct rt_proc_cache *c, const struct rt_pinfo *pi, size_t *n)
 {
     *n = pi->kids_n;
-    return c->kids + pi->kids_off;
+    /* No children list allocated yet: NULL + 0 is undefined behaviour. */
+    return pi->kids_n ? c->kids + pi->kids_off : NULL;
 }

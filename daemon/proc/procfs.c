@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 long rt_clk_tck(void)
@@ -127,17 +128,62 @@ int rt_ppss_read(int proc_fd, int32_t pid, uint64_t *pss_bytes)
     return 0;
 }
 
-int rt_puid_read(int proc_fd, int32_t pid, uid_t *uid)
+/* The first three numbers after "key:" (real, effective, saved). */
+static bool ids3(const char *buf, const char *key, uint32_t out[3])
+{
+    size_t klen = strlen(key);
+    for (const char *p = buf; p; p = strchr(p, '\n')) {
+        if (*p == '\n')
+            p++;
+        if (strncmp(p, key, klen) != 0)
+            continue;
+        p += klen;
+        for (int i = 0; i < 3; i++) {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(p, &end, 10);
+            if (end == p || errno || v > UINT32_MAX || (*end != '\t' && *end != ' '))
+                return false;
+            out[i] = (uint32_t)v;
+            p = end;
+        }
+        return true;
+    }
+    return false;
+}
+
+int rt_pcreds_parse(const char *buf, struct rt_pcreds *out)
+{
+    uint32_t u[3], g[3];
+    if (!ids3(buf, "Uid:", u) || !ids3(buf, "Gid:", g))
+        return -EINVAL;
+    for (int i = 0; i < 3; i++) {
+        out->uid[i] = (uid_t)u[i];
+        out->gid[i] = (gid_t)g[i];
+    }
+    return 0;
+}
+
+int rt_pcreds_read(int proc_fd, int32_t pid, struct rt_pcreds *out)
 {
     char path[32], buf[4096];
     snprintf(path, sizeof(path), "%d/status", (int)pid);
     ssize_t n = rt_read_file_at(proc_fd, path, buf, sizeof(buf));
     if (n < 0)
-        return (int)n;
-    uint64_t v;
-    if (!field_u64(buf, "Uid:", &v))
-        return -EINVAL;
-    *uid = (uid_t)v;
+        return n == -ESRCH ? -ENOENT : (int)n;
+    return rt_pcreds_parse(buf, out);
+}
+
+int rt_pdump_owner(int proc_fd, int32_t pid, uid_t *uid, gid_t *gid)
+{
+    /* Any file of the process would do (not its directory): stat always exists. */
+    char path[32];
+    snprintf(path, sizeof(path), "%d/stat", (int)pid);
+    struct stat st;
+    if (fstatat(proc_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ESRCH ? -ENOENT : -errno;
+    *uid = st.st_uid;
+    *gid = st.st_gid;
     return 0;
 }
 

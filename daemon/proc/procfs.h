@@ -27,8 +27,18 @@ int rt_pstat_parse(const char *buf, struct rt_pstat *out);
 int rt_pio_read(int proc_fd, int32_t pid, uint64_t *read_bytes, uint64_t *write_bytes);
 /* Pss of /proc/PID/smaps_rollup in bytes. */
 int rt_ppss_read(int proc_fd, int32_t pid, uint64_t *pss_bytes);
-/* Real uid from /proc/PID/status. */
-int rt_puid_read(int proc_fd, int32_t pid, uid_t *uid);
+/* Real, effective and saved ids of a process (the Uid: and Gid: lines of
+ * /proc/PID/status). */
+struct rt_pcreds {
+    uid_t uid[3];
+    gid_t gid[3];
+};
+int rt_pcreds_read(int proc_fd, int32_t pid, struct rt_pcreds *out);
+int rt_pcreds_parse(const char *buf, struct rt_pcreds *out);
+/* Who owns the files of /proc/PID: the process's effective uid and gid, or
+ * root when it is not dumpable (after a setuid or setgid exec, or a change
+ * of its ids: the kernel's task_dump_owner). */
+int rt_pdump_owner(int proc_fd, int32_t pid, uid_t *uid, gid_t *gid);
 
 /* Append the direct children of every thread of pid to *kids (a growable
  * array). Threads that fork leave children in their own task's file. Returns

@@ -71,6 +71,34 @@ static uint64_t pss_of(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_pt
     return rt_pss_estimate(&p->pss, rss);
 }
 
+/* May the job's reader see this process's I/O, PSS and GPU use? The owner
+ * of its /proc files is read on every scan: it changes with the effective
+ * ids and when the process stops being dumpable (a setuid exec). Its real
+ * and saved ids are read when it is first seen and when that owner changes;
+ * only a privileged process can change them otherwise. */
+static bool readable(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptrack *p, const struct rt_pinfo **pi)
+{
+    if (t->reader.all)
+        return true;
+    /* A zombie has no memory map: its files belong to root whatever it was,
+     * and the kernel judges it by its ids alone. */
+    bool zombie = (*pi)->st.state == 'Z';
+    *pi = rt_proc_cache_get(c, p->pid, RT_PI_OWNER);
+    if (!(*pi)->owner_ok)
+        return false; /* gone meanwhile: it counts no more */
+    p->owner_uid = (*pi)->owner_uid;
+    p->owner_gid = (*pi)->owner_gid;
+    const struct rt_ptrack *old = table_find(&t->prev, p->pid);
+    if (old && old->starttime == p->starttime && old->owner_uid == p->owner_uid &&
+        old->owner_gid == p->owner_gid) {
+        p->ids_ok = old->ids_ok;
+    } else {
+        *pi = rt_proc_cache_get(c, p->pid, RT_PI_CREDS);
+        p->ids_ok = (*pi)->creds_ok && rt_reader_ids_match(&t->reader, &(*pi)->creds);
+    }
+    return p->ids_ok && (zombie || rt_reader_owns(&t->reader, p->owner_uid, p->owner_gid));
+}
+
 /* The reaper as a node of its own: its children are walked, and of its
  * counters only cutime/cstime (what it reaped) are kept. */
 static void walk_reaper(struct rt_ptree *t, struct rt_proc_cache *c, size_t *sp)
@@ -105,44 +133,52 @@ static void walk(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_re
         int32_t pid = t->stack[--sp];
         if (table_find(&t->cur, pid))
             continue; /* already visited (racy reads can repeat a child) */
-        const struct rt_pinfo *pi = rt_proc_cache_get(c, pid, RT_PI_IO | RT_PI_KIDS);
+        const struct rt_pinfo *pi = rt_proc_cache_get(c, pid, RT_PI_KIDS);
         if (!pi)
             continue;
-        if (pid == t->root_pid) {
-            if (pi->st.starttime != t->root_starttime)
-                continue; /* the PID was reused: not our root */
-            out->root_alive = true;
-            out->root_zombie = pi->st.state == 'Z';
-            out->root_exit_status = out->root_zombie ? pi->st.exit_code : -1;
-        }
+        if (pid == t->root_pid && pi->st.starttime != t->root_starttime)
+            continue; /* the PID was reused: not our root */
         struct rt_ptrack *p = table_add(&t->cur, pid);
+        out->nprocs++;
         p->ppid = pi->st.ppid;
         p->starttime = pi->st.starttime;
         p->u = pi->st.utime + pi->st.cutime;
         p->s = pi->st.stime + pi->st.cstime;
-        p->io_ok = pi->io_ok;
-        p->rb = pi->read_bytes;
-        p->wb = pi->write_bytes;
+        p->readable = readable(t, c, p, &pi);
+        out->unreadable += !p->readable;
+        if (p->readable) {
+            pi = rt_proc_cache_get(c, pid, RT_PI_IO);
+            p->io_ok = pi->io_ok;
+            p->rb = pi->read_bytes;
+            p->wb = pi->write_bytes;
+        }
+        if (pid == t->root_pid) {
+            out->root_alive = true;
+            out->root_zombie = pi->st.state == 'Z';
+            /* Field 52 is shown to those who may read the process only. */
+            out->root_exit_status = out->root_zombie && p->readable ? pi->st.exit_code : -1;
+        }
         uint64_t rss = pi->st.rss_pages * (uint64_t)rt_page_size();
         out->rss_bytes += rss;
         if (t->with_pss)
-            out->pss_bytes += pss_of(t, c, p, &pi, rss, now, out);
-        push(&t->pids, &t->npids, &t->pids_cap, pid);
+            out->pss_bytes += p->readable ? pss_of(t, c, p, &pi, rss, now, out) : rss;
+        if (p->readable)
+            push(&t->pids, &t->npids, &t->pids_cap, pid);
         size_t nk;
         const int32_t *kids = rt_proc_cache_kids(c, pi, &nk);
         for (size_t i = 0; i < nk; i++)
             push(&t->stack, &sp, &t->stack_cap, kids[i]);
     }
-    out->nprocs = (uint32_t)t->npids;
 }
 
 int rt_ptree_init(struct rt_ptree *t, struct rt_proc_cache *c, int32_t root_pid,
-                  uint64_t root_starttime, bool with_pss)
+                  uint64_t root_starttime, bool with_pss, const struct rt_reader *reader)
 {
     memset(t, 0, sizeof(*t));
     t->root_pid = root_pid;
     t->root_starttime = root_starttime;
     t->with_pss = with_pss;
+    t->reader = reader ? *reader : (struct rt_reader){.all = true};
     t->job_start_ticks = rt_boot_ticks();
     struct rt_ptree_result r = {0};
     walk(t, c, &r);

@@ -20,6 +20,7 @@
 #ifndef RT_PTREE_H
 #define RT_PTREE_H
 
+#include "proc/access.h"
 #include "proc/pidmap.h"
 #include "proc/proccache.h"
 #include "proc/pss.h"
@@ -35,6 +36,10 @@ struct rt_ptrack {
     uint64_t u, s;        /* inclusive CPU ticks at the last sighting */
     uint64_t rb, wb;      /* inclusive I/O bytes at the last sighting */
     bool io_ok;
+    bool readable;        /* by the job's reader (proc/access.h) */
+    bool ids_ok;          /* its ids, as last read, match the reader's */
+    uid_t owner_uid;      /* of /proc/PID/io when ids_ok was decided */
+    gid_t owner_gid;
     struct rt_pss pss;    /* last PSS read, reused while not due (pss.h) */
     int64_t debit_u, debit_s, debit_rb, debit_wb; /* scratch: reaped children to subtract */
 };
@@ -52,10 +57,11 @@ struct rt_ptree {
     uint64_t reaper_starttime;
     uint64_t job_start_ticks; /* boot-time ticks when tracking began */
     bool with_pss;
+    struct rt_reader reader;
     struct rt_ptable cur, prev;
     int32_t *stack;
     size_t stack_cap;
-    int32_t *pids;            /* tree of the last scan, for GPU attribution */
+    int32_t *pids;            /* the readable processes of the last scan, for GPU attribution */
     size_t npids, pids_cap;
 };
 
@@ -68,13 +74,17 @@ struct rt_ptree_result {
     uint64_t d_read_bytes, d_write_bytes;
     uint64_t rss_bytes, pss_bytes;
     uint32_t pss_reads;       /* smaps_rollup files read for this scan */
+    uint32_t unreadable;      /* processes the reader may not read */
 };
 
 /* Start tracking: the root's current counters (and those of descendants that
  * already exist) are the baseline, so only later use is counted. Returns
- * -ENOENT when the root is gone or its starttime differs. */
+ * -ENOENT when the root is gone or its starttime differs. reader: whose eyes
+ * the tree is read with (NULL: root's). A process the reader may not read
+ * (setuid, setgid, not dumpable) counts its CPU time, its RSS (for PSS too)
+ * and its children, which every user sees; not its I/O, PSS or GPU use. */
 int rt_ptree_init(struct rt_ptree *t, struct rt_proc_cache *c, int32_t root_pid,
-                  uint64_t root_starttime, bool with_pss);
+                  uint64_t root_starttime, bool with_pss, const struct rt_reader *reader);
 void rt_ptree_free(struct rt_ptree *t);
 /* After rt_ptree_init: processes re-parented to this reaper belong to the
  * tree from the next scan on (its counters are the baseline then). */

@@ -137,7 +137,8 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
                         strerror(e));
     }
     rt_sampler_begin_scan(s, true);
-    if (rt_ptree_init(&j->tree, &s->cache, j->pid, j->starttime, s->o.with_pss) < 0) {
+    struct rt_reader reader = {.all = j->reads_all, .uid = j->owner_uid, .gid = j->owner_gid};
+    if (rt_ptree_init(&j->tree, &s->cache, j->pid, j->starttime, s->o.with_pss, &reader) < 0) {
         snprintf(err, errlen, "process %d has exited", (int)j->pid);
         close(j->pidfd);
         j->pidfd = -1;

@@ -13,6 +13,8 @@
 #define RT_VL_INTERFACE "com.sparecores.ResourceTracker"
 #define RT_VL_MAX_DEPTH 64
 #define RT_VL_DEFAULT_MAX_MESSAGE (1024 * 1024)
+/* How messages are serialised (json-c flags). */
+#define RT_VL_JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 /* Accumulates bytes from a socket and hands out complete messages. */
 struct rt_vl_reader {
@@ -36,6 +38,12 @@ ssize_t rt_vl_reader_recv(struct rt_vl_reader *r, int fd, int *fds, size_t max_f
  * fill) and *len, 0 when none is complete yet, -EMSGSIZE when the pending
  * message is longer than the limit. */
 int rt_vl_reader_next(struct rt_vl_reader *r, char **msg, size_t *len);
+/* Bytes read and not yet handed out (a partial message, or messages not yet
+ * asked for). */
+size_t rt_vl_reader_pending(const struct rt_vl_reader *r);
+/* Free the buffer when nothing is pending (a server keeps none for idle
+ * connections). Invalidates the last message. */
+void rt_vl_reader_trim(struct rt_vl_reader *r);
 
 /* Parse one message; NULL with a reason when it is not a JSON object, is
  * nested deeper than RT_VL_MAX_DEPTH, or has trailing bytes. */
@@ -57,8 +65,8 @@ void rt_vl_writer_free(struct rt_vl_writer *w);
 void rt_vl_writer_put(struct rt_vl_writer *w, struct json_object *msg);
 void rt_vl_writer_put_raw(struct rt_vl_writer *w, const char *json, size_t len);
 size_t rt_vl_writer_pending(const struct rt_vl_writer *w);
-/* Write as much as the socket takes: 0 when drained, 1 when bytes remain,
- * -errno on a broken connection. */
+/* Write as much as the socket takes: 0 when drained (a large buffer is then
+ * freed), 1 when bytes remain, -errno on a broken connection. */
 int rt_vl_writer_flush(struct rt_vl_writer *w, int fd);
 
 enum {

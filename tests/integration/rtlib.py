@@ -465,8 +465,21 @@ def setpriv(user, keep_groups=True):
 
 
 def spawn_as(user, cmd, **kw):
-    """A process of user (setpriv execs cmd, so the PID is cmd's)."""
-    return subprocess.Popen(setpriv(user) + list(cmd), **kw)
+    """A process of user (setpriv execs cmd, so the PID is cmd's), returned
+    once cmd runs: between its setuid and the exec, setpriv is not dumpable,
+    and the kernel lets no user read it (a StartJob then is refused)."""
+    p = subprocess.Popen(setpriv(user) + list(cmd), **kw)
+    wait_for(lambda: p.poll() is not None or _comm(p.pid) not in ("setpriv", None), timeout=10,
+             what="setpriv to run " + cmd[0])
+    return p
+
+
+def _comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return None
 
 
 def _as_user(user, extra_groups, fn):

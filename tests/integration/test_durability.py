@@ -145,6 +145,35 @@ class KillAndRestart(StateDirTest):
         d2.stop()
         self.assertEqual(self.stored(j_surv), served)
 
+    def test_job_ids_end_at_2_pow_63_without_wrapping(self):
+        # The API's integers are signed 64-bit: the last id is 2**63 - 1.
+        # After it, StartJob is refused; the counter never wraps to 1 and
+        # overwrites that job.
+        d1 = self.daemon()
+        p = self.proc("sleep", "0.3")
+        first = d1.call("StartJob", {"pid": p.pid, "name": "first"})["job"]
+        self.assertEqual(first["id"], 1)
+        p.wait()
+        wait_for(lambda: self.job(d1, 1)["state"] != "running", what="job 1 to end")
+        d1.stop()
+        with open(os.path.join(self.state, "last-id"), "w") as f:
+            f.write("%d\n" % (2**63 - 2))
+        d2 = self.daemon()
+        q = self.proc("sleep", "60")
+        last = d2.call("StartJob", {"pid": q.pid})["job"]
+        self.assertEqual(last["id"], 2**63 - 1)
+        self.assertEqual(d2.call("GetJob", {"id": 2**63 - 1})["job"]["pid"], q.pid)
+        for _ in range(3):
+            with d2.connect() as c:
+                c.send("%s.StartJob" % "com.sparecores.ResourceTracker", {"pid": q.pid})
+                r = c.recv()
+            self.assertEqual(r["error"], "com.sparecores.ResourceTracker.InternalError")
+            self.assertEqual(r["parameters"]["reason"], "every job id has been used")
+        self.assertEqual(self.job(d2, 1)["name"], "first")
+        self.assertEqual([j["id"] for j in d2.call("ListJobs")["jobs"]], [2**63 - 1, 1])
+        d2.call("StopJob", {"id": 2**63 - 1})
+        d2.stop()
+
     def test_reused_pid_is_not_resumed(self):
         d1 = self.daemon()
         p = self.proc("sleep", "60")

@@ -51,6 +51,24 @@ class JobEnds(UsersDaemonTest):
             _, out, _ = run_ctl(self.d, "--json", "status", str(job_id), user=self.u, check=0)
             self.assertEqual(json.loads(out)["job"]["exit_code"], code)
 
+    def test_zombie_root_status_is_read(self):
+        # A parent that does not reap (sleep, after the shell's exec) leaves
+        # the root a zombie: the daemon reads its status itself, for a user
+        # as for root (a zombie's /proc files belong to root: only its ids
+        # decide, as in the kernel's rule).
+        gate = os.path.join(self.tmp, "zgate")
+        outer = spawn_as(self.u, ["sh", "-c", 'sh -c "while [ ! -e %s ]; do sleep 0.01; done; exit 3" & '
+                                  'echo $!; exec sleep 5' % gate], stdout=subprocess.PIPE)
+        self.addCleanup(lambda: (outer.kill(), outer.wait(), outer.stdout.close()))
+        pid = int(outer.stdout.readline())
+        [r] = call_as(self.u, self.d.socket, "StartJob", {"pid": pid})
+        self.assertEqual(r[0], "ok", r)
+        job_id = r[1]["job"]["id"]
+        open(gate, "w").close()
+        wait_for(lambda: self.job(job_id)["state"] != "running", what="the job's end")
+        j = self.job(job_id)
+        self.assertEqual((j["state"], j["exit_code"]), ("failed", 3))
+
     def test_detached_descendants_stay_in_the_job(self):
         # A double fork re-parents the worker; run is its subreaper, so the
         # worker stays in the job and its CPU is counted.

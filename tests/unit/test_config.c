@@ -66,6 +66,12 @@ static void test_good_file(void **state)
         "  max_connections_per_user = 10;\n"
         "  max_jobs_per_user = 5;\n"
         "  max_message_size = \"64K\";\n"
+        "  reserved_connections = 4;\n"
+        "  max_buffer_per_user = \"8M\";\n"
+        "  max_buffer_total = \"32M\";\n"
+        "  idle_timeout = \"5min\";\n"
+        "  message_timeout = 3;\n"
+        "  reply_timeout = \"90s\";\n"
         "};\n"
         "upload: {\n"
         "  api_url = \"https://sentinel.example.com/api\";\n"
@@ -85,6 +91,12 @@ static void test_good_file(void **state)
     assert_int_equal(c.max_connections_per_uid, 10);
     assert_int_equal(c.max_jobs_per_uid, 5);
     assert_int_equal(c.max_message_bytes, 65536);
+    assert_int_equal(c.reserved_connections, 4);
+    assert_int_equal(c.max_buffer_per_uid, 8 << 20);
+    assert_int_equal(c.max_buffer_total, 32 << 20);
+    assert_int_equal(c.idle_timeout_secs, 300);
+    assert_int_equal(c.message_timeout_secs, 3);
+    assert_int_equal(c.reply_timeout_secs, 90);
     assert_string_equal(c.api_url, "https://sentinel.example.com/api");
     assert_int_equal(c.upload_interval_secs, 120);
     assert_string_equal(c.token_credential, "team-token");
@@ -215,6 +227,17 @@ static void test_out_of_range(void **state)
                    "1: retention.max_size: \"-1G\" is not a size (units: K M G T)");
     expect_refused("limits: { max_connections = 10; max_connections_per_user = 20; };\n",
                    "1: limits.max_connections_per_user: 20 exceeds limits.max_connections (10)");
+    expect_refused("limits: {\n max_connections = 10;\n max_connections_per_user = 5;\n};\n",
+                   "2: limits.reserved_connections: 16 leaves no room under limits.max_connections (10)");
+    expect_refused("limits: {\n max_buffer_total = \"32M\";\n};\n",
+                   "2: limits.max_buffer_per_user: 64M exceeds limits.max_buffer_total (32M)");
+    expect_refused("limits: { max_buffer_per_user = 1000; };\n",
+                   "1: limits.max_buffer_per_user: 1000 is out of range 1M..64G");
+    expect_refused("limits: { idle_timeout = 0; };\n", "1: limits.idle_timeout: 0 is out of range 1s..1d");
+    expect_refused("limits: { message_timeout = \"2h\"; };\n",
+                   "1: limits.message_timeout: \"2h\" is out of range 1s..1h");
+    expect_refused("limits: { reply_timeout = \"1.5s\"; };\n",
+                   "1: limits.reply_timeout: \"1.5s\" is not a whole number of seconds");
     expect_refused("socket = \"run/sock\";\n", "1: socket: \"run/sock\" is not an absolute path");
     expect_refused("socket = \"/run/resource-tracker/a-very-long-name-that-does-not-fit-in-sun-path-because-"
                    "it-goes-on-and-on-and-on-and-on.sock\";\n",
@@ -296,37 +319,49 @@ static void test_overrides_and_reload(void **state)
     assert_string_equal(err, "limits.max_connections_per_user: 256 exceeds limits.max_connections (100)");
 }
 
+/* Write c as --check-config does, load it back (the same), and return the
+ * text written. */
+static const char *write_and_load(const struct rt_config *c)
+{
+    static char text[4096];
+    struct rt_config back;
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    rt_config_write(f, c);
+    fclose(f);
+    rt_config_defaults(&back);
+    if (rt_config_load(path, &back, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(rt_config_diff(c, &back), 0);
+    f = fopen(path, "r");
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    return text;
+}
+
 /* What --check-config prints loads back to the same configuration. */
 static void test_write_round_trip(void **state)
 {
     (void)state;
-    struct rt_config c, back;
+    struct rt_config c;
     rt_config_defaults(&c);
     c.interval_secs = 0.1;
     rt_strlcpy(c.api_url, "https://a\"b\\c", sizeof(c.api_url));
     c.retention_max_age_secs = 0;
     c.retention_max_bytes = 12345;
     c.log_level = LOG_WARNING;
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    rt_config_write(f, &c);
-    fclose(f);
-    rt_config_defaults(&back);
-    if (rt_config_load(path, &back, err, sizeof(err)) != 0)
-        fail_msg("%s", err);
-    assert_int_equal(rt_config_diff(&c, &back), 0);
-
-    char text[4096];
-    f = fopen(path, "r");
-    size_t n = fread(text, 1, sizeof(text) - 1, f);
-    fclose(f);
-    text[n] = '\0';
+    const char *text = write_and_load(&c);
     assert_non_null(strstr(text, "interval = \"100ms\";\n"));
     assert_non_null(strstr(text, "  api_url = \"https://a\\\"b\\\\c\";\n"));
     assert_non_null(strstr(text, "  max_age = 0;\n  max_size = \"12345\";\n"));
     assert_non_null(strstr(text, "  interval = \"1min\";\n"));
     assert_non_null(strstr(text, "log_level = \"warning\";\n"));
     assert_non_null(strstr(text, "# proc_root = \"/proc\";\n"));
+
+    /* Microseconds survive the trip (fuzz_config: "%g" kept six digits). */
+    c.interval_secs = 50.55555;
+    assert_non_null(strstr(write_and_load(&c), "interval = \"50.55555s\";\n"));
 }
 
 /* The sample file documents every key with its default: loading it gives
@@ -363,7 +398,7 @@ static void test_sample_file(void **state)
     }
     fclose(in);
     fclose(out);
-    assert_int_equal(uncommented, 19);
+    assert_int_equal(uncommented, 25);
     assert_int_equal(rt_config_load(path, &c, err, sizeof(err)), 0);
     assert_int_equal(rt_config_diff(&c, &defaults), 0);
 }

@@ -198,7 +198,7 @@ static void test_totals_go_on_across_a_restart(void **state)
     struct rt_pstat st;
     assert_int_equal(rt_pstat_read(d.roots.proc_fd, worker, &st), 0);
     struct rt_job *j = rt_job_new();
-    j->id = rt_store_alloc_id(&d.store);
+    assert_int_equal(rt_store_alloc_id(&d.store, &j->id), 0);
     j->owner_uid = getuid();
     j->pid = worker;
     j->starttime = st.starttime;

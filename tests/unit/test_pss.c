@@ -121,7 +121,7 @@ static void test_tree_reuses_slow_read(void **state)
     struct rt_pstat st;
     assert_int_equal(rt_pstat_read(proc_fd, pid, &st), 0);
     struct rt_ptree t;
-    assert_int_equal(rt_ptree_init(&t, &c, pid, st.starttime, true), 0);
+    assert_int_equal(rt_ptree_init(&t, &c, pid, st.starttime, true, NULL), 0);
     assert_int_equal(t.cur.n, 1);
     struct rt_pss first = t.cur.v[0].pss;
     assert_true(first.valid && first.ok);
@@ -165,7 +165,7 @@ static void test_tree_idle_small_process(void **state)
     struct rt_pstat st;
     assert_int_equal(rt_pstat_read(proc_fd, pid, &st), 0);
     struct rt_ptree t;
-    assert_int_equal(rt_ptree_init(&t, &c, pid, st.starttime, true), 0);
+    assert_int_equal(rt_ptree_init(&t, &c, pid, st.starttime, true, NULL), 0);
     struct rt_pss first = t.cur.v[0].pss;
     uint64_t spacing = first.cost_ns * RT_PSS_SPACING;
     assert_true(spacing < 5 * SEC); /* a 4 MiB process reads in well under 1 ms */
@@ -206,7 +206,7 @@ static void test_tree_without_pss(void **state)
     struct rt_pstat st;
     assert_int_equal(rt_pstat_read(proc_fd, getpid(), &st), 0);
     struct rt_ptree t;
-    assert_int_equal(rt_ptree_init(&t, &c, getpid(), st.starttime, false), 0);
+    assert_int_equal(rt_ptree_init(&t, &c, getpid(), st.starttime, false, NULL), 0);
     struct rt_ptree_result r;
     rt_proc_cache_begin_tick(&c);
     rt_ptree_scan(&t, &c, &r);

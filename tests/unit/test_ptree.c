@@ -96,7 +96,7 @@ static double track_until_exit(pid_t pid, int release_fd, long period_ms, struct
     struct rt_pstat st;
     assert_int_equal(rt_pstat_read(proc_fd, pid, &st), 0);
     struct rt_ptree t;
-    assert_int_equal(rt_ptree_init(&t, &c, pid, st.starttime, true), 0);
+    assert_int_equal(rt_ptree_init(&t, &c, pid, st.starttime, true, NULL), 0);
     assert_int_equal(write(release_fd, "x", 1), 1);
     close(release_fd);
     memset(tot, 0, sizeof(*tot));
@@ -309,8 +309,8 @@ static void test_reused_pid_refused(void **state)
     assert_int_equal(rt_pstat_read(proc_fd, getpid(), &st), 0);
     struct rt_ptree t;
     /* Same PID, other start time: a different process that reused the PID. */
-    assert_int_equal(rt_ptree_init(&t, &c, getpid(), st.starttime + 1, false), -ENOENT);
-    assert_int_equal(rt_ptree_init(&t, &c, getpid(), st.starttime, false), 0);
+    assert_int_equal(rt_ptree_init(&t, &c, getpid(), st.starttime + 1, false, NULL), -ENOENT);
+    assert_int_equal(rt_ptree_init(&t, &c, getpid(), st.starttime, false, NULL), 0);
     rt_ptree_free(&t);
     rt_proc_cache_free(&c);
 }

@@ -115,7 +115,7 @@ static void test_unreadable_io_then_reaped(void **state)
     struct rt_proc_cache c;
     rt_proc_cache_init(&c, proc_fd);
     struct rt_ptree t;
-    assert_int_equal(rt_ptree_init(&t, &c, ROOT, 10, false), 0);
+    assert_int_equal(rt_ptree_init(&t, &c, ROOT, 10, false, NULL), 0);
 
     /* The child wrote 1 MiB: counted when first seen. */
     proc_dir(CHILD);

@@ -1,0 +1,13 @@
+/* Process-wide settings of a server with many clients: memory that goes back
+ * to the kernel, and enough descriptors for the connection limit. */
+#ifndef RT_PROCESS_LIMITS_H
+#define RT_PROCESS_LIMITS_H
+
+/* Large blocks (a client's unread replies, a long message) are returned to
+ * the kernel when freed. Call before any thread starts. */
+void rt_process_malloc_setup(void);
+/* Raise the soft RLIMIT_NOFILE to fit this many connections besides the
+ * daemon's own descriptors, up to the hard limit; a notice when it cannot. */
+void rt_process_fit_descriptors(unsigned connections);
+
+#endif
