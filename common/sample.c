@@ -41,7 +41,7 @@ double rt_sample_interval_secs(const struct rt_sample *s)
 uint64_t rt_sample_bytes_in(double rate, double secs)
 {
     double v = rt_round_dec(rate, RT_DEC_RATE) * secs;
-    return v > 0 ? (uint64_t)llround(v) : 0;
+    return v > 0 ? (v < 0x1p63 ? (uint64_t)llround(v) : UINT64_MAX) : 0;
 }
 
 uint64_t rt_sample_disk_read_bytes(const struct rt_sample *s)

@@ -209,7 +209,10 @@ size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double secs,
         gpu_vram += next(&c) / (double)RT_MIB;
         gpu_busy += u > 0;
     }
-    if (c.bad || c.i != n || !(procs >= 0 && procs <= UINT32_MAX))
+    bool bytes_ok = true; /* a damaged store may hold any double */
+    for (size_t i = 0; i < 6; i++)
+        bytes_ok &= mem[i] >= 0 && mem[i] < 0x1p64;
+    if (c.bad || c.i != n || !bytes_ok || !(procs >= 0 && procs <= UINT32_MAX))
         return 0;
 
     /* Values rounded as the JSON writer rounds them (see RT_DEC_*). */

@@ -291,7 +291,7 @@ static int seal_image(struct rt_seglog *l, const uint8_t *buf, const struct hot_
         nvals += n;
     }
     for (size_t i = 0; i < nrec; i++)
-        recs[i].v = vals + starts[i];
+        recs[i].v = vals ? vals + starts[i] : NULL; /* records without values */
     if (nrec)
         rt_frame_encode(recs, nrec, l->o.csv_cols, out);
     free(v);
@@ -613,9 +613,10 @@ static void open_hot(struct rt_seglog *l, uint64_t *hots, size_t nhots)
         }
         size_t len = 0;
         uint8_t *buf = slurp(l->o.dirfd, name, &len);
-        struct hot_scan h;
+        struct hot_scan h = {0};
         if (!buf || !scan_hot(buf, len, &h) || h.first != hots[i]) {
             rt_warn("%s: %s is unreadable; its samples are lost", l->what, name);
+            scan_free(&h);
             free(buf);
             unlinkat(l->o.dirfd, name, 0);
             continue;
