@@ -144,6 +144,9 @@ struct rt_seglog_cursor {
     int64_t *vbuf;
     size_t vcap;
 };
+/* The path under the log's directory of its file `first` with ext (".hot", ".z"). */
+void rt_seglog_file_name(const struct rt_seglog *l, uint64_t first, const char *ext, char *buf, size_t size);
+
 void rt_seglog_cursor_init(struct rt_seglog_cursor *c, struct rt_seglog *l, bool csv_only);
 /* Record index into r (valid until the next call), false when it is not
  * readable (not written yet, removed, or damaged: logged once). */
