@@ -7,33 +7,81 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct json_object *rt_json_double(double v, int decimals)
+/* k / 10^d in plain decimals, trailing zeros dropped, ".0" if whole. */
+static size_t format_scaled(int64_t k, int d, char *buf)
+{
+    char tmp[32];
+    uint64_t a = k < 0 ? (uint64_t)0 - (uint64_t)k : (uint64_t)k;
+    int i = (int)sizeof(tmp), digits = 0;
+    do {
+        tmp[--i] = (char)('0' + a % 10);
+        a /= 10;
+        if (++digits == d)
+            tmp[--i] = '.';
+    } while (a || digits <= d);
+    if (tmp[i] == '.')
+        tmp[--i] = '0';
+    size_t n = 0;
+    if (k < 0)
+        buf[n++] = '-';
+    size_t len = sizeof(tmp) - (size_t)i;
+    memcpy(buf + n, tmp + i, len);
+    n += len;
+    if (d > 0) {
+        while (buf[n - 1] == '0' && buf[n - 2] != '.')
+            n--;
+    } else {
+        memcpy(buf + n, ".0", 2);
+        n += 2;
+    }
+    buf[n] = '\0';
+    return n;
+}
+
+size_t rt_json_format_double(double v, int decimals, char buf[RT_JSON_DOUBLE_MAX])
 {
     if (!isfinite(v))
-        return NULL;
+        return 0;
+    static const double pow10[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6};
+    if (decimals >= 0 && decimals <= 6) {
+        /* Rounded to d places and below 2^50 / 10^d, the shortest form that
+         * reads back is the d-place decimal itself: its neighbours are more
+         * than 4 doubles apart. */
+        double m = round(v * pow10[decimals]);
+        if (fabs(m) < 0x1p50)
+            return format_scaled((int64_t)m, decimals, buf);
+    }
     if (decimals >= 0)
         v = rt_round_dec(v, decimals);
     if (v == 0.0)
         v = 0.0; /* no "-0.0" */
-    char buf[64];
     int prec = 1;
     for (; prec < 17; prec++) {
-        snprintf(buf, sizeof(buf), "%.*g", prec, v);
+        snprintf(buf, RT_JSON_DOUBLE_MAX, "%.*g", prec, v);
         if (strtod(buf, NULL) == v)
             break;
     }
-    snprintf(buf, sizeof(buf), "%.*g", prec, v);
+    snprintf(buf, RT_JSON_DOUBLE_MAX, "%.*g", prec, v);
     /* %g switches to exponents early (100 -> "1e+02"); use plain decimals for
      * everyday magnitudes. */
     char *e = strchr(buf, 'e');
     if (e && fabs(v) >= 1e-7 && fabs(v) < 1e17) {
         int exp10 = atoi(e + 1);
         int decimals_needed = prec - 1 - exp10;
-        snprintf(buf, sizeof(buf), "%.*f", decimals_needed > 0 ? decimals_needed : 0, v);
+        snprintf(buf, RT_JSON_DOUBLE_MAX, "%.*f", decimals_needed > 0 ? decimals_needed : 0, v);
     }
     if (!strpbrk(buf, ".e"))
         strcat(buf, ".0");
-    return json_object_new_double_s(v, buf);
+    return strlen(buf);
+}
+
+struct json_object *rt_json_double(double v, int decimals)
+{
+    char buf[RT_JSON_DOUBLE_MAX];
+    if (!rt_json_format_double(v, decimals, buf))
+        return NULL;
+    double r = decimals >= 0 ? rt_round_dec(v, decimals) : v;
+    return json_object_new_double_s(r == 0.0 ? 0.0 : r, buf);
 }
 
 struct json_object *rt_json_string_or_null(const char *s)

@@ -25,7 +25,8 @@ void rt_sample_free(struct rt_sample *s)
 
 double rt_round_dec(double v, int decimals)
 {
-    double scale = pow(10.0, decimals);
+    static const double pow10[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8};
+    double scale = decimals >= 0 && decimals <= 8 ? pow10[decimals] : pow(10.0, decimals);
     double r = round(v * scale) / scale;
     return isfinite(r) ? r : v;
 }
@@ -37,10 +38,10 @@ double rt_sample_interval_secs(const struct rt_sample *s)
     return s->nominal_interval_secs;
 }
 
-static uint64_t bytes_in(double rate, double secs)
+uint64_t rt_sample_bytes_in(double rate, double secs)
 {
-    double v = rate * secs;
-    return v > 0 ? (uint64_t)llround(v) : 0;
+    double v = rt_round_dec(rate, RT_DEC_RATE) * secs;
+    return v > 0 ? (v < 0x1p63 ? (uint64_t)llround(v) : UINT64_MAX) : 0;
 }
 
 uint64_t rt_sample_disk_read_bytes(const struct rt_sample *s)
@@ -49,7 +50,7 @@ uint64_t rt_sample_disk_read_bytes(const struct rt_sample *s)
     uint64_t sum = 0;
     for (size_t i = 0; i < s->n_disks; i++)
         if (!s->disks[i].stacked)
-            sum += bytes_in(rt_round_dec(s->disks[i].read_bytes_per_sec, RT_DEC_RATE), secs);
+            sum += rt_sample_bytes_in(s->disks[i].read_bytes_per_sec, secs);
     return sum;
 }
 
@@ -59,7 +60,7 @@ uint64_t rt_sample_disk_write_bytes(const struct rt_sample *s)
     uint64_t sum = 0;
     for (size_t i = 0; i < s->n_disks; i++)
         if (!s->disks[i].stacked)
-            sum += bytes_in(rt_round_dec(s->disks[i].write_bytes_per_sec, RT_DEC_RATE), secs);
+            sum += rt_sample_bytes_in(s->disks[i].write_bytes_per_sec, secs);
     return sum;
 }
 
@@ -68,7 +69,7 @@ uint64_t rt_sample_net_recv_bytes(const struct rt_sample *s)
     double secs = rt_sample_interval_secs(s);
     uint64_t sum = 0;
     for (size_t i = 0; i < s->n_nets; i++)
-        sum += bytes_in(rt_round_dec(s->nets[i].rx_bytes_per_sec, RT_DEC_RATE), secs);
+        sum += rt_sample_bytes_in(s->nets[i].rx_bytes_per_sec, secs);
     return sum;
 }
 
@@ -77,6 +78,6 @@ uint64_t rt_sample_net_sent_bytes(const struct rt_sample *s)
     double secs = rt_sample_interval_secs(s);
     uint64_t sum = 0;
     for (size_t i = 0; i < s->n_nets; i++)
-        sum += bytes_in(rt_round_dec(s->nets[i].tx_bytes_per_sec, RT_DEC_RATE), secs);
+        sum += rt_sample_bytes_in(s->nets[i].tx_bytes_per_sec, secs);
     return sum;
 }

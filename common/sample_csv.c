@@ -1,8 +1,13 @@
 #include "rt/sample_csv.h"
 
+#include "rt/util.h"
+
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 const char RT_CSV_HEADER[] =
     "timestamp,system_processes,system_utime,system_stime,system_cpu_usage,"
@@ -20,65 +25,278 @@ struct out {
     size_t size, len;
 };
 
+static void put_mem(struct out *o, const char *s, size_t n)
+{
+    if (o->len < o->size) {
+        size_t room = o->size - o->len - 1;
+        memcpy(o->buf + o->len, s, n < room ? n : room);
+        o->buf[o->len + (n < room ? n : room)] = '\0';
+    }
+    o->len += n;
+}
+
 __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char *fmt, ...)
 {
+    char tmp[64];
     va_list ap;
     va_start(ap, fmt);
-    size_t room = o->len < o->size ? o->size - o->len : 0;
-    int n = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n > 0 && (size_t)n < sizeof(tmp)) {
+        put_mem(o, tmp, (size_t)n);
+        return;
+    }
+    va_start(ap, fmt); /* longer than any field: the slow way */
+    char *big = NULL;
+    n = vasprintf(&big, fmt, ap);
     va_end(ap);
     if (n > 0)
-        o->len += (size_t)n;
+        put_mem(o, big, (size_t)n);
+    free(big);
+}
+
+static void put_u64(struct out *o, uint64_t v)
+{
+    char tmp[20];
+    put_mem(o, tmp, rt_fmt_u64(tmp, v));
+}
+
+static void put_c(struct out *o, char c)
+{
+    put_mem(o, &c, 1);
+}
+
+/* printf("%.*f", d, v), d <= 6, by integers: the fraction (exact: v minus its
+ * integer part) times 10^d is within 1e-9 of its true value, so rounding it
+ * gives printf's digits unless it lies near a tie, which printf decides on
+ * the exact binary value; those, and large or odd values, go to printf. */
+static void put_fixed(struct out *o, double v, int d)
+{
+    static const double pow10[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6};
+    double a = fabs(v);
+    if (d >= 0 && d <= 6 && a < 1e15) {
+        double ip = floor(a);
+        double m = (a - ip) * pow10[d];
+        double r = floor(m);
+        if (fabs(m - r - 0.5) > 1e-6) {
+            uint64_t whole = (uint64_t)ip, frac = (uint64_t)r + (m - r > 0.5);
+            if (frac >= (uint64_t)pow10[d]) {
+                frac -= (uint64_t)pow10[d];
+                whole++;
+            }
+            if (signbit(v))
+                put_c(o, '-');
+            put_u64(o, whole);
+            if (d) {
+                char digits[8];
+                for (int i = d - 1; i >= 0; i--, frac /= 10)
+                    digits[i] = (char)('0' + frac % 10);
+                put_c(o, '.');
+                put_mem(o, digits, (size_t)d);
+            }
+            return;
+        }
+    }
+    put(o, "%.*f", d, v);
+}
+
+static void push(struct rt_csv_host *h, double v)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 64;
+        h->v = rt_xrealloc(h->v, h->cap * sizeof(*h->v));
+    }
+    h->v[h->n++] = v;
+}
+
+void rt_csv_host_from_sample(const struct rt_sample *s, struct rt_csv_host *h)
+{
+    const struct rt_memory *m = &s->memory;
+    h->n = 0;
+    push(h, s->cpu.process_count);
+    push(h, s->cpu.utime_secs);
+    push(h, s->cpu.stime_secs);
+    push(h, s->cpu.utilization_pct);
+    const uint64_t mem[] = {m->free_mib, m->used_mib, m->buffers_mib, m->cached_mib, m->active_mib, m->inactive_mib};
+    for (size_t i = 0; i < RT_ARRAY_SIZE(mem); i++)
+        push(h, (double)mem[i]);
+    push(h, (double)s->n_disks);
+    for (size_t i = 0; i < s->n_disks; i++) {
+        const struct rt_disk *d = &s->disks[i];
+        push(h, d->stacked);
+        push(h, d->read_bytes_per_sec);
+        push(h, d->write_bytes_per_sec);
+        push(h, (double)d->n_mounts);
+        for (size_t k = 0; k < d->n_mounts; k++) {
+            push(h, (double)d->mounts[k].total_bytes);
+            push(h, (double)d->mounts[k].available_bytes);
+        }
+    }
+    push(h, (double)s->n_nets);
+    for (size_t i = 0; i < s->n_nets; i++) {
+        push(h, s->nets[i].rx_bytes_per_sec);
+        push(h, s->nets[i].tx_bytes_per_sec);
+    }
+    push(h, (double)s->n_gpus);
+    for (size_t i = 0; i < s->n_gpus; i++) {
+        push(h, s->gpus[i].utilization_pct);
+        push(h, (double)s->gpus[i].vram_used_bytes);
+    }
+}
+
+void rt_csv_host_free(struct rt_csv_host *h)
+{
+    free(h->v);
+    memset(h, 0, sizeof(*h));
+}
+
+struct cursor {
+    const double *v;
+    size_t n, i;
+    bool bad;
+};
+
+static double next(struct cursor *c)
+{
+    if (c->i >= c->n) {
+        c->bad = true;
+        return 0;
+    }
+    return c->v[c->i++];
+}
+
+/* A count in the list: a small whole number. */
+static size_t next_count(struct cursor *c)
+{
+    double v = next(c);
+    if (!(v >= 0 && v <= 1e6 && v == floor(v))) {
+        c->bad = true;
+        return 0;
+    }
+    return (size_t)v;
+}
+
+size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double secs, const struct rt_process *p,
+                  const struct rt_process_gpu *g, char *buf, size_t size)
+{
+    struct cursor c = {h, n, 0, false};
+    double procs = next(&c), utime = next(&c), stime = next(&c), util = next(&c), mem[6];
+    for (size_t i = 0; i < 6; i++)
+        mem[i] = next(&c);
+    uint64_t disk_r = 0, disk_w = 0, net_r = 0, net_s = 0;
+    double space_total = 0, space_free = 0;
+    for (size_t i = 0, nd = next_count(&c); i < nd && !c.bad; i++) {
+        bool stacked = next(&c) != 0;
+        double r = next(&c), w = next(&c);
+        if (!stacked) { /* built on other devices: their I/O is counted there */
+            disk_r += rt_sample_bytes_in(r, secs);
+            disk_w += rt_sample_bytes_in(w, secs);
+        }
+        for (size_t k = 0, nm = next_count(&c); k < nm && !c.bad; k++) {
+            space_total += next(&c) / 1e9;
+            space_free += next(&c) / 1e9;
+        }
+    }
+    for (size_t i = 0, nn = next_count(&c); i < nn && !c.bad; i++) {
+        net_r += rt_sample_bytes_in(next(&c), secs);
+        net_s += rt_sample_bytes_in(next(&c), secs);
+    }
+    double gpu_usage = 0, gpu_vram = 0;
+    unsigned gpu_busy = 0;
+    for (size_t i = 0, ng = next_count(&c); i < ng && !c.bad; i++) {
+        double u = rt_round_dec(next(&c), RT_DEC_PCT);
+        gpu_usage += u / 100.0;
+        gpu_vram += next(&c) / (double)RT_MIB;
+        gpu_busy += u > 0;
+    }
+    bool bytes_ok = true; /* a damaged store may hold any double */
+    for (size_t i = 0; i < 6; i++)
+        bytes_ok &= mem[i] >= 0 && mem[i] < 0x1p64;
+    if (c.bad || c.i != n || !bytes_ok || !(procs >= 0 && procs <= UINT32_MAX))
+        return 0;
+
+    /* Values rounded as the JSON writer rounds them (see RT_DEC_*). */
+    struct out o = {buf, size, 0};
+    if (size)
+        buf[0] = '\0';
+    /* Seconds with milliseconds, as the Python tracker writes them (3 dp):
+     * samples less than a second apart keep distinct timestamps. */
+    put_u64(&o, timestamp_ms / 1000);
+    char ms[5] = {'.', (char)('0' + timestamp_ms / 100 % 10), (char)('0' + timestamp_ms / 10 % 10),
+                  (char)('0' + timestamp_ms % 10), ','};
+    put_mem(&o, ms, sizeof(ms));
+    put_u64(&o, (uint32_t)procs);
+    put_c(&o, ',');
+    put_fixed(&o, rt_round_dec(utime, RT_DEC_SECS), 3);
+    put_c(&o, ',');
+    put_fixed(&o, rt_round_dec(stime, RT_DEC_SECS), 3);
+    put_c(&o, ',');
+    put_fixed(&o, rt_round_dec(util, RT_DEC_CORES), 4);
+    for (size_t i = 0; i < 6; i++) {
+        put_c(&o, ',');
+        put_u64(&o, (uint64_t)mem[i]);
+    }
+    const uint64_t io[] = {disk_r, disk_w};
+    for (size_t i = 0; i < 2; i++) {
+        put_c(&o, ',');
+        put_u64(&o, io[i]);
+    }
+    const double space[] = {space_total, space_total - space_free, space_free};
+    for (size_t i = 0; i < 3; i++) {
+        put_c(&o, ',');
+        put_fixed(&o, space[i], 6);
+    }
+    const uint64_t net[] = {net_r, net_s};
+    for (size_t i = 0; i < 2; i++) {
+        put_c(&o, ',');
+        put_u64(&o, net[i]);
+    }
+    put_c(&o, ',');
+    put_fixed(&o, gpu_usage, 4);
+    put_c(&o, ',');
+    put_fixed(&o, gpu_vram, 4);
+    put_c(&o, ',');
+    put_u64(&o, gpu_busy);
+    put_c(&o, ',');
+    if (p->present) {
+        put(&o, "%" PRId32, p->pid);
+        put_c(&o, ',');
+        put_u64(&o, p->child_count);
+        const double v[] = {p->utime_secs, p->stime_secs, p->cores_used};
+        const int dec[] = {RT_DEC_SECS, RT_DEC_SECS, RT_DEC_CORES};
+        for (size_t i = 0; i < 3; i++) {
+            put_c(&o, ',');
+            put_fixed(&o, rt_round_dec(v[i], dec[i]), 4);
+        }
+        const uint64_t u[] = {p->pss_mib, p->disk_read_bytes, p->disk_write_bytes};
+        for (size_t i = 0; i < 3; i++) {
+            put_c(&o, ',');
+            put_u64(&o, u[i]);
+        }
+        put_c(&o, ',');
+    } else {
+        put_mem(&o, ",,,,,,,,", 8);
+    }
+    /* On host samples these are the host's GPU use, as the Rust tracker
+     * writes them without a PID; empty without a GPU backend. */
+    if (g->present) {
+        put_fixed(&o, rt_round_dec(g->usage, RT_DEC_CORES), 4);
+        put_c(&o, ',');
+        put_fixed(&o, rt_round_dec(g->vram_mib, RT_DEC_MIB), 4);
+        put_c(&o, ',');
+        put_u64(&o, g->utilized);
+        put_c(&o, '\n');
+    } else {
+        put_mem(&o, ",,\n", 3);
+    }
+    return o.len;
 }
 
 size_t rt_sample_to_csv(const struct rt_sample *s, char *buf, size_t size)
 {
-    struct out o = {buf, size, 0};
-    const struct rt_memory *m = &s->memory;
-
-    double space_total = 0, space_free = 0;
-    for (size_t i = 0; i < s->n_disks; i++)
-        for (size_t j = 0; j < s->disks[i].n_mounts; j++) {
-            space_total += (double)s->disks[i].mounts[j].total_bytes / 1e9;
-            space_free += (double)s->disks[i].mounts[j].available_bytes / 1e9;
-        }
-    double gpu_usage = 0, gpu_vram = 0;
-    unsigned gpu_busy = 0;
-    for (size_t i = 0; i < s->n_gpus; i++) {
-        double util = rt_round_dec(s->gpus[i].utilization_pct, RT_DEC_PCT);
-        gpu_usage += util / 100.0;
-        gpu_vram += (double)s->gpus[i].vram_used_bytes / (double)RT_MIB;
-        if (util > 0)
-            gpu_busy++;
-    }
-
-    /* Values rounded as the JSON writer rounds them (see RT_DEC_*). */
-    /* Seconds with milliseconds, as the Python tracker writes them (3 dp):
-     * samples less than a second apart keep distinct timestamps. */
-    put(&o, "%" PRIu64 ".%03u,%" PRIu32 ",%.3f,%.3f,%.4f,", s->timestamp_ms / 1000,
-        (unsigned)(s->timestamp_ms % 1000), s->cpu.process_count,
-        rt_round_dec(s->cpu.utime_secs, RT_DEC_SECS), rt_round_dec(s->cpu.stime_secs, RT_DEC_SECS),
-        rt_round_dec(s->cpu.utilization_pct, RT_DEC_CORES));
-    put(&o, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", m->free_mib,
-        m->used_mib, m->buffers_mib, m->cached_mib, m->active_mib, m->inactive_mib);
-    put(&o, "%" PRIu64 ",%" PRIu64 ",%.6f,%.6f,%.6f,", rt_sample_disk_read_bytes(s),
-        rt_sample_disk_write_bytes(s), space_total, space_total - space_free, space_free);
-    put(&o, "%" PRIu64 ",%" PRIu64 ",%.4f,%.4f,%u,", rt_sample_net_recv_bytes(s),
-        rt_sample_net_sent_bytes(s), gpu_usage, gpu_vram, gpu_busy);
-
-    const struct rt_process *p = &s->proc;
-    if (p->present)
-        put(&o, "%" PRId32 ",%" PRIu32 ",%.4f,%.4f,%.4f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", p->pid,
-            p->child_count, rt_round_dec(p->utime_secs, RT_DEC_SECS), rt_round_dec(p->stime_secs, RT_DEC_SECS),
-            rt_round_dec(p->cores_used, RT_DEC_CORES), p->pss_mib, p->disk_read_bytes, p->disk_write_bytes);
-    else
-        put(&o, ",,,,,,,,");
-    /* On host samples these are the host's GPU use, as the Rust tracker
-     * writes them without a PID; empty without a GPU backend. */
-    if (s->proc_gpu.present)
-        put(&o, "%.4f,%.4f,%" PRIu32 "\n", rt_round_dec(s->proc_gpu.usage, RT_DEC_CORES),
-            rt_round_dec(s->proc_gpu.vram_mib, RT_DEC_MIB), s->proc_gpu.utilized);
-    else
-        put(&o, ",,\n");
-    return o.len;
+    struct rt_csv_host h = {0};
+    rt_csv_host_from_sample(s, &h);
+    size_t n = rt_csv_row(h.v, h.n, s->timestamp_ms, rt_sample_interval_secs(s), &s->proc, &s->proc_gpu, buf, size);
+    rt_csv_host_free(&h);
+    return n;
 }

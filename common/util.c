@@ -235,3 +235,26 @@ static uint64_t clock_ns(clockid_t id)
 uint64_t rt_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 uint64_t rt_real_ns(void) { return clock_ns(CLOCK_REALTIME); }
 uint64_t rt_boot_ns(void) { return clock_ns(CLOCK_BOOTTIME); }
+
+DIR *rt_opendir_sub(int dirfd, const char *path)
+{
+    int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d && fd >= 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return d;
+}
+
+size_t rt_fmt_u64(char *buf, uint64_t v)
+{
+    char tmp[20];
+    size_t i = sizeof(tmp);
+    do
+        tmp[--i] = (char)('0' + v % 10);
+    while (v /= 10);
+    memcpy(buf, tmp + i, sizeof(tmp) - i);
+    return sizeof(tmp) - i;
+}

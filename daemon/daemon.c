@@ -338,11 +338,12 @@ static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
 {
     for (const struct rt_sevt *e = list; e; e = e->next) {
         bool started = e->type == RT_SEVT_REQ_DONE && e->req->type == RT_SREQ_START && e->req->result == 0;
-        if (!started && e->type != RT_SEVT_JOB_ENDED)
+        bool resumed = e->type == RT_SEVT_REQ_DONE && e->req->type == RT_SREQ_RESUME; /* or lost */
+        if (!started && !resumed && e->type != RT_SEVT_JOB_ENDED)
             continue;
         rt_jobs_lock(&d->jobs);
-        struct rt_job *j = rt_jobs_find(&d->jobs, started ? e->req->job_id : e->job_id);
-        if (j) {
+        struct rt_job *j = rt_jobs_find(&d->jobs, e->type == RT_SEVT_REQ_DONE ? e->req->job_id : e->job_id);
+        if (j && !resumed) {
             char id[24], cmd[1024];
             snprintf(id, sizeof(id), "%" PRIu64, j->id);
             command_line(j, cmd, sizeof(cmd));
@@ -366,10 +367,15 @@ static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
                     .gpus_used = s->gpus ? (unsigned)json_object_array_length(s->gpus) : 0,
                     .gpu_energy_j = s->has_gpu_energy ? s->gpu_energy_joules : -1,
                     .gpu_mem_peak_bytes = s->gpu_peak_vram_bytes,
-                    .gpu_utilization_avg = s->has_gpu ? s->gpu_avg_usage * 100.0 : -1,
+                    .gpu_utilization_avg = s->has_gpu ? rt_job_summary_gpu_avg(s) * 100.0 : -1,
                 };
                 rt_event_job_finished(&ej, &t);
             }
+        }
+        if (j && j->state != RT_JOB_RUNNING) {
+            /* Ended: its metadata stays on disk only (rt_api_fill_metadata). */
+            json_object_put(j->metadata);
+            j->metadata = NULL;
         }
         rt_jobs_unlock(&d->jobs);
     }
@@ -393,7 +399,8 @@ static void reload(struct rt_daemon *d)
     rt_log_set_level(d->cfg.log_level);
     resolve_admin_group(d);
     rt_process_fit_descriptors(d->cfg.max_connections);
-    rt_sampler_set_retention(d->sampler, d->cfg.retention_max_age_secs, d->cfg.retention_max_bytes);
+    rt_sampler_set_retention(d->sampler, d->cfg.retention_max_age_secs, d->cfg.retention_max_bytes,
+                             d->cfg.retention_max_jobs_per_uid);
     rt_sampler_set_interval(d->sampler, d->cfg.interval_secs);
     rt_event_config_reloaded(path, changed, waiting);
     rt_notify_ready();
@@ -521,6 +528,7 @@ int rt_daemon_run(struct rt_daemon *d)
         goto out;
     if (d->log_file[0] && (r = rt_log_file_open(d->store.dir_fd, d->log_file)) < 0)
         rt_warn("cannot open the log file %s: %s", d->log_file, strerror(-r));
+    d->store.backlog_max = test_backlog_bytes();
     int loaded = rt_store_load(&d->store, &d->jobs);
     if (loaded > 0)
         rt_info("loaded %d jobs from %s", loaded, d->cfg.state_dir);
@@ -535,9 +543,9 @@ int rt_daemon_run(struct rt_daemon *d)
         .roots = &d->roots,
         .with_pss = true,
         .stall_file = getenv("RESOURCE_TRACKERD_TEST_STALL_FILE"),
-        .backlog_max_bytes = test_backlog_bytes(),
         .retention_max_age_secs = d->cfg.retention_max_age_secs,
         .retention_max_bytes = d->cfg.retention_max_bytes,
+        .retention_max_jobs_per_uid = d->cfg.retention_max_jobs_per_uid,
     };
     d->sampler = rt_sampler_new(&so, &d->jobs, &d->store);
     /* The worker's thread may read d->sampler: create it afterwards. */

@@ -130,3 +130,13 @@ struct json_object *rt_api_job_json(struct rt_daemon *d, const struct rt_job *j)
     json_object_object_add(o, "upload", u);
     return o;
 }
+
+void rt_api_fill_metadata(struct rt_daemon *d, struct json_object *job)
+{
+    struct json_object *md;
+    uint64_t id;
+    if (!job || !json_object_object_get_ex(job, "metadata", &md) || md || !rt_json_get_u64(job, "id", &id))
+        return;
+    md = rt_store_read_metadata(&d->store, id);
+    json_object_object_add(job, "metadata", md ? md : json_object_new_object());
+}

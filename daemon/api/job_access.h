@@ -16,5 +16,8 @@ bool rt_api_can_see(const struct rt_peer *peer, const struct rt_job *j);
 struct rt_job *rt_api_lookup_job(struct rt_call *c);
 /* The varlink Job object with the upload state the worker knows. Registry locked. */
 struct json_object *rt_api_job_json(struct rt_daemon *d, const struct rt_job *j);
+/* Without the jobs lock: an ended job's metadata, read from the store into
+ * a job object from rt_api_job_json (its "metadata" is null until then). */
+void rt_api_fill_metadata(struct rt_daemon *d, struct json_object *job);
 
 #endif

@@ -9,6 +9,7 @@
 #include "rt/sample_csv.h"
 #include "rt/sample_json.h"
 #include "rt/util.h"
+#include "store/samples.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -42,59 +43,32 @@ static void pb_puts(struct printbuf *pb, const char *s)
 }
 
 struct page {
-    char *buf;        /* the lines, each ending in '\n' */
-    size_t len;
-    size_t n;         /* lines */
+    struct rt_buf b;  /* JSON lines, each ending in '\n', or CSV rows */
+    size_t n;         /* samples */
+    uint64_t next;    /* where the next page starts */
 };
 
-/* Read up to max complete sample lines (and about PAGE_MAX_BYTES) starting
- * at index `from`. */
-static int read_page(struct rt_daemon *d, uint64_t job_id, uint64_t from, size_t max, struct page *pg)
+/* Up to max samples (and about PAGE_MAX_BYTES) from index `from`, rebuilt
+ * from the store: only whole samples, damaged ones skipped. */
+static int read_page(struct rt_daemon *d, uint64_t job_id, uint64_t from, size_t max, bool csv, struct page *pg)
 {
     memset(pg, 0, sizeof(*pg));
+    pg->next = from;
     rt_jobs_lock(&d->jobs);
     struct rt_job *j = rt_jobs_find(&d->jobs, job_id);
     if (!j) {
         rt_jobs_unlock(&d->jobs);
         return -ENOENT;
     }
-    size_t k = (size_t)(from / RT_JOB_CKPT);
-    uint64_t start = k < j->nckpt ? j->ckpt[k] : 0;
-    uint64_t skip = k < j->nckpt ? from - (uint64_t)k * RT_JOB_CKPT : from;
-    uint64_t end = j->samples_bytes;
+    struct rt_figlog *fl = rt_figlog_ref(j->fig);
+    char *name = rt_xstrdup(j->name_json ? j->name_json : "null");
+    struct rt_job_view jv = {.id = j->id, .name_json = name, .pid = j->pid};
+    uint64_t end = j->summary.samples;
     rt_jobs_unlock(&d->jobs);
-    int fd = rt_store_read_samples(&d->store, job_id);
-    if (fd < 0)
-        return fd;
-    size_t cap = 0;
-    uint64_t pos = start;
-    char chunk[65536];
-    size_t line_start = 0;
-    while (pos < end && pg->n < max && line_start < PAGE_MAX_BYTES) {
-        size_t want = end - pos < sizeof(chunk) ? (size_t)(end - pos) : sizeof(chunk);
-        ssize_t r = pread(fd, chunk, want, (off_t)pos);
-        if (r <= 0)
-            break;
-        pos += (uint64_t)r;
-        for (ssize_t i = 0; i < r && pg->n < max && line_start < PAGE_MAX_BYTES; i++) {
-            if (skip) {
-                if (chunk[i] == '\n')
-                    skip--;
-                continue;
-            }
-            if (pg->len == cap) {
-                cap = cap ? cap * 2 : 65536;
-                pg->buf = rt_xrealloc(pg->buf, cap);
-            }
-            pg->buf[pg->len++] = chunk[i];
-            if (chunk[i] == '\n') {
-                pg->n++;
-                line_start = pg->len;
-            }
-        }
-    }
-    pg->len = line_start; /* drop an incomplete tail */
-    close(fd);
+    if (fl)
+        pg->n = rt_samples_read(&d->store.samples, fl, &jv, from, end, max, PAGE_MAX_BYTES, csv, &pg->b, &pg->next);
+    rt_figlog_unref(fl);
+    free(name);
     return 0;
 }
 
@@ -108,44 +82,26 @@ static void csv_header(struct job_stream *s, struct printbuf *pb)
     s->header = false;
 }
 
-/* Reply for a page of lines, in JSON (raw lines) or CSV. */
-static void send_page(struct rt_server *srv, struct rt_conn *conn, struct job_stream *s, const char *buf,
+/* Reply for a page: JSON lines as the samples array, or CSV rows. */
+static void send_page(struct rt_server *srv, struct rt_conn *conn, struct job_stream *s, const uint8_t *buf,
                       size_t len, bool ended, bool continues)
 {
     struct printbuf *pb = printbuf_new();
     if (!s->csv) {
         printbuf_strappend(pb, "{\"parameters\":{\"samples\":[");
-        bool first = true;
         for (size_t i = 0; i < len;) {
-            const char *nl = memchr(buf + i, '\n', len - i);
+            const uint8_t *nl = memchr(buf + i, '\n', len - i);
             size_t l = (size_t)(nl - (buf + i));
-            if (!first)
+            if (i)
                 printbuf_strappend(pb, ",");
-            printbuf_memappend(pb, buf + i, (int)l);
-            first = false;
+            printbuf_memappend(pb, (const char *)buf + i, (int)l);
             i += l + 1;
         }
         printbuf_strappend(pb, "],\"csv\":null");
     } else {
-        /* CSV rows from the stored JSON samples. */
         struct printbuf *csv = printbuf_new();
         csv_header(s, csv);
-        struct rt_sample sm;
-        rt_sample_init(&sm);
-        for (size_t i = 0; i < len;) {
-            const char *nl = memchr(buf + i, '\n', len - i);
-            size_t l = (size_t)(nl - (buf + i));
-            char err[128], row[1024];
-            struct json_object *o = rt_vl_parse(buf + i, l, err, sizeof(err));
-            rt_sample_reset(&sm);
-            if (o && rt_sample_from_json(o, &sm, err, sizeof(err)) == 0) {
-                size_t rl = rt_sample_to_csv(&sm, row, sizeof(row));
-                printbuf_memappend(csv, row, (int)(rl < sizeof(row) ? rl : sizeof(row) - 1));
-            }
-            json_object_put(o);
-            i += l + 1;
-        }
-        rt_sample_free(&sm);
+        printbuf_memappend(csv, (const char *)buf, (int)len);
         struct json_object *str = json_object_new_string_len(csv->buf, csv->bpos);
         printbuf_free(csv);
         printbuf_strappend(pb, "{\"parameters\":{\"samples\":null,\"csv\":");
@@ -189,17 +145,21 @@ static void pump(struct rt_server *srv, struct rt_conn *conn)
         if (s->next < produced) {
             struct page pg;
             uint64_t want = produced - s->next;
-            if (read_page(d, s->job, s->next, want < PAGE_DEFAULT ? want : PAGE_DEFAULT, &pg) < 0 ||
-                pg.n == 0) {
+            /* CSV rows are small: pages of many (about PAGE_MAX_BYTES at most) cost the
+             * store one decode of each block they span. */
+            uint64_t rows = s->csv ? PAGE_MAX : PAGE_DEFAULT;
+            if (read_page(d, s->job, s->next, want < rows ? want : rows, s->csv, &pg) < 0 ||
+                pg.next == s->next) {
                 /* Counted but not on disk yet (disk full): wait for live samples. */
-                free(pg.buf);
+                rt_buf_free(&pg.b);
                 s->waiting = true;
                 return;
             }
-            s->next += pg.n;
+            s->next = pg.next;
             bool last = s->next >= produced && (ended || !s->follow);
-            send_page(srv, conn, s, pg.buf, pg.len, ended && last, !last);
-            free(pg.buf);
+            if (pg.n || last)
+                send_page(srv, conn, s, pg.b.p, pg.b.len, ended && last, !last);
+            rt_buf_free(&pg.b);
             if (last) {
                 rt_conn_done(srv, conn);
                 return;
@@ -207,7 +167,7 @@ static void pump(struct rt_server *srv, struct rt_conn *conn)
             continue;
         }
         if (ended || !s->follow) {
-            send_page(srv, conn, s, "", 0, ended, false);
+            send_page(srv, conn, s, NULL, 0, ended, false);
             rt_conn_done(srv, conn);
             return;
         }
@@ -299,10 +259,11 @@ static void m_get_job_samples(struct rt_call *c)
     bool ended = false;
     struct page pg = {0};
     if (job_progress(d, id, &produced, &ended) && s->next < produced)
-        read_page(d, id, s->next, (size_t)limit, &pg);
-    s->next += pg.n;
-    send_page(c->srv, c->conn, s, pg.buf ? pg.buf : "", pg.len, ended && s->next >= produced, false);
-    free(pg.buf);
+        read_page(d, id, s->next, (size_t)limit, csv, &pg);
+    if (pg.next > s->next)
+        s->next = pg.next;
+    send_page(c->srv, c->conn, s, pg.b.p, pg.b.len, ended && s->next >= produced, false);
+    rt_buf_free(&pg.b);
     free(s);
 }
 

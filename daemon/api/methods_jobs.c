@@ -7,6 +7,7 @@
 #include "proc/access.h"
 #include "proc/pidfd.h"
 #include "proc/procfs.h"
+#include "store/job_text.h"
 #include "rt/json.h"
 #include "rt/util.h"
 
@@ -77,7 +78,7 @@ static void m_start_job(struct rt_call *c)
         return;
     }
     double interval = rt_call_float(c, "interval_secs", d->cfg.interval_secs);
-    if (!(interval >= RT_JOB_INTERVAL_MIN && interval <= RT_JOB_INTERVAL_MAX)) {
+    if (!rt_job_interval_valid(interval)) {
         rt_call_invalid_param(c, "interval_secs");
         return;
     }
@@ -85,6 +86,10 @@ static void m_start_job(struct rt_call *c)
     const char *bad = md ? rt_job_metadata_check(md) : NULL;
     if (bad) {
         rt_call_invalid_param(c, bad);
+        return;
+    }
+    if (md && rt_job_metadata_size(md) > RT_JOB_METADATA_MAX) {
+        rt_call_limit_exceeded(c, "metadata_bytes", RT_JOB_METADATA_MAX);
         return;
     }
     int64_t upload_interval = rt_call_int(c, "upload_interval_secs", 0);
@@ -200,6 +205,7 @@ static void m_start_job(struct rt_call *c)
     struct rt_job *j = rt_job_new();
     j->id = id;
     j->name = name ? rt_xstrdup(name) : NULL;
+    j->name_json = rt_job_name_json(j->name);
     j->owner_uid = peer->uid;
     j->owner_gid = peer->gid;
     j->reads_all = peer->admin;
@@ -211,6 +217,7 @@ static void m_start_job(struct rt_call *c)
     j->started_at = (double)rt_real_ns() / 1e9;
     j->interval_secs = interval;
     j->metadata = md ? json_object_get(md) : json_object_new_object();
+    j->metadata_bytes = rt_job_metadata_size(j->metadata);
     j->pidfd = pidfd;
     j->wants_upload = d->upload && (token || d->has_default_token);
     rt_jobs_lock(&d->jobs);
@@ -305,10 +312,10 @@ static void m_list_jobs(struct rt_call *c)
         rt_call_invalid_param(c, "before_id");
         return;
     }
-    /* Each job is serialised once, straight into the reply. */
     struct printbuf *pb = printbuf_new();
     printbuf_strappend(pb, "{\"parameters\":{\"jobs\":[");
-    size_t head = (size_t)pb->bpos;
+    struct json_object *arr = json_object_new_array();
+    size_t bytes = 0;
     int64_t n = 0;
     uint64_t last = 0, next = 0;
     rt_jobs_lock(&d->jobs);
@@ -324,20 +331,31 @@ static void m_list_jobs(struct rt_call *c)
         }
         struct json_object *o = rt_api_job_json(d, j);
         size_t len;
-        const char *txt = json_object_to_json_string_length(o, RT_VL_JSON_FLAGS, &len);
-        if (n && (size_t)pb->bpos - head + len > LIST_PAGE_BYTES) {
+        json_object_to_json_string_length(o, RT_VL_JSON_FLAGS, &len);
+        len += j->metadata ? 0 : j->metadata_bytes; /* an ended job's, read below */
+        if (n && bytes + len > LIST_PAGE_BYTES) {
             json_object_put(o);
             next = last;
             break;
         }
-        if (n)
-            printbuf_strappend(pb, ",");
-        printbuf_memappend(pb, txt, (int)len);
-        json_object_put(o);
+        bytes += len;
+        json_object_array_add(arr, o);
         last = j->id;
         n++;
     }
     rt_jobs_unlock(&d->jobs);
+    /* Ended jobs' metadata comes from their files, outside the lock; each
+     * job is then serialised once, straight into the reply. */
+    for (size_t i = 0; i < json_object_array_length(arr); i++) {
+        struct json_object *o = json_object_array_get_idx(arr, i);
+        rt_api_fill_metadata(d, o);
+        size_t len;
+        const char *txt = json_object_to_json_string_length(o, RT_VL_JSON_FLAGS, &len);
+        if (i)
+            printbuf_strappend(pb, ",");
+        printbuf_memappend(pb, txt, (int)len);
+    }
+    json_object_put(arr);
     char tail[64];
     if (next)
         snprintf(tail, sizeof(tail), "],\"next_before_id\":%" PRIu64 "}}", next);
@@ -353,9 +371,11 @@ static void m_get_job(struct rt_call *c)
     struct rt_job *j = rt_api_lookup_job(c);
     if (!j)
         return;
-    struct json_object *p = json_object_new_object();
-    json_object_object_add(p, "job", rt_api_job_json(rt_call_daemon(c), j));
+    struct json_object *job = rt_api_job_json(rt_call_daemon(c), j);
     rt_jobs_unlock(&rt_call_daemon(c)->jobs);
+    rt_api_fill_metadata(rt_call_daemon(c), job);
+    struct json_object *p = json_object_new_object();
+    json_object_object_add(p, "job", job);
     rt_call_reply(c, p);
 }
 
@@ -375,8 +395,10 @@ void rt_job_methods_request_done(struct rt_server *srv, struct rt_sreq *q)
         if (q->result == 0) {
             rt_jobs_lock(&d->jobs);
             struct rt_job *j = rt_jobs_find(&d->jobs, q->job_id);
-            json_object_object_add(p, "job", j ? rt_api_job_json(d, j) : NULL);
+            struct json_object *job = j ? rt_api_job_json(d, j) : NULL;
             rt_jobs_unlock(&d->jobs);
+            rt_api_fill_metadata(d, job);
+            json_object_object_add(p, "job", job);
             rt_conn_reply(srv, conn, p, false);
         } else if (q->result == -ESRCH) {
             json_object_object_add(p, "pid", json_object_new_int64(q->job ? q->job->pid : 0));

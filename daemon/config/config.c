@@ -84,6 +84,8 @@ static const struct key keys[] = {
      36600 * DAY, FILE_KEY, "30d", LIVE},
     {IN("retention", "max_size"), K_BYTES_U64, RT_CFG_RETENTION_MAX_BYTES, F(retention_max_bytes), 0,
      1024 * TIB, FILE_KEY, "1G", LIVE},
+    {IN("retention", "max_jobs_per_user"), K_UINT, RT_CFG_RETENTION_MAX_JOBS, F(retention_max_jobs_per_uid), 1,
+     10000000, FILE_KEY, "10000", LIVE},
     {IN("limits", "max_connections"), K_UINT, RT_CFG_MAX_CONNECTIONS, F(max_connections), 1, 65536, FILE_KEY,
      "1024", LIVE},
     {IN("limits", "max_connections_per_user"), K_UINT, RT_CFG_MAX_CONNECTIONS_PER_UID,

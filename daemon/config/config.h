@@ -25,6 +25,7 @@ struct rt_config {
     /* retention of finished jobs */
     uint64_t retention_max_age_secs;
     uint64_t retention_max_bytes;
+    unsigned retention_max_jobs_per_uid; /* ended jobs kept per user */
     /* authorisation and limits */
     char admin_group[64];              /* "" = root only */
     unsigned max_connections;
@@ -91,6 +92,7 @@ enum {
     RT_CFG_IDLE_TIMEOUT = 1u << 25,
     RT_CFG_MESSAGE_TIMEOUT = 1u << 26,
     RT_CFG_REPLY_TIMEOUT = 1u << 27,
+    RT_CFG_RETENTION_MAX_JOBS = 1u << 28,
 };
 
 /* Command-line flags: the values in .values whose bits are in .set win over

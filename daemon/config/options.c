@@ -32,7 +32,7 @@ void rt_options_usage(FILE *f)
             "  --sys-root DIR          read device data from DIR instead of /sys\n"
             "  --interval DURATION     sampling interval (default 1s)\n"
             "  --retention-max-age D   remove ended jobs older than D (default 30d; 0 = keep)\n"
-            "  --retention-max-size S  keep ended jobs under S in total (default 1G; 0 = no limit)\n"
+            "  --retention-max-size S  keep jobs and samples under S, fairly between users (default 1G; 0 = no limit)\n"
             "  --admin-group NAME      members may act on every job (default resource-tracker)\n"
             "  --exit-on-idle D        exit after D without clients and running jobs\n"
             "  --s3-endpoint URL       upload batches to this S3-compatible endpoint (path-style)\n"

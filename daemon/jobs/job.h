@@ -4,8 +4,10 @@
 #ifndef RT_JOB_H
 #define RT_JOB_H
 
+#include "jobs/summary.h"
 #include "proc/ptree.h"
 
+struct rt_figlog;
 struct rt_gpu_job;
 #include <json-c/json.h>
 #include <pthread.h>
@@ -25,27 +27,6 @@ enum rt_job_state {
 const char *rt_job_state_name(enum rt_job_state s);
 int rt_job_state_from_name(const char *name);
 
-struct rt_job_summary {
-    uint64_t samples;
-    double cpu_secs;
-    double peak_cores;             /* highest process_cores_used of a sample */
-    uint32_t peak_children;
-    uint64_t peak_rss_bytes, peak_pss_bytes;
-    uint64_t disk_read_bytes, disk_write_bytes;
-    bool has_gpu;                  /* sampled on a host with a GPU backend */
-    double gpu_avg_usage;          /* fractional GPUs, time-weighted */
-    uint64_t gpu_peak_vram_bytes;
-    bool has_gpu_energy;
-    double gpu_energy_joules;      /* the job's share of device energy */
-    struct json_object *gpus;      /* UUIDs of the GPUs the job used (array), or NULL */
-    /* Sums over the samples as their lines have them, for means (reports
-     * and right-sizing read them instead of every sample). means_known is
-     * false for records from before these fields. */
-    bool means_known;
-    double pss_sum_bytes;
-    double gpu_peak_usage;         /* largest GPU use of a sample, fractional GPUs */
-    double gpu_vram_sum_bytes;
-};
 
 /* The figures of a running job's latest sample, for live views and
  * exporters (Job.current); present from the first sample on. */
@@ -80,13 +61,14 @@ struct rt_job {
     int exit_code;                 /* 0..255, 128+signal when killed */
     int signal;                    /* 0 unless killed */
     double interval_secs;
-    struct json_object *metadata;  /* validated JobMetadata object */
+    struct json_object *metadata;  /* validated JobMetadata object; NULL once ended (on disk) */
+    size_t metadata_bytes;         /* its serialised size (and its file's) */
+    uint64_t record_bytes;         /* size of its record file */
     struct rt_job_summary summary;
+    char *name_json;               /* the name as its samples show it */
+    struct rt_figlog *fig;         /* its samples in the store (store/samples.h) */
+    bool samples_blocked;          /* an older daemon's samples could not be moved: none kept now */
     struct rt_job_current current;
-    uint64_t samples_bytes;        /* size of the samples file */
-    /* Byte offset of every RT_JOB_CKPT-th sample line, for paging. */
-    uint64_t *ckpt;
-    size_t nckpt, ckpt_cap;
     bool wants_upload;
 
     /* sampler-owned */
@@ -96,14 +78,9 @@ struct rt_job {
     uint64_t interval_ns, due_ns;  /* its own grid: the next sample at due_ns (monotonic) */
     uint64_t last_sample_mono_ns;
     uint64_t last_timestamp_ms;    /* of its latest sample: the next one is later */
-    int samples_fd;
-    char *unwritten;               /* sample bytes not yet on disk (disk full) */
-    size_t unwritten_len;
-    bool write_warned, backlog_warned;
     struct rt_gpu_job *gpu_state;
+    double gpu_energy_seen;        /* gpu_state's energy total already counted */
 };
-
-#define RT_JOB_CKPT 256
 
 /* A job's sampling interval: any value in this range, exactly as asked. */
 #define RT_JOB_INTERVAL_MIN 0.1

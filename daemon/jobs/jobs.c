@@ -1,6 +1,8 @@
 #include "jobs/jobs.h"
 
 #include "collect/gpu/gpu.h"
+#include "store/job_text.h"
+#include "store/samples.h"
 
 #include "rt/json.h"
 #include "rt/util.h"
@@ -129,7 +131,6 @@ struct rt_job *rt_job_new(void)
 {
     struct rt_job *j = rt_xcalloc(1, sizeof(*j));
     j->pidfd = -1;
-    j->samples_fd = -1;
     j->owner_gid = RT_GID_UNKNOWN;
     j->summary.means_known = true;
     return j;
@@ -141,34 +142,15 @@ void rt_job_free(struct rt_job *j)
         return;
     if (j->pidfd >= 0)
         close(j->pidfd);
-    if (j->samples_fd >= 0)
-        close(j->samples_fd);
     if (j->tracking)
         rt_ptree_free(&j->tree);
     free(j->name);
-    free(j->ckpt);
-    free(j->unwritten);
+    free(j->name_json);
+    rt_figlog_unref(j->fig);
     json_object_put(j->metadata);
-    json_object_put(j->summary.gpus);
+    rt_job_summary_free(&j->summary);
     rt_gpu_job_free(j->gpu_state);
     free(j);
-}
-
-void rt_job_note_sample(struct rt_job *j, uint64_t index, uint64_t offset)
-{
-    if (index % RT_JOB_CKPT)
-        return;
-    if (j->nckpt == j->ckpt_cap) {
-        j->ckpt_cap = j->ckpt_cap ? j->ckpt_cap * 2 : 16;
-        j->ckpt = rt_xrealloc(j->ckpt, j->ckpt_cap * sizeof(*j->ckpt));
-    }
-    j->ckpt[j->nckpt++] = offset;
-}
-
-void rt_job_summary_note_cores(struct rt_job_summary *s, double cores)
-{
-    if (cores > s->peak_cores)
-        s->peak_cores = cores;
 }
 
 /* Online CPUs, read once: sysconf reads sysfs on every call, and a job's
@@ -208,7 +190,7 @@ static struct json_object *summary_json(const struct rt_job *j, double now)
     add(o, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
     add(o, "disk_read_bytes", rt_json_u64(s->disk_read_bytes));
     add(o, "disk_write_bytes", rt_json_u64(s->disk_write_bytes));
-    add(o, "gpu_avg_usage", s->has_gpu ? rt_json_double(s->gpu_avg_usage, 4) : NULL);
+    add(o, "gpu_avg_usage", s->has_gpu ? rt_json_double(rt_job_summary_gpu_avg(s), 4) : NULL);
     add(o, "gpu_peak_vram_bytes", s->has_gpu ? rt_json_u64(s->gpu_peak_vram_bytes) : NULL);
     add(o, "gpu_energy_joules", s->has_gpu_energy ? rt_json_double(s->gpu_energy_joules, 3) : NULL);
     add(o, "gpus", s->has_gpu ? (s->gpus ? json_object_get(s->gpus) : json_object_new_array()) : NULL);
@@ -233,7 +215,7 @@ struct json_object *rt_job_to_json(const struct rt_job *j, double now)
     add(o, "exit_code", j->has_exit ? json_object_new_int64(j->exit_code) : NULL);
     add(o, "signal", j->has_exit && j->signal ? json_object_new_int64(j->signal) : NULL);
     add(o, "interval_secs", rt_json_double(j->interval_secs, 3));
-    add(o, "metadata", j->metadata ? json_object_get(j->metadata) : json_object_new_object());
+    add(o, "metadata", j->metadata ? json_object_get(j->metadata) : NULL);
     add(o, "summary", summary_json(j, now));
     add(o, "upload", NULL);
     return o;
@@ -242,6 +224,8 @@ struct json_object *rt_job_to_json(const struct rt_job *j, double now)
 struct json_object *rt_job_to_record(const struct rt_job *j)
 {
     struct json_object *o = rt_job_to_json(j, 0);
+    json_object_object_del(o, "metadata");
+    add(o, "metadata_bytes", rt_json_u64(j->metadata_bytes));
     add(o, "starttime", rt_json_u64(j->starttime));
     if (j->reaper_pid > 0) {
         add(o, "reaper_pid", json_object_new_int64(j->reaper_pid));
@@ -252,28 +236,7 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
     if (j->state != RT_JOB_RUNNING)
         add(o, "ended_at", json_object_new_double(j->ended_at));
     /* Exact totals, not the rounded ones of the summary view. */
-    struct json_object *t = json_object_new_object();
-    const struct rt_job_summary *s = &j->summary;
-    add(t, "samples", rt_json_u64(s->samples));
-    add(t, "cpu_secs", json_object_new_double(s->cpu_secs));
-    add(t, "peak_cores", json_object_new_double(s->peak_cores));
-    add(t, "peak_children", json_object_new_int64(s->peak_children));
-    add(t, "peak_rss_bytes", rt_json_u64(s->peak_rss_bytes));
-    add(t, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
-    add(t, "disk_read_bytes", rt_json_u64(s->disk_read_bytes));
-    add(t, "disk_write_bytes", rt_json_u64(s->disk_write_bytes));
-    add(t, "has_gpu", json_object_new_boolean(s->has_gpu));
-    add(t, "gpu_avg_usage", json_object_new_double(s->gpu_avg_usage));
-    add(t, "gpu_peak_vram_bytes", rt_json_u64(s->gpu_peak_vram_bytes));
-    add(t, "has_gpu_energy", json_object_new_boolean(s->has_gpu_energy));
-    add(t, "gpu_energy_joules", json_object_new_double(s->gpu_energy_joules));
-    add(t, "gpus", s->gpus ? json_object_get(s->gpus) : NULL);
-    if (s->means_known) {
-        add(t, "pss_sum_bytes", json_object_new_double(s->pss_sum_bytes));
-        add(t, "gpu_peak_usage", json_object_new_double(s->gpu_peak_usage));
-        add(t, "gpu_vram_sum_bytes", json_object_new_double(s->gpu_vram_sum_bytes));
-    }
-    add(o, "totals", t);
+    add(o, "totals", rt_job_summary_to_record(&j->summary));
     add(o, "wants_upload", json_object_new_boolean(j->wants_upload));
     if (j->owner_gid != RT_GID_UNKNOWN)
         add(o, "owner_gid", json_object_new_int64(j->owner_gid));
@@ -281,8 +244,21 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
     return o;
 }
 
-struct rt_job *rt_job_from_record(struct json_object *o)
+bool rt_job_interval_valid(double secs)
 {
+    return secs >= RT_JOB_INTERVAL_MIN && secs <= RT_JOB_INTERVAL_MAX; /* false for NaN */
+}
+
+size_t rt_job_metadata_size(struct json_object *md)
+{
+    size_t len = 0;
+    json_object_to_json_string_length(md, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    return len;
+}
+
+struct rt_job *rt_job_from_record(struct json_object *o, const char **repaired)
+{
+    *repaired = NULL;
     uint64_t id, starttime;
     int64_t uid, pid;
     const char *state = rt_json_get_string(o, "state");
@@ -308,6 +284,7 @@ struct rt_job *rt_job_from_record(struct json_object *o)
     j->state = (enum rt_job_state)rt_job_state_from_name(state);
     const char *name = rt_json_get_string(o, "name");
     j->name = name ? rt_xstrdup(name) : NULL;
+    j->name_json = rt_job_name_json(j->name);
     rt_json_get_double(o, "started_at", &j->started_at);
     rt_json_get_double(o, "ended_at", &j->ended_at);
     int64_t v;
@@ -318,34 +295,23 @@ struct rt_job *rt_job_from_record(struct json_object *o)
             j->signal = (int)v;
     }
     j->interval_secs = 1;
-    rt_json_get_double(o, "interval_secs", &j->interval_secs);
+    if (rt_json_get_double(o, "interval_secs", &j->interval_secs) && !rt_job_interval_valid(j->interval_secs)) {
+        j->interval_secs = 1;
+        *repaired = "interval_secs";
+    }
     struct json_object *md = rt_json_get_object(o, "metadata");
-    j->metadata = md && !rt_job_metadata_check(md) ? json_object_get(md) : json_object_new_object();
+    if (md) {
+        j->metadata = !rt_job_metadata_check(md) ? json_object_get(md) : json_object_new_object();
+        j->metadata_bytes = rt_job_metadata_size(j->metadata);
+    } else {
+        uint64_t n = 0;
+        rt_json_get_u64(o, "metadata_bytes", &n);
+        j->metadata_bytes = (size_t)n;
+    }
     rt_json_get_bool(o, "wants_upload", &j->wants_upload);
     struct json_object *t = rt_json_get_object(o, "totals");
-    struct rt_job_summary *s = &j->summary;
-    if (t) {
-        uint64_t u;
-        rt_json_get_u64(t, "samples", &s->samples);
-        rt_json_get_double(t, "cpu_secs", &s->cpu_secs);
-        rt_json_get_double(t, "peak_cores", &s->peak_cores);
-        if (rt_json_get_u64(t, "peak_children", &u))
-            s->peak_children = (uint32_t)u;
-        rt_json_get_u64(t, "peak_rss_bytes", &s->peak_rss_bytes);
-        rt_json_get_u64(t, "peak_pss_bytes", &s->peak_pss_bytes);
-        rt_json_get_u64(t, "disk_read_bytes", &s->disk_read_bytes);
-        rt_json_get_u64(t, "disk_write_bytes", &s->disk_write_bytes);
-        rt_json_get_bool(t, "has_gpu", &s->has_gpu);
-        rt_json_get_double(t, "gpu_avg_usage", &s->gpu_avg_usage);
-        rt_json_get_u64(t, "gpu_peak_vram_bytes", &s->gpu_peak_vram_bytes);
-        rt_json_get_bool(t, "has_gpu_energy", &s->has_gpu_energy);
-        rt_json_get_double(t, "gpu_energy_joules", &s->gpu_energy_joules);
-        struct json_object *g = rt_json_get_array(t, "gpus");
-        s->gpus = g ? json_object_get(g) : NULL;
-        s->means_known = rt_json_get_double(t, "pss_sum_bytes", &s->pss_sum_bytes) || !s->samples;
-        rt_json_get_double(t, "gpu_peak_usage", &s->gpu_peak_usage);
-        rt_json_get_double(t, "gpu_vram_sum_bytes", &s->gpu_vram_sum_bytes);
-    }
+    if (t)
+        rt_job_summary_from_record(&j->summary, t, j->interval_secs);
     return j;
 }
 

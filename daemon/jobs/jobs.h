@@ -35,24 +35,25 @@ double rt_jobs_fast_rate_for(struct rt_jobs *r, uid_t uid, double base_secs);
 
 struct rt_job *rt_job_new(void);
 void rt_job_free(struct rt_job *j);
-/* Record where sample number `index` starts in the samples file. */
-void rt_job_note_sample(struct rt_job *j, uint64_t index, uint64_t offset);
 
-/* A sample's cores used, for the peak: the highest of all samples. (A
- * sample's cores are its CPU time over at least RT_CORES_MIN_SPAN_SECS, so
- * a short one cannot read high from a single clock tick.) */
-void rt_job_summary_note_cores(struct rt_job_summary *s, double cores);
-
-/* CPU time moves in clock ticks (10 ms): cores are measured over at least
- * ten of them. */
-#define RT_CORES_MIN_SPAN_SECS 0.1
-
-/* The varlink Job object (see the IDL). Caller holds the lock. */
+/* The varlink Job object (see the IDL). Caller holds the lock. Its
+ * metadata is null when the job does not hold it in memory (an ended job:
+ * the store has it, rt_store_read_metadata). */
 struct json_object *rt_job_to_json(const struct rt_job *j, double now);
-/* Persistent form: rt_job_to_json plus the fields needed to resume. */
+/* Persistent form: rt_job_to_json without the metadata (a file of its own,
+ * written once) plus the fields needed to resume. */
 struct json_object *rt_job_to_record(const struct rt_job *j);
-/* Rebuild a job from its record; NULL when malformed. */
-struct rt_job *rt_job_from_record(struct json_object *o);
+/* Rebuild a job from its record; NULL when malformed. A value out of range
+ * is replaced by its default and named in *repaired (else NULL). Records
+ * from before the metadata file keep their metadata in j->metadata. */
+struct rt_job *rt_job_from_record(struct json_object *o, const char **repaired);
+
+/* What StartJob accepts: RT_JOB_INTERVAL_MIN .. _MAX. */
+bool rt_job_interval_valid(double secs);
+/* A job's metadata, serialised, is at most this long (LimitExceeded
+ * "metadata_bytes"): ended jobs, kept on disk, must not fill it. */
+#define RT_JOB_METADATA_MAX (64 * 1024)
+size_t rt_job_metadata_size(struct json_object *md);
 
 /* Check a JobMetadata object from a client; NULL when valid, else the
  * offending parameter name. */

@@ -1,5 +1,7 @@
 #include "jobs/store.h"
 
+#include "store/migrate.h"
+
 #include "system/log.h"
 #include "rt/json.h"
 #include "rt/util.h"
@@ -100,6 +102,9 @@ int rt_store_open(struct rt_store *s, const char *dir, bool private_mode, char *
 
 void rt_store_close(struct rt_store *s)
 {
+    if (s->samples_open)
+        rt_samples_close(&s->samples);
+    s->samples_open = false;
     if (s->jobs_fd >= 0)
         close(s->jobs_fd);
     if (s->dir_fd >= 0)
@@ -173,232 +178,210 @@ static int job_dir(struct rt_store *s, uint64_t id)
     return fd < 0 ? -errno : fd;
 }
 
-int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *record, bool sync)
+/* A job's JSON file, replaced atomically: its length, or -errno. */
+static int save_json(struct rt_store *s, uint64_t id, const char *file, struct json_object *o, bool sync)
 {
     int dfd = job_dir(s, id);
     if (dfd < 0)
         return dfd;
     size_t len;
-    const char *txt = json_object_to_json_string_length(
-        record, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-    int r = write_atomic(dfd, "job.json", txt, len, s->file_mode, sync);
+    const char *txt = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                        &len);
+    int r = write_atomic(dfd, file, txt, len, s->file_mode, sync);
     close(dfd);
-    return r;
+    return r < 0 ? r : (int)len;
 }
 
-int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *record)
+int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *record, bool sync)
+{
+    return save_json(s, id, "job.json", record, sync);
+}
+
+static int save_metadata(struct rt_store *s, uint64_t id, struct json_object *md)
+{
+    int r = save_json(s, id, "metadata.json", md, true);
+    return r < 0 ? r : 0;
+}
+
+int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *record, struct json_object *md)
 {
     char name[32];
     snprintf(name, sizeof(name), "%" PRIu64, id);
     if (mkdirat(s->jobs_fd, name, s->dir_mode) < 0 && errno != EEXIST)
         return -errno;
-    return rt_store_save_record(s, id, record, true);
+    int r = save_metadata(s, id, md);
+    return r < 0 ? r : rt_store_save_record(s, id, record, true);
 }
 
-int rt_store_open_samples(struct rt_store *s, uint64_t id)
+/* A small JSON file of a job (its record or metadata), parsed; NULL when
+ * missing, unreadable or malformed. */
+static struct json_object *read_json(struct rt_store *s, uint64_t id, const char *file, size_t max, uint64_t *size)
 {
-    int dfd = job_dir(s, id);
-    if (dfd < 0)
-        return dfd;
-    int fd = openat(dfd, "samples.jsonl", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, s->file_mode);
-    int r = fd < 0 ? -errno : fd;
-    close(dfd);
-    return r;
+    char path[64], err[128];
+    snprintf(path, sizeof(path), "%" PRIu64 "/%s", id, file);
+    int fd = openat(s->jobs_fd, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct json_object *o = NULL;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_size > 0 && (size_t)st.st_size <= max) {
+        char *txt = rt_xmalloc((size_t)st.st_size + 1);
+        ssize_t n = read(fd, txt, (size_t)st.st_size);
+        if (n == st.st_size)
+            o = rt_vl_parse(txt, (size_t)n, err, sizeof(err));
+        if (size)
+            *size = (uint64_t)st.st_size;
+        free(txt);
+    }
+    close(fd);
+    return o;
 }
 
-int rt_store_read_samples(struct rt_store *s, uint64_t id)
+struct json_object *rt_store_read_metadata(struct rt_store *s, uint64_t id)
 {
-    int dfd = job_dir(s, id);
-    if (dfd < 0)
-        return dfd;
-    int fd = openat(dfd, "samples.jsonl", O_RDONLY | O_CLOEXEC);
-    int r = fd < 0 ? -errno : fd;
-    close(dfd);
-    return r;
+    struct json_object *md = read_json(s, id, "metadata.json", 2 * RT_JOB_METADATA_MAX, NULL);
+    if (!json_object_is_type(md, json_type_object) || rt_job_metadata_check(md)) {
+        json_object_put(md);
+        return NULL;
+    }
+    return md;
 }
 
-int rt_store_remove_job(struct rt_store *s, uint64_t id)
+int rt_store_remove_job(struct rt_store *s, uint64_t id, struct rt_figlog *fig)
 {
-    int dfd = job_dir(s, id);
-    if (dfd < 0)
-        return dfd;
-    unlinkat(dfd, "samples.jsonl", 0);
-    unlinkat(dfd, "job.json", 0);
-    unlinkat(dfd, ".job.json.tmp", 0);
-    close(dfd);
+    if (fig)
+        rt_figlog_remove(fig);
     char name[32];
     snprintf(name, sizeof(name), "%" PRIu64, id);
+    /* What an older daemon, or an interrupted write, may have left too. */
+    DIR *d = rt_opendir_sub(s->jobs_fd, name);
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            unlinkat(dirfd(d), de->d_name, 0);
+    if (d)
+        closedir(d);
     return unlinkat(s->jobs_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
 double rt_store_samples_mtime(struct rt_store *s, uint64_t id)
 {
-    int dfd = job_dir(s, id);
-    if (dfd < 0)
-        return 0;
-    struct stat st;
-    double t = fstatat(dfd, "samples.jsonl", &st, 0) == 0
-                   ? (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9
-                   : 0;
-    close(dfd);
+    char name[32];
+    snprintf(name, sizeof(name), "%" PRIu64, id);
+    DIR *d = rt_opendir_sub(s->jobs_fd, name);
+    double t = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        struct stat st;
+        if (strncmp(de->d_name, "fig-", 4) != 0 || fstatat(dirfd(d), de->d_name, &st, 0) < 0)
+            continue;
+        double m = (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9;
+        t = m > t ? m : t;
+    }
+    if (d)
+        closedir(d);
     return t;
 }
 
-uint64_t rt_store_job_bytes(struct rt_store *s, uint64_t id)
+uint64_t rt_store_job_bytes(const struct rt_job *j)
 {
-    int dfd = job_dir(s, id);
-    if (dfd < 0)
-        return 0;
-    uint64_t total = 0;
-    struct stat st;
-    if (fstatat(dfd, "samples.jsonl", &st, 0) == 0)
-        total += (uint64_t)st.st_size;
-    if (fstatat(dfd, "job.json", &st, 0) == 0)
-        total += (uint64_t)st.st_size;
-    close(dfd);
-    return total;
+    return j->record_bytes + j->metadata_bytes + (j->fig ? rt_seglog_bytes(&j->fig->log) : 0);
 }
 
-void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_t len)
+/* Metadata lives in its own file, written once: a running job keeps it in
+ * memory as well, an ended one only on disk. Records from before that file
+ * carry it; it is copied to the file here (the record drops its copy when
+ * it is next saved; an ended job's record is left as it was). */
+static void load_metadata(struct rt_store *s, struct rt_job *j)
 {
-    char err[128];
-    struct json_object *o = rt_vl_parse(line, len, err, sizeof(err));
-    struct json_object *cpu = rt_json_get_object(o, "cpu");
-    if (!cpu) {
-        json_object_put(o);
-        return;
+    char path[64];
+    snprintf(path, sizeof(path), "%" PRIu64 "/metadata.json", j->id);
+    if (j->metadata && faccessat(s->jobs_fd, path, F_OK, 0) < 0) {
+        /* The record keeps its copy until it is next saved. */
+        int r = save_metadata(s, j->id, j->metadata);
+        if (r < 0)
+            rt_warn("state: job %" PRIu64 ": cannot write its metadata file: %s", j->id, strerror(-r));
     }
-    double u = 0, s = 0, cores = 0, gpu = 0, vram = 0;
-    uint64_t kids = 0, rss = 0, pss = 0, rb = 0, wb = 0;
-    rt_json_get_double(cpu, "process_utime_secs", &u);
-    rt_json_get_double(cpu, "process_stime_secs", &s);
-    rt_json_get_double(cpu, "process_cores_used", &cores);
-    rt_json_get_u64(cpu, "process_child_count", &kids);
-    rt_json_get_u64(cpu, "process_rss_mib", &rss);
-    rt_json_get_u64(cpu, "process_pss_mib", &pss);
-    rt_json_get_u64(cpu, "process_disk_read_bytes", &rb);
-    rt_json_get_u64(cpu, "process_disk_write_bytes", &wb);
-    sum->samples++;
-    sum->cpu_secs += u + s;
-    rt_job_summary_note_cores(sum, cores);
-    if (kids > sum->peak_children)
-        sum->peak_children = (uint32_t)kids;
-    if (rss * RT_MIB > sum->peak_rss_bytes)
-        sum->peak_rss_bytes = rss * RT_MIB;
-    if (pss * RT_MIB > sum->peak_pss_bytes)
-        sum->peak_pss_bytes = pss * RT_MIB;
-    sum->pss_sum_bytes += (double)(pss * RT_MIB);
-    sum->disk_read_bytes += rb;
-    sum->disk_write_bytes += wb;
-    if (rt_json_get_double(cpu, "process_gpu_usage", &gpu)) {
-        sum->has_gpu = true;
-        /* Running mean over samples: the time weights are not in the line. */
-        sum->gpu_avg_usage += (gpu - sum->gpu_avg_usage) / (double)sum->samples;
-        rt_json_get_double(cpu, "process_gpu_vram_mib", &vram);
-        if ((uint64_t)(vram * (double)RT_MIB) > sum->gpu_peak_vram_bytes)
-            sum->gpu_peak_vram_bytes = (uint64_t)(vram * (double)RT_MIB);
-        if (gpu > sum->gpu_peak_usage)
-            sum->gpu_peak_usage = gpu;
-        sum->gpu_vram_sum_bytes += vram * (double)RT_MIB;
-    }
-    json_object_put(o);
-}
-
-/* Index the samples file: line count, checkpoints, torn tail. */
-static void index_samples(struct rt_store *s, struct rt_job *j)
-{
-    int dfd = job_dir(s, j->id);
-    if (dfd < 0)
-        return;
-    int fd = openat(dfd, "samples.jsonl", O_RDWR | O_CLOEXEC);
-    close(dfd);
-    if (fd < 0)
-        return;
-    uint64_t recorded = j->summary.samples;
-    uint64_t index = 0, line_start = 0, pos = 0;
-    char *line = NULL;
-    size_t line_len = 0, line_cap = 0;
-    char buf[65536];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof(buf))) > 0) {
-        for (ssize_t i = 0; i < n; i++, pos++) {
-            if (index >= recorded) {
-                if (line_len + 1 >= line_cap) {
-                    line_cap = line_cap ? line_cap * 2 : 4096;
-                    line = rt_xrealloc(line, line_cap);
-                }
-                line[line_len++] = buf[i];
-            }
-            if (buf[i] != '\n')
-                continue;
-            rt_job_note_sample(j, index, line_start);
-            if (index >= recorded)
-                rt_job_summary_add_line(&j->summary, line, line_len - 1);
-            line_len = 0;
-            index++;
-            line_start = pos + 1;
+    if (j->state != RT_JOB_RUNNING) {
+        json_object_put(j->metadata);
+        j->metadata = NULL;
+    } else if (!j->metadata) {
+        j->metadata = rt_store_read_metadata(s, j->id);
+        if (!j->metadata) {
+            rt_warn("state: job %" PRIu64 ": its metadata is unreadable; it has none now", j->id);
+            j->metadata = json_object_new_object();
         }
     }
-    if (line_start < pos) {
-        rt_warn("job %" PRIu64 ": dropping a torn last sample line (%" PRIu64 " bytes)", j->id,
-                pos - line_start);
-        /* Keep the modification time: it tells when the job was last seen. */
-        struct stat st;
-        bool have_times = fstat(fd, &st) == 0;
-        if (ftruncate(fd, (off_t)line_start) < 0)
-            rt_warn("job %" PRIu64 ": cannot truncate samples: %s", j->id, strerror(errno));
-        else if (have_times)
-            futimens(fd, (struct timespec[2]){st.st_atim, st.st_mtim});
+}
+
+/* The job's samples: moved from an older daemon's samples file, or the
+ * figures log indexed; totals after its record added by the one rule. */
+static void load_samples(struct rt_store *s, struct rt_job *j, struct rt_migration **mig)
+{
+    struct rt_samples *sm = &s->samples;
+    uint64_t recorded = j->summary.samples;
+    char legacy[64];
+    snprintf(legacy, sizeof(legacy), "%" PRIu64 "/samples.jsonl", j->id);
+    if (faccessat(s->jobs_fd, legacy, F_OK, 0) == 0) {
+        if (!*mig)
+            *mig = rt_migration_new();
+        struct rt_migrate_job mj = {.id = j->id, .name_json = j->name_json, .pid = j->pid,
+                                    .interval_secs = j->interval_secs, .ended = j->state != RT_JOB_RUNNING,
+                                    .replay_from = recorded, .sum = &j->summary};
+        j->fig = rt_migrate_job(sm, *mig, &mj);
+        if (!j->fig)
+            j->samples_blocked = true; /* the file stays for the next start */
+        else
+            j->summary.samples = rt_samples_job_load(sm, j->fig, UINT64_MAX, &j->summary, j->interval_secs);
+        return;
     }
-    j->samples_bytes = line_start;
-    j->summary.samples = index;
-    free(line);
-    close(fd);
+    j->fig = rt_samples_job_log(sm, j->id);
+    if (j->fig)
+        j->summary.samples = rt_samples_job_load(sm, j->fig, recorded, &j->summary, j->interval_secs);
 }
 
 int rt_store_load(struct rt_store *s, struct rt_jobs *jobs)
 {
-    int fd = dup(s->jobs_fd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return -errno;
+    char err[256];
+    int r = rt_samples_open(&s->samples, s->dir_fd, s->jobs_fd, s->dir_mode, s->file_mode,
+                            s->backlog_max ? s->backlog_max : 16u << 20, err, sizeof(err));
+    if (r < 0) {
+        rt_err("state: %s", err);
+        return r;
     }
+    s->samples_open = true;
+    DIR *d = rt_opendir_sub(s->jobs_fd, ".");
+    if (!d)
+        return -errno;
+    struct rt_migration *mig = NULL;
     struct dirent *de;
     int loaded = 0;
     while ((de = readdir(d))) {
         uint64_t id;
         if (!rt_parse_u64(de->d_name, &id))
             continue;
-        char path[64], err[128];
-        snprintf(path, sizeof(path), "%" PRIu64 "/job.json", id);
-        int rfd = openat(s->jobs_fd, path, O_RDONLY | O_CLOEXEC);
-        struct json_object *rec = NULL;
-        if (rfd >= 0) {
-            struct stat st;
-            if (fstat(rfd, &st) == 0 && st.st_size > 0 && st.st_size < 16 * 1024 * 1024) {
-                char *txt = rt_xmalloc((size_t)st.st_size + 1);
-                ssize_t n = read(rfd, txt, (size_t)st.st_size);
-                if (n == st.st_size)
-                    rec = rt_vl_parse(txt, (size_t)n, err, sizeof(err));
-                free(txt);
-            }
-            close(rfd);
-        }
-        struct rt_job *j = rec ? rt_job_from_record(rec) : NULL;
+        uint64_t rec_bytes = 0;
+        struct json_object *rec = read_json(s, id, "job.json", 16 * 1024 * 1024, &rec_bytes);
+        const char *repaired = NULL;
+        struct rt_job *j = rec ? rt_job_from_record(rec, &repaired) : NULL;
         json_object_put(rec);
         if (!j || j->id != id) {
-            rt_warn("state: skipping job %s: unreadable or malformed %s/jobs/%s", de->d_name, s->path, path);
+            rt_warn("state: skipping job %s: unreadable or malformed %s/jobs/%s/job.json", de->d_name, s->path,
+                    de->d_name);
             rt_job_free(j);
             continue;
         }
-        index_samples(s, j);
+        if (repaired)
+            rt_warn("state: job %" PRIu64 ": %s out of range in its record; using the default", id, repaired);
+        j->record_bytes = rec_bytes;
+        load_metadata(s, j);
+        load_samples(s, j, &mig);
         if (id > s->last_id)
             s->last_id = id;
         rt_jobs_add(jobs, j);
         loaded++;
     }
     closedir(d);
+    rt_migration_free(mig);
     return loaded;
 }

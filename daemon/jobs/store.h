@@ -1,6 +1,7 @@
 /* Durable job state under the state directory:
  *   jobs/<id>/job.json       the job record, replaced atomically on changes
- *   jobs/<id>/samples.jsonl  one JSON sample per line, appended as taken
+ *   jobs/<id>/metadata.json  its metadata, written once
+ *   jobs/<id>/fig-…, host/…  its samples (store/samples.h)
  *   last-id                  the last job id handed out
  * Samples are written with one write(2) per tick (no fsync): they survive a
  * crash or kill -9 of the daemon; records are fsynced on state changes. */
@@ -8,6 +9,7 @@
 #define RT_STORE_H
 
 #include "jobs/jobs.h"
+#include "store/samples.h"
 
 #include <json-c/json.h>
 #include <limits.h>
@@ -22,6 +24,9 @@ struct rt_store {
     char path[PATH_MAX];
     mode_t file_mode, dir_mode;
     uint64_t last_id;
+    size_t backlog_max;           /* sample bytes kept in memory per log on a full disk (0: 16 MiB) */
+    struct rt_samples samples;    /* opened by rt_store_load */
+    bool samples_open;
 };
 
 /* Create or open the state directory. private: 0700/0600 (user daemons),
@@ -36,26 +41,24 @@ void rt_store_close(struct rt_store *s);
  * id up to RT_JOB_ID_MAX has been used (ids are never reused: an id names
  * one job forever), or -errno when the counter cannot be written. */
 int rt_store_alloc_id(struct rt_store *s, uint64_t *id);
-/* Create jobs/<id>/ and write its record. */
-int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *record);
-/* sync: fsync (state changes); periodic refreshes of totals skip it. */
+/* Create jobs/<id>/ and write its metadata and record. */
+int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *record, struct json_object *md);
+/* The job's metadata, or NULL when its file is missing or malformed. */
+struct json_object *rt_store_read_metadata(struct rt_store *s, uint64_t id);
+/* sync: fsync (state changes); periodic refreshes of totals skip it. The
+ * record's length, or -errno. */
 int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *record, bool sync);
-/* Append-only fd of the job's samples file. */
-int rt_store_open_samples(struct rt_store *s, uint64_t id);
-/* Read-only fd of the job's samples file, or -errno. */
-int rt_store_read_samples(struct rt_store *s, uint64_t id);
-int rt_store_remove_job(struct rt_store *s, uint64_t id);
-/* Modification time of the job's samples file (Unix seconds), 0 if none. */
+/* Remove a job's files (fig: its samples, or NULL). */
+int rt_store_remove_job(struct rt_store *s, uint64_t id, struct rt_figlog *fig);
+/* When the job's samples were last written (Unix seconds), 0 if never. */
 double rt_store_samples_mtime(struct rt_store *s, uint64_t id);
-/* Bytes used by one job on disk. */
-uint64_t rt_store_job_bytes(struct rt_store *s, uint64_t id);
+/* Bytes of the job's own files: record, metadata, figures. */
+uint64_t rt_store_job_bytes(const struct rt_job *j);
 
-/* Load every job into the registry: counts and indexes their samples, drops
- * a torn last line, and rebuilds totals from samples written after the last
- * record update. Unreadable jobs are logged and skipped. */
+/* Open the sample store and load every job into the registry: its samples
+ * indexed, totals rebuilt from those taken after its record was saved (the
+ * one rule), samples files of an older daemon moved into the store.
+ * Unreadable jobs are logged and skipped. The number loaded, or -errno. */
 int rt_store_load(struct rt_store *s, struct rt_jobs *jobs);
-
-/* Add one sample line (without newline) to a job's totals. */
-void rt_job_summary_add_line(struct rt_job_summary *sum, const char *line, size_t len);
 
 #endif

@@ -7,6 +7,8 @@
 #include "collect/host_sampler.h"
 #include "proc/proccache.h"
 #include "proc/ptree.h"
+#include "rt/sample_csv.h"
+#include "store/job_text.h"
 #include "sampler/sampler.h"
 #include "sampler/ticker.h"
 
@@ -18,11 +20,10 @@
 
 struct rt_sampler {
     struct rt_sampler_opts o;
-    size_t backlog_max;
     struct rt_jobs *jobs;
     struct rt_store *store;
     pthread_t thread;
-    bool started;
+    bool started, stopped;
     int epfd, req_efd, out_efd, timer_fd;
     int setup_errno;            /* creating those failed: rt_sampler_start() says so */
     pthread_mutex_t mu; /* reqs, outbox, latest */
@@ -33,6 +34,8 @@ struct rt_sampler {
     _Atomic uint64_t heartbeat;
     atomic_uint ngpus, ngpus_amd;
     _Atomic uint64_t retention_age, retention_bytes;
+    atomic_uint retention_jobs;
+    bool retention_warned;      /* running jobs hold more than the limit */
     _Atomic uint64_t host_interval_ns; /* the base interval; a reload may change it */
 
     /* sampler thread only */
@@ -42,16 +45,20 @@ struct rt_sampler {
     uint64_t tick_no, cache_tick;
     struct rt_sample sample;
     struct json_object *host_obj;
-    unsigned host_lines;        /* job lines made from host_obj this tick */
+    struct rt_host_text host_text; /* where job fields go in the latest host text */
+    bool host_text_ok, host_text_warned;
+    struct rt_csv_host csv_host; /* the tick's host values for CSV rows */
     uint64_t host_timestamp_ms, host_interval_ms;
     bool host_has_interval;
     struct rt_ticker ticker;
     uint64_t grid_origin_ns;    /* host and job deadlines are origin + k·interval */
     struct rt_job **active;
     size_t nactive, active_cap;
-    char *line;                 /* a job's sample line with its '\n' */
-    size_t line_cap;
+    struct rt_buf text;         /* a job sample being made */
+    struct rt_figlog **figs;    /* the active jobs' logs, for sealing */
+    size_t figs_cap, seal_turn;
     uint64_t next_retention_ns;
+    unsigned ended_since_retention; /* a pass follows within a second */
     bool stall_logged;
     bool pidfd_warned;
 };
@@ -82,7 +89,12 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
  * a job that begins or ends between ticks). */
 void rt_sampler_begin_scan(struct rt_sampler *s, bool fresh);
 bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struct rt_ptree_result *r);
-bool rt_sampler_store_append(struct rt_sampler *s, struct rt_job *j, const char *data, size_t len);
+/* One full block of the store sealed (once per tick). */
+void rt_sampler_seal_one(struct rt_sampler *s);
+/* A job ended: its samples are sealed, retention will look at it. */
+void rt_sampler_job_stored(struct rt_sampler *s, struct rt_job *j);
+/* A new host sample (its text, as published): job samples are made from it. */
+void rt_sampler_host_stored(struct rt_sampler *s, const struct rt_rcstr *text);
 void rt_sampler_save_record(struct rt_sampler *s, struct rt_job *j, bool sync);
 
 /* retention.c */

@@ -68,8 +68,7 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
     }
     if (why == RT_END_STOPPED)
         has_exit = false;
-    if (j->unwritten_len)
-        rt_sampler_store_append(s, j, "", 0);
+    rt_samples_flush(&s->store->samples, j->fig);
     /* The end is on disk before clients can see it: a crash right after
      * must not bring the job back as running. */
     rt_jobs_lock(s->jobs);
@@ -90,6 +89,8 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
     int w = rt_store_save_record(s->store, j->id, rec, true);
     if (w < 0)
         rt_err("job %" PRIu64 ": cannot save its record: %s", j->id, strerror(-w));
+    else
+        j->record_bytes = (uint64_t)w;
     json_object_put(rec);
     rt_jobs_lock(s->jobs);
     j->ended_at = ended.ended_at;
@@ -98,9 +99,6 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
     j->signal = ended.signal;
     j->state = ended.state;
     rt_jobs_unlock(s->jobs);
-    if (j->samples_fd >= 0)
-        close(j->samples_fd);
-    j->samples_fd = -1;
     if (j->pidfd >= 0) {
         epoll_ctl(s->epfd, EPOLL_CTL_DEL, j->pidfd, NULL);
         close(j->pidfd);
@@ -111,6 +109,7 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
     j->gpu_state = NULL;
     j->tracking = false;
     active_remove(s, j);
+    rt_sampler_job_stored(s, j);
     if (j->wants_upload && s->o.upload)
         rt_upload_job_end(s->o.upload, j->id, j->has_exit ? j->exit_code : RT_UPLOAD_EXIT_UNKNOWN);
     /* Its journal record ("Job N … finished after …") comes from the main thread. */
@@ -152,8 +151,10 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
         rt_jobs_lock(s->jobs);
         struct json_object *rec = rt_job_to_record(j);
         rt_jobs_unlock(s->jobs);
-        int r = rt_store_create_job(s->store, j->id, rec);
+        int r = rt_store_create_job(s->store, j->id, rec, j->metadata);
         json_object_put(rec);
+        if (r >= 0)
+            j->record_bytes = (uint64_t)r;
         if (r < 0) {
             snprintf(err, errlen, "cannot write the job to the state directory: %s", strerror(-r));
             rt_ptree_free(&j->tree);
@@ -161,14 +162,13 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
             return r;
         }
     }
-    j->samples_fd = rt_store_open_samples(s->store, j->id);
-    if (j->samples_fd < 0)
-        rt_err("job %" PRIu64 ": cannot open its samples file: %s", j->id, strerror(-j->samples_fd));
-    /* A record's interval is checked like a client's (a damaged file). */
-    if (!(j->interval_secs >= RT_JOB_INTERVAL_MIN && j->interval_secs <= RT_JOB_INTERVAL_MAX)) {
-        rt_warn("job %" PRIu64 ": interval %g s out of range; sampling every %g s", j->id, j->interval_secs,
-                s->o.interval_secs);
-        j->interval_secs = s->o.interval_secs;
+    if (!j->fig && !j->samples_blocked) {
+        struct rt_figlog *fig = rt_samples_job_log(&s->store->samples, j->id);
+        rt_jobs_lock(s->jobs);
+        j->fig = fig;
+        if (!j->name_json)
+            j->name_json = rt_job_name_json(j->name);
+        rt_jobs_unlock(s->jobs);
     }
     j->last_sample_mono_ns = rt_mono_ns();
     rt_sampler_schedule_job(s, j, j->last_sample_mono_ns);
@@ -230,6 +230,7 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
         j->ended_at = last > j->started_at ? last : j->started_at;
         rt_jobs_unlock(s->jobs);
         rt_sampler_save_record(s, j, true);
+        rt_sampler_job_stored(s, j);
         rt_notice("job %" PRIu64 " lost: its process ended while the daemon was not running", j->id);
         if (j->wants_upload && s->o.upload)
             rt_upload_job_end(s->o.upload, j->id, RT_UPLOAD_EXIT_UNKNOWN);

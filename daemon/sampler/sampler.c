@@ -17,9 +17,9 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#define BACKLOG_MAX (16u * 1024 * 1024) /* default: unwritten sample bytes kept per job */
 #define RECORD_EVERY 60                 /* ticks between record saves of running jobs */
 #define RETENTION_EVERY_NS (60 * RT_NSEC_PER_SEC)
+#define RETENTION_SOON_NS RT_NSEC_PER_SEC
 
 /* Deadlines within this of each other are one tick: grids that meet share
  * the host sample and the process scan. */
@@ -92,7 +92,7 @@ static void host_tick(struct rt_sampler *s, bool publish)
     size_t len;
     const char *txt = json_object_to_json_string_length(s->host_obj, JSON_FLAGS, &len);
     struct rt_rcstr *str = rt_rcstr_new(txt, len);
-    s->host_lines = 0;
+    rt_sampler_host_stored(s, str);
     pthread_mutex_lock(&s->mu);
     rt_rcstr_unref(s->latest);
     s->latest = rt_rcstr_ref(str);
@@ -158,9 +158,14 @@ static void tick(struct rt_sampler *s)
     rt_sampler_publish(s, done, false);
     if (host_due)
         rt_ticker_advance(&s->ticker, now);
+    rt_sampler_seal_one(s);
     now = rt_mono_ns();
-    if (now >= s->next_retention_ns) {
+    /* Every minute, and soon after jobs end: a user who starts and stops
+     * jobs in a loop must not run past the limits for a minute. */
+    if (now >= s->next_retention_ns ||
+        (s->ended_since_retention && now + RETENTION_EVERY_NS - RETENTION_SOON_NS >= s->next_retention_ns)) {
         rt_sampler_retention(s);
+        s->ended_since_retention = 0;
         s->next_retention_ns = now + RETENTION_EVERY_NS;
     }
     atomic_store(&s->heartbeat, now);
@@ -207,7 +212,6 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
 {
     struct rt_sampler *s = rt_xcalloc(1, sizeof(*s));
     s->o = *o;
-    s->backlog_max = o->backlog_max_bytes ? o->backlog_max_bytes : BACKLOG_MAX;
     s->jobs = jobs;
     s->store = store;
     pthread_mutex_init(&s->mu, NULL);
@@ -224,7 +228,7 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
         s->setup_errno = errno;
     rt_proc_cache_init(&s->cache, o->roots->proc_fd);
     rt_sample_init(&s->sample);
-    rt_sampler_set_retention(s, o->retention_max_age_secs, o->retention_max_bytes);
+    rt_sampler_set_retention(s, o->retention_max_age_secs, o->retention_max_bytes, o->retention_max_jobs_per_uid);
     s->host = rt_host_sampler_new(o->roots, o->interval_secs);
     struct rt_gpu_options go = {.poll_interval_secs = o->interval_secs,
                                 .nvml_library = o->nvml_library,
@@ -234,10 +238,12 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
     return s;
 }
 
-void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint64_t max_bytes)
+void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint64_t max_bytes,
+                              unsigned max_jobs_per_uid)
 {
     atomic_store(&s->retention_age, max_age_secs);
     atomic_store(&s->retention_bytes, max_bytes);
+    atomic_store(&s->retention_jobs, max_jobs_per_uid);
 }
 
 void rt_sampler_set_interval(struct rt_sampler *s, double interval_secs)
@@ -253,12 +259,9 @@ void rt_sampler_set_upload(struct rt_sampler *s, struct rt_upload_worker *w)
     s->o.upload = w;
 }
 
-int rt_sampler_start(struct rt_sampler *s)
+/* The first sample, and the grid the ticks follow. */
+static void prime(struct rt_sampler *s)
 {
-    if (s->setup_errno) {
-        rt_err("sampler: cannot create its event descriptors: %s", strerror(s->setup_errno));
-        return -s->setup_errno;
-    }
     /* The first sample exists before anyone is told we are ready. */
     host_tick(s, true);
     atomic_store(&s->heartbeat, rt_mono_ns());
@@ -266,6 +269,15 @@ int rt_sampler_start(struct rt_sampler *s)
     atomic_store(&s->host_interval_ns, (uint64_t)llround(s->o.interval_secs * 1e9));
     rt_ticker_init(&s->ticker, atomic_load(&s->host_interval_ns), rt_mono_ns());
     s->grid_origin_ns = s->ticker.deadline_ns;
+}
+
+int rt_sampler_start(struct rt_sampler *s)
+{
+    if (s->setup_errno) {
+        rt_err("sampler: cannot create its event descriptors: %s", strerror(s->setup_errno));
+        return -s->setup_errno;
+    }
+    prime(s);
     int r = arm_timer(s);
     if (r < 0)
         return r;
@@ -284,21 +296,35 @@ int rt_sampler_start(struct rt_sampler *s)
 
 void rt_sampler_stop(struct rt_sampler *s)
 {
-    if (!s->started)
+    if (s->stopped)
         return;
-    atomic_store(&s->stop, true);
-    uint64_t one = 1;
-    if (write(s->req_efd, &one, sizeof(one)) < 0)
-        rt_warn("sampler: cannot wake for stop: %s", strerror(errno));
-    pthread_join(s->thread, NULL);
-    s->started = false;
+    s->stopped = true;
+    if (s->started) {
+        atomic_store(&s->stop, true);
+        uint64_t one = 1;
+        if (write(s->req_efd, &one, sizeof(one)) < 0)
+            rt_warn("sampler: cannot wake for stop: %s", strerror(errno));
+        pthread_join(s->thread, NULL);
+        s->started = false;
+    }
     /* Running jobs stay "running" on disk and are resumed at the next start. */
     for (size_t i = 0; i < s->nactive; i++) {
         struct rt_job *j = s->active[i];
-        if (j->unwritten_len)
-            rt_sampler_store_append(s, j, "", 0);
+        rt_samples_flush(&s->store->samples, j->fig);
         rt_sampler_save_record(s, j, true);
     }
+}
+
+void rt_sampler_test_tick(struct rt_sampler *s)
+{
+    if (!s->host_obj)
+        prime(s);
+    tick(s);
+}
+
+void rt_sampler_test_request(struct rt_sampler *s, struct rt_sreq *q)
+{
+    rt_sampler_handle_request(s, q);
 }
 
 void rt_sampler_free(struct rt_sampler *s)
@@ -312,7 +338,9 @@ void rt_sampler_free(struct rt_sampler *s)
         j->tracking = false;
     }
     free(s->active);
-    free(s->line);
+    rt_buf_free(&s->text);
+    free(s->figs);
+    rt_csv_host_free(&s->csv_host);
     /* Requests never answered and undelivered events. */
     for (struct rt_sreq *q = s->reqs; q;) {
         struct rt_sreq *n = q->next;

@@ -61,7 +61,7 @@ struct rt_sampler_opts {
     const char *stall_file;      /* test hook: stall ticks while this file exists */
     uint64_t retention_max_age_secs;
     uint64_t retention_max_bytes;
-    size_t backlog_max_bytes;    /* unwritten samples kept per job on a full disk; 0 = 16 MiB */
+    unsigned retention_max_jobs_per_uid;  /* ended jobs kept per user; 0: no limit */
     struct rt_upload_worker *upload; /* set with rt_sampler_set_upload */
     const char *nvml_library;        /* NULL = libnvidia-ml.so.1 */
     bool disable_gpu;
@@ -78,7 +78,8 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
  * while running (SIGHUP). Running jobs keep theirs. */
 void rt_sampler_set_interval(struct rt_sampler *s, double interval_secs);
 /* Retention limits; may change while running (SIGHUP). */
-void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint64_t max_bytes);
+void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint64_t max_bytes,
+                              unsigned max_jobs_per_uid);
 /* Before rt_sampler_start: where job rows go for upload (NULL = nowhere). */
 void rt_sampler_set_upload(struct rt_sampler *s, struct rt_upload_worker *w);
 /* Takes the baseline and the first host sample before returning, so callers
@@ -100,5 +101,11 @@ struct rt_rcstr *rt_sampler_latest_host(struct rt_sampler *s);
 uint64_t rt_sampler_heartbeat(struct rt_sampler *s);
 unsigned rt_sampler_gpu_count(struct rt_sampler *s);
 unsigned rt_sampler_gpu_count_amd(struct rt_sampler *s);
+
+/* Test seam, for a sampler whose thread is not started: one tick (the first
+ * also takes the baseline host sample), or one request, on the calling
+ * thread. Results and samples go to the outbox (rt_sampler_take). */
+void rt_sampler_test_tick(struct rt_sampler *s);
+void rt_sampler_test_request(struct rt_sampler *s, struct rt_sreq *q);
 
 #endif

@@ -5,12 +5,16 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* A double rounded to `decimals` places (no rounding when negative), written
  * in the shortest form that reads back to the same value; NULL (JSON null) for
  * NaN or infinity. */
 struct json_object *rt_json_double(double v, int decimals);
+/* Its text into buf (NUL-terminated): the length, 0 for NaN or infinity. */
+#define RT_JSON_DOUBLE_MAX 64
+size_t rt_json_format_double(double v, int decimals, char buf[RT_JSON_DOUBLE_MAX]);
 struct json_object *rt_json_string_or_null(const char *s);
 struct json_object *rt_json_u64(uint64_t v);
 

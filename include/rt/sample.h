@@ -134,6 +134,8 @@ void rt_sample_free(struct rt_sample *s);
 /* Byte counts for the interval as CSV reports them: per device/interface
  * round(rate x interval), summed. Stacked disks are skipped. */
 double rt_sample_interval_secs(const struct rt_sample *s);
+/* round(rate x secs), the rate rounded as the JSON shows it; 0 if negative. */
+uint64_t rt_sample_bytes_in(double rate, double secs);
 uint64_t rt_sample_disk_read_bytes(const struct rt_sample *s);
 uint64_t rt_sample_disk_write_bytes(const struct rt_sample *s);
 uint64_t rt_sample_net_recv_bytes(const struct rt_sample *s);

@@ -14,4 +14,28 @@ extern const char RT_CSV_HEADER[]; /* without the trailing newline */
  * length needed (like snprintf) when size is too small. */
 size_t rt_sample_to_csv(const struct rt_sample *s, char *buf, size_t size);
 
+/* What a row takes from the host part of a sample, as raw field values in
+ * a fixed order (sums and rounding are the row's business):
+ *   process_count, utime_secs, stime_secs, utilization_pct,
+ *   memory free, used, buffers, cached, active, inactive (MiB),
+ *   n_disks, per disk: stacked, read and write bytes/s, n_mounts,
+ *                      per mount: total_bytes, available_bytes,
+ *   n_nets, per interface: rx and tx bytes/s,
+ *   n_gpus, per GPU: utilization_pct, vram_used_bytes.
+ * The job store keeps host samples in another form and rebuilds this list
+ * to make rows that equal the ones made from the sample. */
+struct rt_csv_host {
+    double *v;
+    size_t n, cap;
+};
+void rt_csv_host_from_sample(const struct rt_sample *s, struct rt_csv_host *h); /* replaces h's values */
+void rt_csv_host_free(struct rt_csv_host *h);
+
+/* A row from host values, the sample's timestamp (ms) and interval, and
+ * the process fields (p->present false: a host row; g: the job's GPU use,
+ * or the host's on a host row). Returns as rt_sample_to_csv; 0 when h is
+ * not a well-formed list. */
+size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double interval_secs, const struct rt_process *p,
+                  const struct rt_process_gpu *g, char *buf, size_t size);
+
 #endif

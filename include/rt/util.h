@@ -2,6 +2,7 @@
 #ifndef RT_UTIL_H
 #define RT_UTIL_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +39,13 @@ ssize_t rt_read_str_at(int dirfd, const char *path, char *buf, size_t size);
 /* Whether dirfd/path is a directory holding any entry. Names starting with a
  * dot do not count (sysfs has none; fixture trees keep empty dirs that way). */
 bool rt_dir_has_entries_at(int dirfd, const char *path);
+
+/* A directory under dirfd to read (path "." for dirfd itself), or NULL
+ * with errno. */
+DIR *rt_opendir_sub(int dirfd, const char *path);
+
+/* v in decimal into buf (at least 20 bytes, not NUL-terminated): the length. */
+size_t rt_fmt_u64(char *buf, uint64_t v);
 
 /* Parse an unsigned decimal; returns false on garbage or overflow. */
 bool rt_parse_u64(const char *s, uint64_t *out);

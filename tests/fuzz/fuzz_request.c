@@ -15,6 +15,7 @@
 #include "rt/sample_json.h"
 #include "rt/util.h"
 #include "rt/varlink.h"
+#include "store/buf.h"
 #include "system/listen.h"
 #include "system/log.h"
 
@@ -37,7 +38,17 @@ static struct {
     char dir[256], sock[300];
 } F;
 
-/* Ended jobs 1..3 (job 2 named "eval", owned by another user) with samples. */
+/* Ended jobs 1..3 (job 2 named "eval", owned by another user) with samples,
+ * written as a daemon before the sample store left them (job.json and
+ * samples.jsonl) and loaded: the store moves them into its own files. */
+static void write_file(const char *path, const char *txt, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, txt, len) != (ssize_t)len)
+        abort();
+    close(fd);
+}
+
 static void add_jobs(void)
 {
     struct rt_roots roots;
@@ -59,35 +70,45 @@ static void add_jobs(void)
         j->started_at = 1000.0 * (double)id;
         j->ended_at = j->started_at + 5;
         j->interval_secs = 1;
-        j->metadata = json_object_new_object();
-        json_object_object_add(j->metadata, "team", json_object_new_string("fuzz"));
-        struct json_object *rec = rt_job_to_record(j);
-        if (rt_store_create_job(&F.d.store, id, rec) < 0)
+        j->summary.samples = 5 * id;
+        char dir[600], path[700];
+        snprintf(dir, sizeof(dir), "%s/state/jobs/%llu", F.dir, (unsigned long long)id);
+        if (mkdir(dir, 0700) < 0)
             abort();
+        struct json_object *rec = rt_job_to_record(j);
+        struct json_object *md = json_object_new_object();
+        json_object_object_add(md, "team", json_object_new_string("fuzz"));
+        json_object_object_add(rec, "metadata", md);
+        size_t len;
+        const char *txt = json_object_to_json_string_length(rec, RT_VL_JSON_FLAGS, &len);
+        snprintf(path, sizeof(path), "%s/job.json", dir);
+        write_file(path, txt, len);
         json_object_put(rec);
-        int fd = rt_store_open_samples(&F.d.store, id);
+        struct rt_buf lines = {0};
         s.proc = (struct rt_process){.present = true, .pid = 4242, .child_count = 2, .cores_used = 1.5,
                                      .rss_mib = 10, .pss_mib = 8};
         s.job_id = id;
         s.job_name = j->name;
         for (uint64_t k = 0; k < 5 * id; k++) {
+            s.timestamp_ms = (uint64_t)(j->started_at + (double)k) * 1000;
+            s.timestamp_secs = s.timestamp_ms / 1000;
             struct json_object *o = rt_sample_to_json(&s);
             rt_sample_json_set_job(o, &s);
-            size_t len;
-            const char *txt = json_object_to_json_string_length(o, RT_VL_JSON_FLAGS, &len);
-            rt_job_note_sample(j, k, j->samples_bytes);
-            if (write(fd, txt, len) != (ssize_t)len || write(fd, "\n", 1) != 1)
-                abort();
-            j->samples_bytes += len + 1;
-            j->summary.samples++;
+            txt = json_object_to_json_string_length(o, RT_VL_JSON_FLAGS, &len);
+            rt_buf_put(&lines, txt, len);
+            rt_buf_put(&lines, "\n", 1);
             json_object_put(o);
         }
-        close(fd);
-        rt_jobs_add(&F.d.jobs, j);
+        snprintf(path, sizeof(path), "%s/samples.jsonl", dir);
+        write_file(path, (const char *)lines.p, lines.len);
+        rt_buf_free(&lines);
+        rt_job_free(j);
     }
     rt_sample_free(&s);
     rt_host_sampler_free(h);
     rt_roots_close(&roots);
+    if (rt_store_load(&F.d.store, &F.d.jobs) != 3)
+        abort();
 }
 
 static void cleanup(void)

@@ -1,15 +1,22 @@
 /* The state loader: a state directory of any files (fuzz_tree.h records:
- * the seeds are real ones, jobs/<id>/job.json, samples, last-id) loaded as
- * at start, through the public entry point (open the directory, load every
- * job), then each job shown as the API shows it and written back as a
- * record. What cannot be read is skipped with a message, never a crash. */
+ * the seeds are real ones, of a daemon from before the sample store --
+ * jobs/<id>/job.json, samples.jsonl, last-id: what the store migrates --
+ * and of the store -- host/, jobs/<id>/fig-*, metadata.json) loaded as at
+ * start, through the public entry point (open the directory, load every
+ * job), then each job shown as the API shows it, its samples read as JSON
+ * and as CSV as GetJobSamples reads them, and its record written back.
+ * What cannot be read is skipped with a message, never a crash; what is
+ * read is never anything but whole samples. */
 #include "fuzz_tree.h"
 #include "jobs/store.h"
+#include "store/samples.h"
 #include "system/log.h"
 
+#include <json-c/json.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <syslog.h>
 
 static const char *base;
@@ -21,6 +28,41 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     rt_log_init(RT_LOG_STDERR, LOG_CRIT);
     base = rt_fuzz_workdir("rt-fuzz-state");
     return 0;
+}
+
+/* A job's samples, by pages as GetJobSamples reads them: each JSON line
+ * must parse. */
+static void read_samples(struct rt_store *s, const struct rt_job *j, bool csv)
+{
+    if (!j->fig)
+        return;
+    struct rt_job_view jv = {.id = j->id, .name_json = j->name_json, .pid = j->pid};
+    struct rt_buf out = {0};
+    uint64_t at = 0, next;
+    for (int pages = 0; pages < 64; pages++) {
+        out.len = 0;
+        size_t n = rt_samples_read(&s->samples, j->fig, &jv, at, UINT64_MAX, 7, 1u << 20, csv, &out, &next);
+        if (!csv && out.len) {
+            const char *p = (const char *)out.p, *end = p + out.len;
+            while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                if (!nl)
+                    abort(); /* a partial sample */
+                struct json_tokener *tok = json_tokener_new();
+                struct json_object *o = json_tokener_parse_ex(tok, p, (int)(nl - p));
+                if (!o || json_tokener_get_parse_end(tok) != (size_t)(nl - p) ||
+                    !json_object_is_type(o, json_type_object))
+                    abort(); /* garbage forwarded */
+                json_object_put(o);
+                json_tokener_free(tok);
+                p = nl + 1;
+            }
+        }
+        if (next <= at || (n == 0 && next == at))
+            break;
+        at = next;
+    }
+    rt_buf_free(&out);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -36,6 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rt_store_load(&s, &jobs);
         for (size_t i = 0; i < jobs.n; i++) {
             json_object_put(rt_job_to_json(jobs.v[i], 1e9));
+            read_samples(&s, jobs.v[i], false);
+            read_samples(&s, jobs.v[i], true);
             json_object_put(rt_job_to_record(jobs.v[i]));
         }
         rt_store_close(&s);

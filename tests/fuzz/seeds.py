@@ -2,12 +2,17 @@
 """Write the seed inputs of the fuzz targets into tests/fuzz/corpus/TARGET/
 (seed-*; inputs of crashes found are added there by hand, named crash-*).
 
-  seeds.py [STATE_DIR]
+  seeds.py [STATE_DIR [NAME]]
 
 The request and config seeds are written from this script; the procfs seeds
 from this machine's /proc and /sys (one process's files as PID 1 and 42);
-the state seeds from STATE_DIR, a daemon's state directory (stop the daemon
-first), when given. Records are fuzz_tree.h's: a byte N, N bytes of a path,
+the state seeds from STATE_DIR, a daemon's state directory (stop the daemon,
+or kill it for files as a crash leaves them), when given: seed-NAME (default
+"daemon") and seed-NAME-jobs-only ("jobs-only" for "daemon"). The seeds
+"daemon" and "jobs-only" are a state directory from before the sample store
+(jobs/ID/job.json and samples.jsonl: what the store migrates); "store" is
+that directory after a daemon migrated it, ran two more jobs and was killed
+with one running (host/, jobs/ID/fig-*, metadata.json). Records are fuzz_tree.h's: a byte N, N bytes of a path,
 two bytes of length (little-endian), the content."""
 
 import json
@@ -98,7 +103,7 @@ def procfs_seeds():
             write("procfs", "host-" + path.replace("/", "-"), rec("proc/" + path, f.read()))
 
 
-def state_seeds(state):
+def state_seeds(state, name="daemon"):
     out = []
     for root, _, names in os.walk(state):
         for n in sorted(names):
@@ -106,9 +111,9 @@ def state_seeds(state):
             rel = os.path.relpath(full, state)
             with open(full, "rb") as f:
                 out.append(rec(rel, f.read()))
-    write("state", "daemon", b"".join(out))
+    write("state", name, b"".join(out))
     jobs = [r for r in out if b"jobs/" in r[:40]]
-    write("state", "jobs-only", b"".join(jobs))
+    write("state", "jobs-only" if name == "daemon" else name + "-jobs-only", b"".join(jobs))
 
 
 if __name__ == "__main__":
@@ -116,4 +121,4 @@ if __name__ == "__main__":
     config_seeds()
     procfs_seeds()
     if len(sys.argv) > 1:
-        state_seeds(sys.argv[1])
+        state_seeds(*sys.argv[1:3])

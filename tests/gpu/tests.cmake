@@ -28,3 +28,10 @@ foreach(t integration.test_gpu_daemon integration.test_report integration.test_m
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "RT_FAKE_NVML_DIR=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake")
   endif()
 endforeach()
+
+# The sampler with the fake driver: a job's totals across a restart.
+if(TARGET test_job_resume)
+  add_dependencies(test_job_resume nvml_fake)
+  set_property(TEST unit.test_job_resume APPEND PROPERTY ENVIRONMENT
+    "RT_FAKE_NVML_DIR=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake")
+endif()

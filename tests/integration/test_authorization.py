@@ -297,16 +297,20 @@ class Authorization(unittest.TestCase):
                 seen[os.path.relpath(path, self.d.state_dir)] = stat.S_IMODE(os.lstat(path).st_mode)
         seen["."] = stat.S_IMODE(os.stat(self.d.state_dir).st_mode)
         job_dir = "jobs/%d" % ja
+        hot = [rel for rel in seen if rel.startswith("host/") and rel.endswith(".hot")]
+        self.assertEqual(len(hot), 1, "the host timeline being written")
         for rel, mode in ((".", 0o750), ("jobs", 0o750), (job_dir, 0o750), (job_dir + "/job.json", 0o640),
-                          (job_dir + "/samples.jsonl", 0o640), ("last-id", 0o640)):
+                          (job_dir + "/metadata.json", 0o640), (job_dir + "/fig-0.hot", 0o640), ("host", 0o750),
+                          (hot[0], 0o640), ("last-id", 0o640)):
             self.assertIn(rel, seen)
             self.assertEqual(seen[rel] & ~mode, 0, "%s is %o, more open than %o" % (rel, seen[rel], mode))
         for rel, mode in seen.items():
             self.assertEqual(mode & 0o007, 0, "%s is %o: world-accessible" % (rel, mode))
         # Users cannot read the state directly, only through the daemon.
-        rc = subprocess.run(setpriv(self.a) + ["cat", os.path.join(self.d.state_dir, job_dir, "samples.jsonl")],
-                            capture_output=True).returncode
-        self.assertNotEqual(rc, 0)
+        for rel in (job_dir + "/fig-0.hot", hot[0]):
+            rc = subprocess.run(setpriv(self.a) + ["cat", os.path.join(self.d.state_dir, rel)],
+                                capture_output=True).returncode
+            self.assertNotEqual(rc, 0)
         self.ctl(self.a, "stop", str(ja), check=0)
 
     def test_world_open_state_dir_is_tightened(self):

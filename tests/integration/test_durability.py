@@ -1,11 +1,14 @@
-"""Durable state (DESIGN §4): jobs and samples survive kill -9 of the daemon;
-running jobs are resumed or marked lost; a torn last line is dropped; paging
-works across a restart and across index checkpoints; retention by age and
-size; a full disk loses nothing that fits in memory; an unwritable state
-directory stops the daemon at start."""
+"""Durable state (DESIGN §4, §10): jobs and samples survive kill -9 of the
+daemon; running jobs are resumed or marked lost; a torn last record is
+dropped and a damaged block loses only its samples; paging works across a
+restart, across sealed blocks and over samples files of an older daemon
+(moved into the store once); retention by age and size; a full disk loses
+nothing that fits in memory; an unwritable state directory stops the daemon
+at start."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +19,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from rtlib import (DAEMON, SANITIZER_MARKS, TOOLS, Daemon, job_samples, spawn_at, starttime, wait_for)  # noqa: E402
 
-CKPT = 256  # RT_JOB_CKPT: one byte offset kept per this many samples
+DUMP = os.path.join(TOOLS, "rt_store_dump")
 
 
 class StateDirTest(unittest.TestCase):
@@ -45,12 +48,17 @@ class StateDirTest(unittest.TestCase):
         self.addCleanup(lambda: (p.poll() is None and p.kill(), p.wait()))
         return p
 
-    def job_path(self, job_id, name="samples.jsonl"):
+    def job_path(self, job_id, name="job.json"):
         return os.path.join(self.state, "jobs", str(job_id), name)
 
-    def file_lines(self, job_id):
-        with open(self.job_path(job_id), "rb") as f:
-            return f.read().split(b"\n")
+    def stored(self, job_id=None, csv=False):
+        """What the state directory holds, read as the daemon reads it (no
+        daemon may run): a summary, or a job's samples as JSON lines / CSV."""
+        args = [DUMP, self.state] + (["--job", str(job_id)] + (["--csv"] if csv else []) if job_id else [])
+        out = subprocess.run(args, check=True, capture_output=True, timeout=60).stdout
+        if job_id is None:
+            return json.loads(out)
+        return out.decode() if csv else [json.loads(ln) for ln in out.splitlines()]
 
     @staticmethod
     def job(d, job_id):
@@ -133,8 +141,9 @@ class KillAndRestart(StateDirTest):
         wait_for(lambda: self.job(d2, j_surv)["state"] != "running", what="the survivor to end")
         final = self.job(d2, j_surv)
         self.assertEqual(final["summary"]["samples"], len(job_samples(d2, j_surv)))
-        self.assertEqual(len([ln for ln in self.file_lines(j_surv) if ln]), final["summary"]["samples"])
+        served = job_samples(d2, j_surv)
         d2.stop()
+        self.assertEqual(self.stored(j_surv), served)
 
     def test_job_ids_end_at_2_pow_63_without_wrapping(self):
         # The API's integers are signed 64-bit: the last id is 2**63 - 1.
@@ -171,7 +180,7 @@ class KillAndRestart(StateDirTest):
         job = d1.call("StartJob", {"pid": p.pid, "start_time": starttime(p.pid)})["job"]["id"]
         self.wait_samples(d1, job, 2)
         self.kill9(d1)
-        n = self.job_lines(job)
+        n = self.stored()["jobs"][str(job)]["samples"]
         p.kill()
         p.wait()
         # A stranger takes the PID while no daemon runs, and burns CPU.
@@ -184,12 +193,10 @@ class KillAndRestart(StateDirTest):
         self.assertEqual(lost["state"], "lost")
         time.sleep(5 * self.interval)
         self.assertEqual(self.job(d2, job)["summary"], lost["summary"])
-        self.assertEqual(self.job_lines(job), n)
+        self.assertEqual(lost["summary"]["samples"], n)
+        self.assertEqual(len(job_samples(d2, job)), n)
         self.assertEqual(self.pidfds(d2), 0, "no pidfd kept for a lost job")
         d2.stop()
-
-    def job_lines(self, job_id):
-        return len([ln for ln in self.file_lines(job_id) if ln])
 
     @staticmethod
     def pidfds(d):
@@ -202,7 +209,7 @@ class KillAndRestart(StateDirTest):
                 pass
         return n
 
-    def test_torn_last_line_is_dropped(self):
+    def test_torn_last_record_is_dropped(self):
         d1 = self.daemon()
         p = self.proc("sleep", "60")
         running = d1.call("StartJob", {"pid": p.pid, "name": "torn-running"})["job"]["id"]
@@ -211,61 +218,79 @@ class KillAndRestart(StateDirTest):
         wait_for(lambda: self.job(d1, ended)["state"] == "finished", what="a finished job")
         self.wait_samples(d1, running, 3)
         self.kill9(d1)
-        whole = {}
-        for i in (running, ended):
-            with open(self.job_path(i), "rb") as f:
-                whole[i] = f.read()
-            with open(self.job_path(i), "ab") as f:
-                f.write(b'{"cpu":{"cgroup_usage_secs":0.0,"per_core_pct":[0.')
+        before = {i: self.stored(i) for i in (running, ended)}
+        # A write cut short at the end of the running job's figures and of
+        # the host timeline; a block of the ended job damaged on disk.
+        hot = [os.path.join(self.state, "host", f) for f in os.listdir(os.path.join(self.state, "host"))
+               if f.endswith(".hot")]
+        self.assertEqual(len(hot), 1)
+        for path in (self.job_path(running, "fig-0.hot"), hot[0]):
+            with open(path, "ab") as f:
+                f.write(b"\xe5R\x40\x00\x00\x00\x12\x34")  # a record cut short
+        with open(self.job_path(ended, "fig-0.z"), "r+b") as f:
+            f.seek(-5, os.SEEK_END)
+            f.write(b"\xff\xff\xff\xff\xff")
         d2 = self.daemon()
         log = d2.read_log()
-        for i in (running, ended):
-            self.assertIn("job %d: dropping a torn last sample line" % i, log)
-        self.assertEqual(log.count("torn last sample line"), 2, "warned once per file")
-        with open(self.job_path(ended), "rb") as f:
-            self.assertEqual(f.read(), whole[ended])
-        self.assertEqual(self.job(d2, ended)["summary"]["samples"], whole[ended].count(b"\n"))
-        n = whole[running].count(b"\n")
+        self.assertIn("job %d: dropping a torn last sample" % running, log)
+        self.assertIn("host timeline: dropping a torn last sample", log)
+        self.assertEqual(log.count("torn last sample"), 2, "warned once per file")
+        n = len(before[running])
+        self.assertEqual(job_samples(d2, running)[:n], before[running])
         self.wait_samples(d2, running, n + 3)
-        with open(self.job_path(running), "rb") as f:
-            data = f.read()
-        self.assertTrue(data.startswith(whole[running]))
-        lines = data.split(b"\n")
-        self.assertEqual(lines[-1], b"")
-        for ln in lines[:-1]:
-            json.loads(ln)  # every line whole
-        self.assertEqual(job_samples(d2, running)[:n], [json.loads(ln) for ln in whole[running].splitlines()])
+        after = job_samples(d2, running)
+        self.assertEqual(after[:n], before[running])
+        self.assertEqual(len(after), self.job(d2, running)["summary"]["samples"])
+        # The damaged block's samples are gone, nothing else: no garbage is sent.
+        self.assertEqual(job_samples(d2, ended), [])
+        wait_for(lambda: "is damaged" in d2.read_log(), what="the damage logged")
+        self.assertEqual(self.job(d2, ended)["state"], "finished")
+        self.assertEqual(job_samples(d2, ended, fmt="csv").splitlines()[1:], [])
         d2.call("StopJob", {"id": running})
         d2.stop()
 
-    def test_paging_across_checkpoints_and_restart(self):
-        # Grow a job past several index checkpoints without waiting for
-        # hundreds of ticks: replicate its lines while no daemon runs.
+    def test_paging_over_an_older_daemons_samples_file(self):
+        # A samples file as an older daemon wrote it (one JSON sample per
+        # line), grown past several sealed blocks' worth while no daemon
+        # runs: moved into the store at start, every line rebuilt byte for
+        # byte; a line in another form is kept as it was; a line that is no
+        # sample is dropped with a log line.
         d1 = self.daemon()
         p = self.proc("sleep", "60")
         job = d1.call("StartJob", {"pid": p.pid, "name": "long", "start_time": starttime(p.pid)})["job"]["id"]
         self.wait_samples(d1, job, 2)
         d1.stop()  # a clean stop keeps the job running on disk
-        lines = [ln for ln in self.file_lines(job) if ln]
-        grown = [lines[i % len(lines)] for i in range(2 * CKPT + 45)]
-        grown = [json.dumps(dict(json.loads(ln), timestamp_secs=1000000 + k)).encode()
-                 for k, ln in enumerate(grown)]
-        with open(self.job_path(job), "wb") as f:
-            f.write(b"\n".join(grown) + b"\n")
+        text = subprocess.run([DUMP, self.state, "--job", str(job)], check=True, capture_output=True).stdout
+        lines = text.decode().splitlines()
+        n = 3 * 256 + 45
+        grown = [re.sub(r'"timestamp_ms":\d+,"timestamp_secs":\d+',
+                        '"timestamp_ms":%d,"timestamp_secs":%d' % ((1000000 + k) * 1000, 1000000 + k),
+                        lines[k % len(lines)]) for k in range(n)]
+        grown[7] = json.dumps(json.loads(grown[7]))  # spaces after ':' and ',': not this store's form
+        with open(self.job_path(job, "samples.jsonl"), "w") as f:
+            f.write("\n".join(grown[:300]) + "\nnot a sample\n" + "\n".join(grown[300:]) + "\n")
         d2 = self.daemon()
-        n = len(grown)
+        self.assertFalse(os.path.exists(self.job_path(job, "samples.jsonl")), "moved into the store")
+        log = d2.read_log()
+        self.assertIn("job %d: %d samples moved to the new store (1 kept as they were)" % (job, n), log)
+        self.assertIn("job %d: 1 lines of its samples file were not samples" % job, log)
         self.assertEqual(self.job(d2, job)["state"], "running")
         self.wait_samples(d2, job, n + 3)
         every = job_samples(d2, job, page=10000)
         self.assertEqual([s["timestamp_secs"] for s in every[:n]], list(range(1000000, 1000000 + n)))
-        for off in (0, CKPT - 1, CKPT, CKPT + 1, 2 * CKPT - 1, 2 * CKPT, n - 1, n, n + 1):
+        self.assertEqual(every[:n], [json.loads(ln) for ln in grown])
+        for off in (0, 255, 256, 257, 511, 512, n - 1, n, n + 1):
             page = d2.call("GetJobSamples", {"id": job, "offset": off, "limit": 2})
             self.assertEqual(page["samples"], every[off:off + 2], "offset %d" % off)
         self.assertEqual(job_samples(d2, job, page=97)[:len(every)], every)
-        csv = d2.call("GetJobSamples", {"id": job, "offset": 2 * CKPT, "limit": 1, "format": "csv"})["csv"]
-        self.assertEqual(csv.split(",")[0], "%d.000" % (1000000 + 2 * CKPT))
+        csv = d2.call("GetJobSamples", {"id": job, "offset": 512, "limit": 1, "format": "csv"})["csv"]
+        self.assertEqual(csv.split(",")[0], "%d.000" % (1000000 + 512))
         d2.call("StopJob", {"id": job})
         d2.stop()
+        # The lines come back as they were written, byte for byte.
+        out = subprocess.run([DUMP, self.state, "--job", str(job)], check=True, capture_output=True).stdout
+        self.assertEqual(out.decode().splitlines()[:n], grown[:7] + [json.dumps(json.loads(grown[7]),
+                                                                             separators=(",", ":"))] + grown[8:])
 
 
 class Retention(StateDirTest):
@@ -300,12 +325,17 @@ class Retention(StateDirTest):
         d1 = self.daemon()
         jobs = [self.finished_job(d1, "size-%d" % i, secs=0.3 + 0.1 * i) for i in range(4)]
         d1.stop()
-        size = {j: os.path.getsize(self.job_path(j)) for j in jobs}
-        keep = size[jobs[2]] + size[jobs[3]]
+        # What retention counts: each job's files and its share of the host
+        # samples it used (here its own: the jobs ran one after the other).
+        stored = self.stored()
+        size = {j: stored["jobs"][str(j)]["bytes"] for j in jobs}
+        self.assertAlmostEqual(sum(size.values()), stored["total_bytes"], delta=1)
+        keep = int(size[jobs[2]] + size[jobs[3]] + 0.5)
         d2 = self.daemon("--retention-max-bytes", str(keep))
         wait_for(lambda: self.names(d2) == ["size-2", "size-3"], what="the oldest jobs to go")
         wait_for(lambda: not os.path.exists(os.path.dirname(self.job_path(jobs[0]))), what="job files to go")
         d2.stop()
+        self.assertLessEqual(self.stored()["total_bytes"], keep)
         # Exactly at the limit: nothing more goes.
         d3 = self.daemon("--retention-max-bytes", str(keep))
         time.sleep(3 * self.interval)
@@ -365,9 +395,8 @@ class Disk(StateDirTest):
         self.assertEqual(len(samples), final["summary"]["samples"])
         stamps = [s["timestamp_secs"] for s in samples]
         self.assertEqual(stamps, sorted(stamps))
-        lines = [ln for ln in self.file_lines(job) if ln]
-        self.assertEqual([json.loads(ln) for ln in lines], samples)
         d.stop()
+        self.assertEqual(self.stored(job), samples, "all on disk")
 
     def fill(self, mnt):
         """Fill the file system to the last byte; returns the filler's path."""
@@ -404,10 +433,10 @@ class Disk(StateDirTest):
         final = self.job(d, job)
         samples = job_samples(d, job, page=4)
         self.assertEqual(len(samples), final["summary"]["samples"])
-        self.assertEqual([json.loads(ln) for ln in self.file_lines(job) if ln], samples)
         stamps = [s["timestamp_secs"] for s in samples]
         self.assertEqual(stamps, sorted(stamps))
         d.stop()
+        self.assertEqual(self.stored(job), samples, "the index follows what is on disk")
 
     def test_unwritable_state_dir_fails_at_start(self):
         def start(state):

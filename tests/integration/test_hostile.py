@@ -20,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import IFACE, Connection, Daemon, VarlinkError, wait_for  # noqa: E402
+from rtlib import IFACE, TOOLS, Connection, Daemon, VarlinkError, wait_for  # noqa: E402
 
 MAX_MESSAGE = 1024 * 1024          # default max_message_bytes
 MAX_CONN_PER_UID = 256             # default max_connections_per_uid
@@ -833,10 +833,11 @@ class LargePages(unittest.TestCase):
             wait_for(lambda: d.call("GetJob", {"id": job["id"]})["job"]["state"] != "running")
         finally:
             d.stop()
-        # 4000 samples of 6.5 KiB or more (a big host: many cores, disks, GPUs).
+        # 4000 samples of 6.5 KiB or more (a big host: many cores, disks, GPUs),
+        # as a samples file of an older daemon that the store takes over.
+        line = subprocess.run([os.path.join(TOOLS, "rt_store_dump"), d.state_dir, "--job", str(job["id"])],
+                              check=True, capture_output=True).stdout.split(b"\n")[0] + b"\n"
         path = os.path.join(d.state_dir, "jobs", str(job["id"]), "samples.jsonl")
-        with open(path, "rb") as f:
-            line = f.readline()
         fat = line[:1] + b'"pad":"' + b"p" * 6000 + b'",' + line[1:]
         n = 4000
         with open(path, "wb") as f:

@@ -1,8 +1,9 @@
-"""Job sample lines repeat the host sample of their tick; the sampler
-serialises the host-only parts (per-core figures, disks, GPUs, memory,
-NICs) once per tick and splices them into every job's line. Check that
-every stored line stays valid JSON with keys sorted at every level and that
-these parts have the host sample's shape, for several jobs at once."""
+"""Job samples repeat the host sample of their tick; the store keeps that
+host sample once for every job and rebuilds each job's sample from it and
+the job's own figures. Check that every sample read back is JSON with keys
+sorted at every level (as the live ones), that its host parts have the host
+sample's shape, and that jobs sampled at the same tick show the same host
+parts, for several jobs at once."""
 
 import json
 import os
@@ -16,14 +17,20 @@ from rtlib import DaemonTest, wait_for  # noqa: E402
 HOST_PARTS = ("disk", "gpu", "memory", "network")
 
 
-def sorted_everywhere(pairs):
-    keys = [k for k, _ in pairs]
-    if keys != sorted(keys):
-        raise AssertionError("keys not sorted: %s" % keys)
-    return dict(pairs)
+def assert_sorted_everywhere(v):
+    """Keys in order at every level (json.loads keeps the order sent)."""
+    if isinstance(v, dict):
+        if list(v) != sorted(v):
+            raise AssertionError("keys not sorted: %s" % list(v))
+        for x in v.values():
+            assert_sorted_everywhere(x)
+    elif isinstance(v, list):
+        for x in v:
+            assert_sorted_everywhere(x)
 
 
 class JobLines(DaemonTest):
+    interval = 1.0  # one tick per second: a timestamp names the tick
     def spawn(self):
         p = subprocess.Popen(["sleep", "30"])
         self.addCleanup(lambda: (p.kill(), p.wait()))
@@ -34,12 +41,12 @@ class JobLines(DaemonTest):
         wait_for(lambda: all(self.d.call("GetJob", {"id": i})["job"]["summary"]["samples"] >= 3
                              for i in ids), timeout=20, what="three samples per job")
         host = self.d.call("GetHostSample")["sample"]
+        by_tick = {}
         for i in ids:
-            with open(os.path.join(self.d.state_dir, "jobs", str(i), "samples.jsonl")) as f:
-                lines = [json.loads(line, object_pairs_hook=sorted_everywhere) for line in f]
+            lines = self.d.call("GetJobSamples", {"id": i})["samples"]
             self.assertGreaterEqual(len(lines), 3)
-            self.assertEqual(lines, self.d.call("GetJobSamples", {"id": i})["samples"][:len(lines)])
             for s in lines:
+                assert_sorted_everywhere(s)
                 self.assertEqual(s["job_id"], i)
                 self.assertEqual(len(s["cpu"]["per_core_pct"]), len(host["cpu"]["per_core_pct"]))
                 for k in HOST_PARTS:
@@ -48,6 +55,14 @@ class JobLines(DaemonTest):
                 self.assertEqual([n["interface"] for n in s["network"]],
                                  [n["interface"] for n in host["network"]])
                 self.assertEqual(s["memory"]["total_mib"], host["memory"]["total_mib"])
+                parts = {k: s[k] for k in HOST_PARTS + ("cpu",)}
+                parts["cpu"] = {k: v for k, v in s["cpu"].items() if not k.startswith("process_")}
+                by_tick.setdefault(s["timestamp_secs"], []).append(parts)
+        shared = [v for v in by_tick.values() if len(v) > 1]
+        self.assertTrue(shared, "jobs sampled at the same tick")
+        for v in shared:
+            for other in v[1:]:
+                self.assertEqual(other, v[0])
 
 
 if __name__ == "__main__":

@@ -398,7 +398,7 @@ static void test_sample_file(void **state)
     }
     fclose(in);
     fclose(out);
-    assert_int_equal(uncommented, 24);
+    assert_int_equal(uncommented, 25);
     assert_int_equal(rt_config_load(path, &c, err, sizeof(err)), 0);
     assert_int_equal(rt_config_diff(&c, &defaults), 0);
 }

@@ -10,6 +10,7 @@
 
 #include "jobs/jobs.h"
 #include "jobs/store.h"
+#include "store/figures.h"
 
 #include <json-c/json.h>
 #include <unistd.h>
@@ -60,8 +61,11 @@ static void test_rebuilt_from_lines(void **state)
         "{\"actual_interval_ms\":7,\"cpu\":{\"process_cores_used\":0.1,\"process_stime_secs\":0.01}}",
     };
     struct rt_job_summary s = {0};
-    for (size_t i = 0; i < 3; i++)
-        rt_job_summary_add_line(&s, lines[i], strlen(lines[i]));
+    for (size_t i = 0; i < 3; i++) {
+        struct rt_job_figures f;
+        assert_true(rt_figures_from_line(lines[i], strlen(lines[i]), 0.2, &f));
+        rt_job_summary_add(&s, &f);
+    }
     assert_int_equal(s.samples, 3);
     assert_true(s.peak_cores == 2.0);
     assert_true(s.cpu_secs > 0.4199 && s.cpu_secs < 0.4201); /* every sample's CPU counts */
@@ -100,8 +104,11 @@ static void test_means_rebuilt_and_recorded(void **state)
     struct rt_job *j = rt_job_new();
     j->id = 7;
     j->state = RT_JOB_FINISHED;
-    for (size_t i = 0; i < 3; i++)
-        rt_job_summary_add_line(&j->summary, lines[i], strlen(lines[i]));
+    for (size_t i = 0; i < 3; i++) {
+        struct rt_job_figures f;
+        assert_true(rt_figures_from_line(lines[i], strlen(lines[i]), 1.0, &f));
+        rt_job_summary_add(&j->summary, &f);
+    }
     const double mib = 1048576.0;
     struct json_object *o = rt_job_to_json(j, 0), *s, *v;
     assert_true(json_object_object_get_ex(o, "summary", &s));
@@ -114,7 +121,8 @@ static void test_means_rebuilt_and_recorded(void **state)
     json_object_put(o);
     /* Through the record: the same figures. */
     struct json_object *rec = rt_job_to_record(j);
-    struct rt_job *back = rt_job_from_record(rec);
+    const char *repaired;
+    struct rt_job *back = rt_job_from_record(rec, &repaired);
     assert_non_null(back);
     assert_true(back->summary.means_known);
     assert_true(back->summary.pss_sum_bytes == j->summary.pss_sum_bytes);
@@ -125,7 +133,7 @@ static void test_means_rebuilt_and_recorded(void **state)
     struct json_object *totals;
     assert_true(json_object_object_get_ex(rec, "totals", &totals));
     json_object_object_del(totals, "pss_sum_bytes");
-    back = rt_job_from_record(rec);
+    back = rt_job_from_record(rec, &repaired);
     assert_false(back->summary.means_known);
     o = rt_job_to_json(back, 0);
     assert_true(json_object_object_get_ex(o, "summary", &s));

@@ -8,6 +8,10 @@
 #include "rt/json.h"
 #include "rt/sample_csv.h"
 #include "rt/sample_json.h"
+#include "rt/util.h"
+
+#include <math.h>
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -222,10 +226,85 @@ static void test_csv_same_from_json(void **state)
     }
 }
 
+/* The text of a double as rt_json_double made it before its fast path
+ * (the oracle): the shortest %g that reads back, plain for everyday
+ * magnitudes, with a '.'. */
+static void oracle_double(double v, int decimals, char *buf, size_t size)
+{
+    if (decimals >= 0)
+        v = rt_round_dec(v, decimals);
+    if (v == 0.0)
+        v = 0.0;
+    int prec = 1;
+    for (; prec < 17; prec++) {
+        snprintf(buf, size, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    snprintf(buf, size, "%.*g", prec, v);
+    char *e = strchr(buf, 'e');
+    if (e && fabs(v) >= 1e-7 && fabs(v) < 1e17) {
+        int needed = prec - 1 - atoi(e + 1);
+        snprintf(buf, size, "%.*f", needed > 0 ? needed : 0, v);
+    }
+    if (!strpbrk(buf, ".e"))
+        strcat(buf, ".0");
+}
+
+static void test_json_double_fast_path(void **state)
+{
+    (void)state;
+    srand(11);
+    char want[64], got[RT_JSON_DOUBLE_MAX];
+    for (int iter = 0; iter < 200000; iter++) {
+        int d = rand() % 8 - 1;
+        double scale = pow(10, rand() % 18 - 6);
+        double v = ((double)rand() / RAND_MAX - 0.3) * scale;
+        if (iter % 5 == 0)
+            v = (double)(rand() % 100000) / pow(10, rand() % 7); /* exact decimals, ties */
+        oracle_double(v, d, want, sizeof(want));
+        assert_int_equal(rt_json_format_double(v, d, got), strlen(want));
+        assert_string_equal(got, want);
+    }
+}
+
+/* Rows print their decimals by integers: the same digits as printf's %.Nf,
+ * ties and carries included. */
+static void test_csv_decimals_as_printf(void **state)
+{
+    (void)state;
+    srand(7);
+    for (int iter = 0; iter < 20000; iter++) {
+        double x[5];
+        for (int i = 0; i < 5; i++) {
+            int kind = rand() % 4;
+            double r = (double)rand() / RAND_MAX;
+            x[i] = kind == 0 ? (double)(rand() % 100000) / 1e4          /* ties for %.3f */
+                 : kind == 1 ? r * 1e6 : kind == 2 ? 0.99995 + r * 1e-4 /* carries */
+                 : -r * 10;
+        }
+        /* utime, stime, utilization; one disk with one mount (space). */
+        double h[] = {5, x[0], x[1], x[2], 1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, x[3] * 1e9, fabs(x[4]) * 1e8, 0, 0};
+        struct rt_process p = {.present = true, .pid = 1, .utime_secs = x[1], .stime_secs = x[2], .cores_used = x[0]};
+        struct rt_process_gpu g = {.present = true, .usage = x[3], .vram_mib = x[4]};
+        char row[1024], want[1024];
+        assert_true(rt_csv_row(h, RT_ARRAY_SIZE(h), 1042, 1.0, &p, &g, row, sizeof(row)) > 0);
+        double total = x[3] * 1e9 / 1e9, avail = fabs(x[4]) * 1e8 / 1e9;
+        snprintf(want, sizeof(want),
+                 "1.042,5,%.3f,%.3f,%.4f,1,2,3,4,5,6,0,0,%.6f,%.6f,%.6f,0,0,0.0000,0.0000,0,1,0,%.4f,%.4f,%.4f,0,0,0,%.4f,%.4f,0\n",
+                 rt_round_dec(x[0], 4), rt_round_dec(x[1], 4), rt_round_dec(x[2], 4), total, total - avail, avail,
+                 rt_round_dec(x[1], 4), rt_round_dec(x[2], 4), rt_round_dec(x[0], 4), rt_round_dec(x[3], 4),
+                 rt_round_dec(x[4], 4));
+        assert_string_equal(row, want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_exact),
+        cmocka_unit_test(test_csv_decimals_as_printf),
+        cmocka_unit_test(test_json_double_fast_path),
         cmocka_unit_test(test_json_job_fields_and_roundtrip),
         cmocka_unit_test(test_csv),
         cmocka_unit_test(test_json_double_format),

@@ -1,0 +1,213 @@
+#include "store/job_text.h"
+
+#include "rt/json.h"
+#include "rt/sample.h"
+#include "rt/sample_csv.h"
+#include "rt/util.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define AI "{\"actual_interval_ms\":"
+#define JOB_NULL "\"job_id\":null,\"job_name\":null,"
+#define TAIL_NULL ",\"tracked_pid\":null}"
+
+static const char *find(const struct rt_host_text *h, size_t from, const char *what)
+{
+    if (from > h->len)
+        return NULL;
+    return memmem(h->p + from, h->len - from, what, strlen(what));
+}
+
+bool rt_host_text_parse(const char *p, size_t len, struct rt_host_text *h)
+{
+    memset(h, 0, sizeof(*h));
+    h->p = p;
+    h->len = len;
+    if (len > strlen(AI) && memcmp(p, AI, strlen(AI)) == 0) {
+        h->ai_val = strlen(AI);
+        const char *comma = memchr(p + h->ai_val, ',', len - h->ai_val);
+        if (!comma)
+            return false;
+        h->ai_end = (size_t)(comma - p);
+    }
+    /* The cpu object comes first and holds numbers only: the first match of
+     * a key there is that key. */
+    const char *a = find(h, 0, "\"process_child_count\":"), *b = a ? find(h, (size_t)(a - p), "\"process_count\":") : NULL;
+    const char *c = b ? find(h, (size_t)(b - p), "\"process_disk_read_bytes\":") : NULL;
+    const char *d = c ? find(h, (size_t)(c - p), "\"stime_secs\":") : NULL;
+    /* Inside a string a '"' is always escaped, so `,"job_id"` is structure. */
+    const char *e = d ? find(h, (size_t)(d - p), ",\"job_id\":") : NULL;
+    if (!e || (size_t)(e - p) + 1 + strlen(JOB_NULL) > len || memcmp(e + 1, JOB_NULL, strlen(JOB_NULL)) != 0)
+        return false;
+    h->proc1 = (size_t)(a - p);
+    h->proc1_end = (size_t)(b - p);
+    h->proc2 = (size_t)(c - p);
+    h->proc2_end = (size_t)(d - p);
+    h->job = (size_t)(e - p) + 1;
+    h->job_end = h->job + strlen(JOB_NULL);
+    /* The end: ["timestamp_ms":DIGITS,]"timestamp_secs":DIGITS,"tracked_pid":null} */
+    if (len < strlen(TAIL_NULL) || memcmp(p + len - strlen(TAIL_NULL), TAIL_NULL, strlen(TAIL_NULL)) != 0)
+        return false;
+    size_t t = len - strlen(TAIL_NULL);
+    static const char *const keys[] = {",\"timestamp_secs\":", ",\"timestamp_ms\":"};
+    for (int k = 0; k < 2; k++) {
+        while (t > h->job_end && p[t - 1] >= '0' && p[t - 1] <= '9')
+            t--;
+        size_t kl = strlen(keys[k]);
+        if (t < h->job_end + kl || memcmp(p + t - kl, keys[k], kl) != 0) {
+            if (k == 0)
+                return false;
+            break; /* no timestamp_ms: a sample from before it */
+        }
+        t -= kl;
+        h->has_ms = k == 1;
+    }
+    h->tail = t + 1;
+    return true;
+}
+
+static void put_str(struct rt_buf *b, const char *s)
+{
+    rt_buf_put(b, s, strlen(s));
+}
+
+static void put_u64(struct rt_buf *b, uint64_t v)
+{
+    char tmp[20];
+    rt_buf_put(b, tmp, rt_fmt_u64(tmp, v));
+}
+
+static void put_i64(struct rt_buf *b, int64_t v)
+{
+    if (v < 0)
+        rt_buf_byte(b, '-');
+    put_u64(b, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+}
+
+static void put_double(struct rt_buf *b, double v, int decimals)
+{
+    char tmp[RT_JSON_DOUBLE_MAX];
+    size_t n = rt_json_format_double(v, decimals, tmp);
+    if (n)
+        rt_buf_put(b, tmp, n);
+    else
+        put_str(b, "null");
+}
+
+static void put_slice(struct rt_buf *b, const struct rt_host_text *h, size_t from, size_t to)
+{
+    rt_buf_put(b, h->p + from, to - from);
+}
+
+void rt_job_sample_json(const struct rt_host_text *h, const struct rt_job_sample *s, struct rt_buf *out)
+{
+    const struct rt_job_figures *f = s->f;
+    rt_buf_reserve(out, h->len + 512);
+    if (h->ai_end) {
+        put_slice(out, h, 0, h->ai_val);
+        put_u64(out, f->interval_ms);
+        put_slice(out, h, h->ai_end, h->proc1);
+    } else {
+        put_slice(out, h, 0, h->proc1);
+    }
+    put_str(out, "\"process_child_count\":");
+    put_i64(out, f->child_count);
+    put_str(out, ",\"process_cores_used\":");
+    put_double(out, f->cores_used, RT_DEC_CORES);
+    rt_buf_byte(out, ',');
+    put_slice(out, h, h->proc1_end, h->proc2);
+    put_str(out, "\"process_disk_read_bytes\":");
+    put_u64(out, f->disk_read_bytes);
+    put_str(out, ",\"process_disk_write_bytes\":");
+    put_u64(out, f->disk_write_bytes);
+    if (f->has_gpu) {
+        put_str(out, ",\"process_gpu_usage\":");
+        put_double(out, f->gpu_usage, RT_DEC_CORES);
+        put_str(out, ",\"process_gpu_utilized\":");
+        put_i64(out, f->gpu_utilized);
+        put_str(out, ",\"process_gpu_vram_mib\":");
+        put_double(out, (double)f->gpu_vram_bytes / (double)RT_MIB, RT_DEC_MIB);
+    } else {
+        put_str(out, ",\"process_gpu_usage\":null,\"process_gpu_utilized\":null,\"process_gpu_vram_mib\":null");
+    }
+    put_str(out, ",\"process_pss_mib\":");
+    put_u64(out, f->pss_bytes / RT_MIB);
+    put_str(out, ",\"process_rss_mib\":");
+    put_u64(out, f->rss_bytes / RT_MIB);
+    put_str(out, ",\"process_stime_secs\":");
+    put_double(out, f->stime_secs, RT_DEC_SECS);
+    put_str(out, ",\"process_utime_secs\":");
+    put_double(out, f->utime_secs, RT_DEC_SECS);
+    rt_buf_byte(out, ',');
+    put_slice(out, h, h->proc2_end, h->job);
+    put_str(out, "\"job_id\":");
+    if (s->job_id)
+        put_u64(out, s->job_id);
+    else
+        put_str(out, "null");
+    put_str(out, ",\"job_name\":");
+    put_str(out, s->name_json);
+    rt_buf_byte(out, ',');
+    put_slice(out, h, h->job_end, h->tail);
+    if (h->has_ms) {
+        put_str(out, "\"timestamp_ms\":");
+        put_u64(out, s->timestamp_ms);
+        rt_buf_byte(out, ',');
+    }
+    put_str(out, "\"timestamp_secs\":");
+    put_u64(out, s->timestamp_ms / 1000);
+    put_str(out, ",\"tracked_pid\":");
+    put_i64(out, s->pid);
+    if (!h->ai_end) { /* json-c adds a key it did not have at the end */
+        put_str(out, ",\"actual_interval_ms\":");
+        put_u64(out, f->interval_ms);
+    }
+    rt_buf_byte(out, '}');
+}
+
+bool rt_job_sample_csv(const double *host, size_t n, const struct rt_job_sample *s, struct rt_buf *out)
+{
+    const struct rt_job_figures *f = s->f;
+    struct rt_process p = {
+        .present = true,
+        .pid = s->pid,
+        .child_count = f->child_count,
+        .cores_used = f->cores_used,
+        .utime_secs = f->utime_secs,
+        .stime_secs = f->stime_secs,
+        .pss_mib = f->pss_bytes / RT_MIB,
+        .rss_mib = f->rss_bytes / RT_MIB,
+        .disk_read_bytes = f->disk_read_bytes,
+        .disk_write_bytes = f->disk_write_bytes,
+    };
+    struct rt_process_gpu g = {
+        .present = f->has_gpu,
+        .usage = f->gpu_usage,
+        .vram_mib = (double)f->gpu_vram_bytes / (double)RT_MIB,
+        .utilized = f->gpu_utilized,
+    };
+    rt_buf_reserve(out, 512);
+    size_t len = rt_csv_row(host, n, s->timestamp_ms, (double)f->interval_ms / 1000.0, &p, &g,
+                            (char *)out->p + out->len, out->cap - out->len);
+    if (len >= out->cap - out->len) {
+        rt_buf_reserve(out, len + 1);
+        len = rt_csv_row(host, n, s->timestamp_ms, (double)f->interval_ms / 1000.0, &p, &g,
+                         (char *)out->p + out->len, out->cap - out->len);
+    }
+    if (!len)
+        return false;
+    out->len += len;
+    return true;
+}
+
+char *rt_job_name_json(const char *name)
+{
+    if (!name)
+        return rt_xstrdup("null");
+    struct json_object *o = json_object_new_string(name);
+    char *s = rt_xstrdup(rt_json_plain(o));
+    json_object_put(o);
+    return s;
+}

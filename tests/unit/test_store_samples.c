@@ -1,0 +1,420 @@
+/* The store rebuilds job samples byte for byte what the daemon wrote before
+ * it: a job's line was the host sample's JSON tree with the job fields set
+ * and serialised again (json-c), its CSV row made from that stored line.
+ * Same data through the old way and through the store (live, stored hot,
+ * sealed, after a reopen, after moving an old samples file in), on random
+ * host samples of every shape (cores, disks, mounts, GPUs, interfaces,
+ * strings that look like the job fields, a first sample without its
+ * interval) and random job figures. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "jobs/summary.h"
+#include "rt/json.h"
+#include "rt/sample_csv.h"
+#include "rt/sample_json.h"
+#include "rt/util.h"
+#include "rt/varlink.h"
+#include "store/figures.h"
+#include "store/job_text.h"
+#include "store/migrate.h"
+#include "store/samples.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+#define JOBS 3
+
+static double rnd(void)
+{
+    return (double)rand() / RAND_MAX;
+}
+
+/* A value as collectors give them: any double, sometimes round. */
+static double val(double scale)
+{
+    switch (rand() % 5) {
+    case 0:
+        return 0;
+    case 1:
+        return round(rnd() * scale);
+    default:
+        return rnd() * scale;
+    }
+}
+
+static const char *const odd_strings[] = {
+    "sda", "nvme0n1", "/", "/mnt/a,\"job_id\":null,\"job_name\":null,\"memory\":{",
+    "\"timestamp_secs\":1,\"tracked_pid\":null}", "back\\slash", "ünïcode ✓", "12.5", "-0", "tab\there",
+    "\"process_child_count\":", "",
+};
+
+static const char *odd(void)
+{
+    return odd_strings[rand() % RT_ARRAY_SIZE(odd_strings)];
+}
+
+/* A host sample of random shape and values (tick n). */
+static void host_sample(struct rt_sample *s, unsigned n, bool first)
+{
+    rt_sample_reset(s);
+    struct rt_arena *a = &s->arena;
+    s->timestamp_ms = (1700000000ULL + n) * 1000 + (uint64_t)(rand() % 1000);
+    s->timestamp_secs = s->timestamp_ms / 1000;
+    s->has_interval = !first;
+    s->actual_interval_ms = 1000 + (uint64_t)(rand() % 7);
+    s->nominal_interval_secs = 1;
+    s->cpu.n_cores = 1 + (size_t)(rand() % 130);
+    s->cpu.per_core_pct = rt_arena_alloc(a, s->cpu.n_cores * sizeof(double));
+    for (size_t i = 0; i < s->cpu.n_cores; i++)
+        s->cpu.per_core_pct[i] = val(100);
+    s->cpu.utilization_pct = val((double)s->cpu.n_cores);
+    s->cpu.utime_secs = val(100);
+    s->cpu.stime_secs = val(10);
+    s->cpu.process_count = (uint32_t)(rand() % 100000);
+    s->cpu.has_cgroup = rand() % 2;
+    s->cpu.cgroup_usage_secs = val(1e6);
+    s->cpu.cgroup_utilization_pct = val(64);
+    s->memory = (struct rt_memory){.total_mib = 1u << 20, .free_mib = (uint64_t)val(1e6),
+                                   .available_mib = (uint64_t)val(1e6), .used_mib = (uint64_t)val(1e6),
+                                   .used_pct = val(100), .buffers_mib = (uint64_t)val(1e4),
+                                   .cached_mib = (uint64_t)val(1e5), .swap_total_mib = 4096,
+                                   .swap_used_mib = (uint64_t)val(4096), .swap_used_pct = val(100),
+                                   .active_mib = (uint64_t)val(1e5), .inactive_mib = (uint64_t)val(1e5)};
+    s->n_disks = (size_t)(rand() % 17);
+    s->disks = rt_arena_alloc(a, (s->n_disks + 1) * sizeof(*s->disks));
+    for (size_t i = 0; i < s->n_disks; i++) {
+        struct rt_disk *d = &s->disks[i];
+        *d = (struct rt_disk){.device = odd(), .model = rand() % 2 ? odd() : NULL, .vendor = NULL,
+                              .serial = rand() % 3 ? "S3R1AL" : NULL, .device_type = rand() % 2 ? "nvme" : NULL,
+                              .has_capacity = rand() % 2, .capacity_bytes = (uint64_t)val(4e12),
+                              .stacked = rand() % 4 == 0, .read_bytes_per_sec = val(3e9),
+                              .write_bytes_per_sec = val(2e9), .read_bytes_total = (uint64_t)val(1e15),
+                              .write_bytes_total = (uint64_t)val(1e15)};
+        d->n_mounts = (size_t)(rand() % 3);
+        d->mounts = rt_arena_alloc(a, (d->n_mounts + 1) * sizeof(*d->mounts));
+        for (size_t k = 0; k < d->n_mounts; k++)
+            d->mounts[k] = (struct rt_mount){.mount_point = odd(), .filesystem = "xfs",
+                                             .total_bytes = (uint64_t)val(4e12), .used_bytes = (uint64_t)val(4e12),
+                                             .available_bytes = (uint64_t)val(4e12), .used_pct = val(100)};
+    }
+    s->n_nets = (size_t)(rand() % 9);
+    s->nets = rt_arena_alloc(a, (s->n_nets + 1) * sizeof(*s->nets));
+    for (size_t i = 0; i < s->n_nets; i++)
+        s->nets[i] = (struct rt_netif){.interface = odd(), .mac_address = "02:42:ac:11:00:02", .driver = odd(),
+                                       .operstate = "up", .has_speed = rand() % 2, .speed_mbps = 100000,
+                                       .has_mtu = true, .mtu = 9000, .rx_bytes_per_sec = val(1e10),
+                                       .tx_bytes_per_sec = val(1e10), .rx_bytes_total = (uint64_t)val(1e15),
+                                       .tx_bytes_total = (uint64_t)val(1e15)};
+    s->has_gpu_backend = rand() % 3 != 0;
+    s->n_gpus = s->has_gpu_backend ? (size_t)(rand() % 9) : 0;
+    s->gpus = rt_arena_alloc(a, (s->n_gpus + 1) * sizeof(*s->gpus));
+    for (size_t i = 0; i < s->n_gpus; i++) {
+        struct rt_gpu *g = &s->gpus[i];
+        *g = (struct rt_gpu){.uuid = "GPU-0d5e3c4a-1111-2222-3333-444455556666", .name = odd(), .host_id = "0",
+                             .vendor = rand() % 2 ? "nvidia" : "amd", .utilization_pct = val(100),
+                             .vram_total_bytes = 85899345920, .vram_used_bytes = (uint64_t)val(8e10),
+                             .vram_used_pct = val(100), .has_temperature = rand() % 2,
+                             .temperature_celsius = (uint32_t)(rand() % 90), .has_power = rand() % 2,
+                             .power_watts = val(700), .has_frequency = true, .frequency_mhz = 1980,
+                             .has_energy = rand() % 2, .energy_joules = val(1e9)};
+        g->n_detail = (size_t)(rand() % 3);
+        g->detail = rt_arena_alloc(a, (g->n_detail + 1) * sizeof(*g->detail));
+        for (size_t k = 0; k < g->n_detail; k++)
+            g->detail[k] = (struct rt_kv){k ? "driver" : "pci_bus_id", odd()};
+    }
+    s->proc_gpu = (struct rt_process_gpu){.present = s->has_gpu_backend, .usage = val(8), .vram_mib = val(8e4),
+                                          .utilized = (uint32_t)(rand() % 9)};
+}
+
+/* A job's figures at the precision the store keeps. */
+static struct rt_job_figures figures(const struct rt_sample *host)
+{
+    struct rt_job_figures f = {
+        .interval_ms = 900 + (uint64_t)(rand() % 300),
+        .child_count = (uint32_t)(rand() % 50),
+        .cores_used = rt_figures_round(val(130), 4),
+        .utime_secs = rt_figures_round((double)(rand() % 20000) / 100, 4),
+        .stime_secs = rt_figures_round((double)(rand() % 2000) / 100, 4),
+        .rss_bytes = (uint64_t)val(1e12),
+        .pss_bytes = (uint64_t)val(1e12),
+        .disk_read_bytes = (uint64_t)val(1e12),
+        .disk_write_bytes = (uint64_t)val(1e12),
+        .has_gpu = host->has_gpu_backend,
+        .gpu_usage = rt_figures_round(val(8), 4),
+        .gpu_utilized = (uint32_t)(rand() % 9),
+        .gpu_vram_bytes = (uint64_t)val(8e10),
+        .has_gpu_energy = rand() % 2,
+        .gpu_energy_joules = rt_figures_round(val(1000), 6),
+    };
+    return f;
+}
+
+static const char *const names[JOBS] = {NULL, "train-1", "t\"q\\uote/é"};
+
+/* The old way: the host tree with the job's fields set, serialised. */
+static char *old_line(struct json_object *host_obj, const struct rt_sample *host, uint64_t id, int32_t pid,
+                      uint64_t ts, const struct rt_job_figures *f)
+{
+    struct rt_sample sm = *host;
+    sm.job_id = id;
+    sm.job_name = names[id % JOBS];
+    sm.proc = (struct rt_process){.present = true, .pid = pid, .child_count = f->child_count,
+                                  .cores_used = f->cores_used, .utime_secs = f->utime_secs,
+                                  .stime_secs = f->stime_secs, .pss_mib = f->pss_bytes / RT_MIB,
+                                  .rss_mib = f->rss_bytes / RT_MIB, .disk_read_bytes = f->disk_read_bytes,
+                                  .disk_write_bytes = f->disk_write_bytes};
+    sm.proc_gpu = (struct rt_process_gpu){.present = f->has_gpu, .usage = f->gpu_usage,
+                                          .vram_mib = (double)f->gpu_vram_bytes / (double)RT_MIB,
+                                          .utilized = f->gpu_utilized};
+    rt_sample_json_set_job(host_obj, &sm);
+    json_object_object_add(host_obj, "timestamp_ms", rt_json_u64(ts));
+    json_object_object_add(host_obj, "timestamp_secs", rt_json_u64(ts / 1000));
+    json_object_object_add(host_obj, "actual_interval_ms", rt_json_u64(f->interval_ms));
+    return rt_xstrdup(json_object_to_json_string_ext(host_obj, JSON_FLAGS));
+}
+
+/* The CSV row GetJobSamples made from a stored line. */
+static char *old_row(const char *line)
+{
+    char err[128];
+    struct json_object *o = rt_vl_parse(line, strlen(line), err, sizeof(err));
+    assert_non_null(o);
+    struct rt_sample s;
+    rt_sample_init(&s);
+    assert_int_equal(rt_sample_from_json(o, &s, err, sizeof(err)), 0);
+    char row[4096];
+    size_t n = rt_sample_to_csv(&s, row, sizeof(row));
+    assert_true(n < sizeof(row));
+    rt_sample_free(&s);
+    json_object_put(o);
+    return rt_xstrdup(row);
+}
+
+struct expect {
+    char **lines, **rows;
+    size_t n, cap;
+};
+
+static void expect_add(struct expect *e, char *line)
+{
+    if (e->n == e->cap) {
+        e->cap = e->cap ? e->cap * 2 : 64;
+        e->lines = rt_xrealloc(e->lines, e->cap * sizeof(char *));
+        e->rows = rt_xrealloc(e->rows, e->cap * sizeof(char *));
+    }
+    e->lines[e->n] = line;
+    e->rows[e->n++] = old_row(line);
+}
+
+static void expect_free(struct expect *e)
+{
+    for (size_t i = 0; i < e->n; i++) {
+        free(e->lines[i]);
+        free(e->rows[i]);
+    }
+    free(e->lines);
+    free(e->rows);
+}
+
+static char dir[64];
+static int state_fd, jobs_fd;
+
+static void open_store(struct rt_samples *s, struct rt_figlog **fl)
+{
+    char err[256];
+    assert_int_equal(rt_samples_open(s, state_fd, jobs_fd, 0700, 0600, 1 << 20, err, sizeof(err)), 0);
+    for (uint64_t id = 1; id <= JOBS; id++) {
+        char sub[8];
+        snprintf(sub, sizeof(sub), "%" PRIu64, id);
+        mkdirat(jobs_fd, sub, 0700);
+        fl[id - 1] = rt_samples_job_log(s, id);
+        assert_non_null(fl[id - 1]);
+        rt_samples_job_load(s, fl[id - 1], UINT64_MAX, &(struct rt_job_summary){0}, 1.0);
+    }
+}
+
+static void close_store(struct rt_samples *s, struct rt_figlog **fl)
+{
+    for (int i = 0; i < JOBS; i++)
+        rt_figlog_unref(fl[i]);
+    rt_samples_close(s);
+}
+
+/* What the store gives back for job id equals what the old way wrote. */
+static void check_read(struct rt_samples *s, struct rt_figlog *fl, uint64_t id, const struct expect *e)
+{
+    char *name = rt_job_name_json(names[id % JOBS]);
+    struct rt_job_view jv = {.id = id, .name_json = name, .pid = (int32_t)(1000 + id)};
+    for (int csv = 0; csv < 2; csv++) {
+        struct rt_buf out = {0};
+        uint64_t next = 0;
+        /* In pages of uneven sizes, across blocks. */
+        for (size_t page = 7; next < e->n; page = page * 3 % 101 + 1) {
+            uint64_t from = next;
+            rt_samples_read(s, fl, &jv, from, e->n, page, 64u << 20, csv, &out, &next);
+            assert_true(next > from);
+        }
+        rt_buf_byte(&out, 0);
+        const char *p = (const char *)out.p;
+        for (size_t i = 0; i < e->n; i++) {
+            const char *want = csv ? e->rows[i] : e->lines[i];
+            size_t len = strlen(want);
+            if (strncmp(p, want, len) != 0 || (!csv && p[len] != '\n'))
+                fail_msg("job %" PRIu64 " sample %zu (%s) differs:\nold: %s\nnew: %.*s", id, i, csv ? "csv" : "json",
+                         want, (int)strcspn(p, "\n"), p);
+            p += len + !csv;
+        }
+        assert_int_equal(*p, 0);
+        rt_buf_free(&out);
+    }
+    free(name);
+}
+
+static void test_rebuilt_byte_for_byte(void **state)
+{
+    (void)state;
+    srand(2024);
+    struct rt_samples s;
+    struct rt_figlog *fl[JOBS];
+    open_store(&s, fl);
+    struct expect e[JOBS] = {{0}};
+    struct rt_sample host;
+    rt_sample_init(&host);
+    enum { ticks = 150 };
+    uint64_t variant[ticks][JOBS] = {{0}}; /* timestamps the lines show per tick: host samples they need */
+    for (unsigned t = 0; t < ticks; t++) {
+        host_sample(&host, t, t == 0 || t == 77);
+        struct json_object *host_obj = rt_sample_to_json(&host);
+        char *text = rt_xstrdup(json_object_to_json_string_ext(host_obj, JSON_FLAGS));
+        struct rt_host_text ht;
+        assert_true(rt_host_text_parse(text, strlen(text), &ht));
+        rt_samples_host_tick(&s, text, strlen(text));
+        struct rt_csv_host ch = {0};
+        rt_csv_host_from_sample(&host, &ch);
+        for (uint64_t id = 1; id <= JOBS; id++) {
+            if (t % (unsigned)id) /* jobs at different intervals */
+                continue;
+            struct rt_job_figures f = figures(&host);
+            /* Now and then a final sample between ticks. */
+            uint64_t ts = host.timestamp_ms + (rand() % 3 == 0 ? 1 + (uint64_t)(rand() % 1500) : 0);
+            for (int k = 0; k < JOBS; k++)
+                if (!variant[t][k] || variant[t][k] == ts) {
+                    variant[t][k] = ts;
+                    break;
+                }
+            char *line = old_line(host_obj, &host, id, (int32_t)(1000 + id), ts, &f);
+            /* Live: the sampler's line and row. */
+            char *name = rt_job_name_json(names[id % JOBS]);
+            struct rt_job_sample js = {.job_id = id, .name_json = name, .pid = (int32_t)(1000 + id),
+                                       .timestamp_ms = ts, .f = &f};
+            struct rt_buf live = {0};
+            rt_job_sample_json(&ht, &js, &live);
+            rt_buf_byte(&live, 0);
+            assert_string_equal((const char *)live.p, line);
+            live.len = 0;
+            assert_true(rt_job_sample_csv(ch.v, ch.n, &js, &live));
+            rt_buf_byte(&live, 0);
+            expect_add(&e[id - 1], line);
+            assert_string_equal((const char *)live.p, e[id - 1].rows[e[id - 1].n - 1]);
+            rt_buf_free(&live);
+            free(name);
+            assert_true(rt_samples_append(&s, fl[id - 1], &f, ts));
+        }
+        rt_csv_host_free(&ch);
+        if (t == 60) /* no job running for a moment: the host block is sealed */
+            rt_samples_job_ended(&s, fl[0], true);
+        json_object_put(host_obj);
+        free(text);
+    }
+    rt_samples_job_ended(&s, fl[1], false); /* an ended job: sealed; the others hot */
+    for (uint64_t id = 1; id <= JOBS; id++)
+        check_read(&s, fl[id - 1], id, &e[id - 1]);
+    close_store(&s, fl);
+    /* After a restart, from what is on disk. */
+    open_store(&s, fl);
+    for (uint64_t id = 1; id <= JOBS; id++)
+        check_read(&s, fl[id - 1], id, &e[id - 1]);
+    close_store(&s, fl);
+
+    /* An older daemon's samples file of the same lines moves in and reads
+     * back the same, sharing host samples with the lines of other jobs. */
+    open_store(&s, fl);
+    uint64_t before = rt_seglog_count(&s.host);
+    struct rt_migration *m = rt_migration_new();
+    for (uint64_t id = 1; id <= JOBS; id++) {
+        rt_figlog_remove(fl[id - 1]);
+        rt_figlog_unref(fl[id - 1]);
+        char path[32];
+        snprintf(path, sizeof(path), "%" PRIu64 "/samples.jsonl", id);
+        int fd = openat(jobs_fd, path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        for (size_t i = 0; i < e[id - 1].n; i++) {
+            assert_true(write(fd, e[id - 1].lines[i], strlen(e[id - 1].lines[i])) > 0);
+            assert_int_equal(write(fd, "\n", 1), 1);
+        }
+        close(fd);
+        char *name = rt_job_name_json(names[id % JOBS]);
+        struct rt_job_summary sum = {0};
+        struct rt_migrate_job mj = {.id = id, .name_json = name, .pid = (int32_t)(1000 + id), .interval_secs = 1,
+                                    .ended = id == 2, .replay_from = 0, .sum = &sum};
+        fl[id - 1] = rt_migrate_job(&s, m, &mj);
+        assert_non_null(fl[id - 1]);
+        assert_int_equal(sum.samples, e[id - 1].n);
+        assert_int_equal(rt_seglog_count(&fl[id - 1]->log), e[id - 1].n);
+        rt_job_summary_free(&sum);
+        free(name);
+        check_read(&s, fl[id - 1], id, &e[id - 1]);
+    }
+    rt_migration_free(m);
+    /* One host sample per host sample the lines show: lines of different
+     * jobs at the same tick share it. */
+    uint64_t distinct = 0;
+    for (unsigned t = 0; t < ticks; t++)
+        for (int k = 0; k < JOBS; k++)
+            distinct += variant[t][k] != 0;
+    assert_int_equal(rt_seglog_count(&s.host) - before, distinct);
+    close_store(&s, fl);
+    rt_sample_free(&host);
+    for (int i = 0; i < JOBS; i++)
+        expect_free(&e[i]);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/rt-store-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    state_fd = open(dir, O_RDONLY | O_DIRECTORY);
+    mkdirat(state_fd, "jobs", 0700);
+    jobs_fd = openat(state_fd, "jobs", O_RDONLY | O_DIRECTORY);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    close(jobs_fd);
+    close(state_fd);
+    char *cmd = rt_xasprintf("rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_rebuilt_byte_for_byte, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
