@@ -248,6 +248,39 @@ DIR *rt_opendir_sub(int dirfd, const char *path)
     return d;
 }
 
+int rt_write_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, enum rt_sync sync)
+{
+    char tmp[512];
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    if (snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", (int)(base - name), name, base) >= (int)sizeof(tmp))
+        return -ENAMETOOLONG;
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        return -errno;
+    int r = 0;
+    for (size_t off = 0; off < len && r == 0;) {
+        ssize_t n = write(fd, (const char *)data + off, len - off);
+        if (n < 0 && errno != EINTR)
+            r = -errno;
+        else if (n > 0)
+            off += (size_t)n;
+    }
+    if (r == 0 && sync == RT_SYNC_DATA && fdatasync(fd) < 0)
+        r = -errno;
+    if (r == 0 && sync == RT_SYNC_FULL && fsync(fd) < 0)
+        r = -errno;
+    if (close(fd) < 0 && r == 0)
+        r = -errno;
+    if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+        r = -errno;
+    if (r < 0) {
+        unlinkat(dirfd, tmp, 0);
+        return r;
+    }
+    return sync == RT_SYNC_FULL && fsync(dirfd) < 0 ? -errno : 0;
+}
+
 size_t rt_fmt_u64(char *buf, uint64_t v)
 {
     char tmp[20];

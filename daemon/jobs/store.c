@@ -112,48 +112,6 @@ void rt_store_close(struct rt_store *s)
     s->jobs_fd = s->dir_fd = -1;
 }
 
-/* Write name atomically inside dirfd: temp file, fsync, rename, fsync dir. */
-/* Write name atomically inside dirfd (temp file + rename). sync: also
- * fsync file and directory, for records that must survive a power loss;
- * without it the rename still makes the update all-or-nothing for crashes
- * of the daemon itself, at no disk latency. */
-static int write_atomic(int dirfd, const char *name, const char *data, size_t len, mode_t mode, bool sync)
-{
-    char tmp[64];
-    snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return -errno;
-    size_t off = 0;
-    while (off < len) {
-        ssize_t n = write(fd, data + off, len - off);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            close(fd);
-            unlinkat(dirfd, tmp, 0);
-            return -e;
-        }
-        off += (size_t)n;
-    }
-    if (sync && fsync(fd) < 0) {
-        int e = errno;
-        close(fd);
-        unlinkat(dirfd, tmp, 0);
-        return -e;
-    }
-    close(fd);
-    if (renameat(dirfd, tmp, dirfd, name) < 0) {
-        int e = errno;
-        unlinkat(dirfd, tmp, 0);
-        return -e;
-    }
-    if (sync)
-        fsync(dirfd);
-    return 0;
-}
-
 int rt_store_alloc_id(struct rt_store *s, uint64_t *id)
 {
     if (s->last_id >= RT_JOB_ID_MAX)
@@ -161,7 +119,7 @@ int rt_store_alloc_id(struct rt_store *s, uint64_t *id)
     char buf[32];
     int n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", s->last_id + 1);
     /* On the main loop: no fsync (job directories also record the ids). */
-    int r = write_atomic(s->dir_fd, "last-id", buf, (size_t)n, s->file_mode, false);
+    int r = rt_write_file_at(s->dir_fd, "last-id", buf, (size_t)n, s->file_mode, RT_SYNC_NONE);
     if (r < 0) {
         rt_err("cannot persist the job id counter in %s: %s", s->path, strerror(-r));
         return r;
@@ -187,7 +145,7 @@ static int save_json(struct rt_store *s, uint64_t id, const char *file, struct j
     size_t len;
     const char *txt = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
                                                         &len);
-    int r = write_atomic(dfd, file, txt, len, s->file_mode, sync);
+    int r = rt_write_file_at(dfd, file, txt, len, s->file_mode, sync ? RT_SYNC_FULL : RT_SYNC_NONE);
     close(dfd);
     return r < 0 ? r : (int)len;
 }

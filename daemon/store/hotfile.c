@@ -50,38 +50,6 @@ uint8_t *rt_hot_slurp(int dirfd, const char *name, size_t *len)
     return buf;
 }
 
-int rt_hot_write_sealed(int dirfd, const char *name, const uint8_t *data, size_t len, mode_t mode)
-{
-    char tmp[300];
-    const char *base = strrchr(name, '/');
-    base = base ? base + 1 : name;
-    if (snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", (int)(base - name), name, base) >= (int)sizeof(tmp))
-        return -ENAMETOOLONG;
-    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return -errno;
-    size_t off = 0;
-    int r = 0;
-    while (off < len && r == 0) {
-        ssize_t n = write(fd, data + off, len - off);
-        if (n < 0 && errno != EINTR)
-            r = -errno;
-        else if (n > 0)
-            off += (size_t)n;
-    }
-    /* On disk before the hot file it replaces goes. */
-    if (r == 0 && fdatasync(fd) < 0)
-        r = -errno;
-    close(fd);
-    if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
-        r = -errno;
-    if (r < 0)
-        unlinkat(dirfd, tmp, 0);
-    return r;
-}
-
-/* ---- hot file entries ---- */
-
 void rt_hot_put_entry(struct rt_buf *b, uint8_t kind, const uint8_t *payload, size_t len)
 {
     rt_buf_byte(b, ENTRY_MAGIC);

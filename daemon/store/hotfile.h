@@ -31,8 +31,6 @@ struct rt_hot_scan {
 ssize_t rt_hot_pread(int fd, void *buf, size_t n, off_t off);
 /* The whole file (at most 512 MiB), or NULL. */
 uint8_t *rt_hot_slurp(int dirfd, const char *name, size_t *len);
-/* A sealed block's file, written whole and synced before it replaces anything. */
-int rt_hot_write_sealed(int dirfd, const char *name, const uint8_t *data, size_t len, mode_t mode);
 
 void rt_hot_put_entry(struct rt_buf *b, uint8_t kind, const uint8_t *payload, size_t len);
 /* An entry at p (n bytes left): its payload length, 0 when it is not a

@@ -100,7 +100,7 @@ static int seal_hot_file(struct rt_seglog *l, uint64_t first, const uint8_t *buf
     uint32_t span = 0;
     rt_frame_header(img.p, img.len, &bfirst, &span);
     rt_seglog_file_name(l, bfirst, ".z", name, sizeof(name));
-    r = rt_hot_write_sealed(l->o.dirfd, name, img.p, img.len, l->o.mode);
+    r = rt_write_file_at(l->o.dirfd, name, img.p, img.len, l->o.mode, RT_SYNC_DATA);
     if (r == 0) {
         pthread_mutex_lock(&l->mu);
         add_block(l, bfirst, span, img.len);

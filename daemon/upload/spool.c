@@ -28,43 +28,6 @@ int rt_spool_open_dir(int dirfd, const char *name)
     return fd;
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
-int rt_spool_write_atomic(int dirfd, const char *name, const void *data, size_t len)
-{
-    char tmp[64];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return -errno;
-    int rc = write_all(fd, data, len);
-    if (rc == 0 && fsync(fd) < 0)
-        rc = -errno;
-    if (close(fd) < 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
-        rc = -errno;
-    if (rc != 0) {
-        unlinkat(dirfd, tmp, 0);
-        return rc;
-    }
-    return fsync(dirfd) < 0 ? -errno : 0;
-}
-
 int rt_spool_read_file(int dirfd, const char *name, char **data, size_t *len)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -249,7 +212,7 @@ int rt_spool_seal(int dirfd, uint64_t seq, uint64_t *rows, uint64_t *bytes)
         return -EIO;
     }
     free(data);
-    rc = rt_spool_write_atomic(dirfd, bname, gz, gzlen);
+    rc = rt_write_file_at(dirfd, bname, gz, gzlen, 0600, RT_SYNC_FULL);
     free(gz);
     if (rc < 0)
         return rc;

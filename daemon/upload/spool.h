@@ -17,8 +17,6 @@
 /* mkdir 0700 (tightening the mode of an existing directory); an O_DIRECTORY
  * fd, or -errno. */
 int rt_spool_open_dir(int dirfd, const char *name);
-/* tmp + fsync + rename + fsync(dir), mode 0600. 0 or -errno. */
-int rt_spool_write_atomic(int dirfd, const char *name, const void *data, size_t len);
 /* Whole file into a malloc'ed NUL-terminated buffer. 0 or -errno. */
 int rt_spool_read_file(int dirfd, const char *name, char **data, size_t *len);
 

@@ -41,7 +41,7 @@ static int write_meta_locked(struct rt_upload_worker *w, struct rt_upload_job *j
     pthread_mutex_unlock(&w->mu);
     if (!meta)
         return 0;
-    int rc = rt_spool_write_atomic(dirfd, RT_SPOOL_META, meta, strlen(meta));
+    int rc = rt_write_file_at(dirfd, RT_SPOOL_META, meta, strlen(meta), 0600, RT_SYNC_FULL);
     if (rc < 0)
         rt_warn("upload: job %llu: cannot write %s: %s", (unsigned long long)id, RT_SPOOL_META, strerror(-rc));
     explicit_bzero(meta, strlen(meta)); /* holds the token */

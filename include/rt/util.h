@@ -44,6 +44,17 @@ bool rt_dir_has_entries_at(int dirfd, const char *path);
  * with errno. */
 DIR *rt_opendir_sub(int dirfd, const char *path);
 
+/* How much rt_write_file_at waits for the disk: nothing (the rename alone
+ * makes the update whole or absent when the process dies), the data before
+ * the rename, or also the directory after it (a power loss keeps the old or
+ * the new file, and the new name). */
+enum rt_sync { RT_SYNC_NONE, RT_SYNC_DATA, RT_SYNC_FULL };
+
+/* Write dirfd/name whole or not at all: a temporary ".NAME.tmp" beside it,
+ * renamed over it. name may hold a subdirectory, but not with RT_SYNC_FULL
+ * (it syncs dirfd). 0 or -errno. */
+int rt_write_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, enum rt_sync sync);
+
 /* v in decimal into buf (at least 20 bytes, not NUL-terminated): the length. */
 size_t rt_fmt_u64(char *buf, uint64_t v);
 

@@ -259,7 +259,7 @@ class UploadTest(unittest.TestCase):
             with open(meta) as f:
                 return run_id in f.read()
         wait_until(saved, 30, "the run id in meta.json")
-        blocker = meta + ".tmp"
+        blocker = os.path.join(self.spool, "1", ".meta.json.tmp")
         os.mkdir(blocker)  # the atomic write's open fails (EISDIR), also for root
         rows = make_rows(13, 30)
         d.rows(1, rows[:10], pace=0.03)

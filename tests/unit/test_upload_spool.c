@@ -123,14 +123,14 @@ static void test_atomic_write(void **state)
 {
     (void)state;
     int d = rt_spool_open_dir(root_fd, "atomic");
-    assert_int_equal(rt_spool_write_atomic(d, "f", "one", 3), 0);
-    assert_int_equal(rt_spool_write_atomic(d, "f", "two!", 4), 0);
+    assert_int_equal(rt_write_file_at(d, "f", "one", 3, 0600, RT_SYNC_FULL), 0);
+    assert_int_equal(rt_write_file_at(d, "f", "two!", 4, 0600, RT_SYNC_FULL), 0);
     char *data;
     size_t len;
     assert_int_equal(rt_spool_read_file(d, "f", &data, &len), 0);
     assert_string_equal(data, "two!");
     free(data);
-    assert_int_equal(faccessat(d, "f.tmp", F_OK, 0), -1);
+    assert_int_equal(faccessat(d, ".f.tmp", F_OK, 0), -1);
     assert_int_equal(rt_spool_read_file(d, "missing", &data, &len), -ENOENT);
     /* An existing directory with a loose mode is tightened. */
     mkdirat(root_fd, "loose", 0755);
@@ -161,7 +161,7 @@ static void test_meta_roundtrip_and_resume(void **state)
     j->exit_code = 3;
     j->finished_at = 1775822400;
     char *meta = rt_upload_job_meta(j);
-    assert_int_equal(rt_spool_write_atomic(d, RT_SPOOL_META, meta, strlen(meta)), 0);
+    assert_int_equal(rt_write_file_at(d, RT_SPOOL_META, meta, strlen(meta), 0600, RT_SYNC_FULL), 0);
     free(meta);
     rt_upload_job_destroy(j);
 

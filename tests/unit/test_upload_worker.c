@@ -238,7 +238,7 @@ static void test_cap_drop_needs_meta(void **state)
     assert_int_equal(rt_upload_job_begin(w, 6, NULL, NULL), 0);
     char dir[128], tmp[160];
     snprintf(dir, sizeof(dir), "%s/6", spool);
-    snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", dir);
+    snprintf(tmp, sizeof(tmp), "%s/.meta.json.tmp", dir);
     assert_int_equal(mkdir(tmp, 0700), 0); /* the atomic write's open fails: EISDIR */
     struct rt_upload_status st;
     wait_pending(w, 6, 4, &st);
