@@ -11,6 +11,7 @@
 #include "run/run.h"
 
 #include "args.h"
+#include "insight/insight.h"
 
 #include "rt/json.h"
 #include "rt/util.h"
@@ -256,8 +257,14 @@ int ctl_run(struct ctl *ctl, int argc, char **argv)
     else if (!l.gone)
         CTL_ERR("the final sample may be missing");
     run_child_note_orphans();
-    if (!r.quiet && l.job)
+    if (!r.quiet && l.job) {
         ctl_print_job_summary(stderr, l.job);
+        /* What to ask for next time: recommend's rules over this run and
+         * the last 5 of its name, from their summaries (a few ms). */
+        char next[512];
+        if (l.up && ctl_insight_recommend_line(&l.ctrl, l.job, 5, next, sizeof(next)) == 0)
+            fprintf(stderr, "  Next run %s\n", next);
+    }
 close:
     run_child_close(&ch);
     run_link_close(&l);

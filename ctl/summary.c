@@ -31,13 +31,6 @@ static void result(char *buf, size_t size, struct json_object *job)
         snprintf(buf, size, "exit status unknown");
 }
 
-/* Hook for one more line (e.g. a right-sizing recommendation). */
-static void summary_extra(FILE *f, struct json_object *job)
-{
-    (void)f;
-    (void)job;
-}
-
 void ctl_print_job_summary(FILE *f, struct json_object *job)
 {
     struct json_object *s = rt_json_get_object(job, "summary");
@@ -76,5 +69,4 @@ void ctl_print_job_summary(FILE *f, struct json_object *job)
                 run ? ", run " : "", run ? run : "", (long long)sent, (long long)pending,
                 err ? "; last error: " : "", err ? err : "");
     }
-    summary_extra(f, job);
 }

@@ -38,7 +38,7 @@ int ctl_insight_recommend_line(struct rt_vl_client *c, struct json_object *job, 
         char people[256], slurm[256];
         insight_rec_people(&a.rec, people, sizeof(people));
         insight_rec_slurm(&a.rec, slurm, sizeof(slurm));
-        snprintf(buf, size, "next run: %s (Slurm: %s)", people, slurm);
+        snprintf(buf, size, "%s (Slurm: %s)", people, slurm);
     }
     insight_analysis_free(&a);
     return rc;

@@ -2,6 +2,7 @@
 metadata flags and TRACKER_* variables, sample output (stderr, --output,
 --format csv, --quiet), the private user daemon, and the client's exit codes."""
 
+import json
 import os
 import pwd
 import signal
@@ -141,6 +142,18 @@ class Run(DaemonTest):
         # The flag wins over the variable.
         rc, _, err = run_ctl(self.d, "run", "--quiet", "--", "sleep", "0.3", env={"TRACKER_QUIET": "0"})
         self.assertEqual((rc, err), (0, ""))
+
+    def test_summary_ends_with_the_next_runs_resources(self):
+        # recommend's answer over this run and the earlier ones of its name.
+        for n in range(2):
+            rc, _, err = run_ctl(self.d, "run", "-n", "nextrun", "--", "sleep", "0.3")
+            self.assertEqual(rc, 0, err)
+            rec = json.loads(run_ctl(self.d, "recommend", "nextrun", "--json")[1])
+            self.assertEqual(len(rec["runs"]), n + 1)
+            r = rec["recommendation"]
+            want = "  Next run %d vCPU%s, %d MiB memory (Slurm: %s)\n" % (
+                r["cpus"], "" if r["cpus"] == 1 else "s", r["memory_mib"], r["slurm"])
+            self.assertTrue(split_summary(err)[1].endswith(want), err)
 
     def test_samples_on_stderr_by_default(self):
         rc, out, err = run_ctl(self.d, "run", "-n", "stderr", "--", "sleep", "0.7")
