@@ -13,7 +13,7 @@ extern const struct ctl_spec ctl_report_spec, ctl_recommend_spec;
 int ctl_report(struct ctl *ctl, int argc, char **argv);
 int ctl_recommend(struct ctl *ctl, int argc, char **argv);
 
-/* "next run: 2 vCPUs, 1024 MiB memory (Slurm: --cpus-per-task=2 --mem=1024M)"
+/* "2 vCPUs, 1024 MiB memory (Slurm: --cpus-per-task=2 --mem=1024M)"
  * for job (a Job object) and up to `history` earlier runs, on a connected
  * client. Returns 0, or an RT_EXIT_* code after printing why. */
 int ctl_insight_recommend_line(struct rt_vl_client *c, struct json_object *job, unsigned history, char *buf,
