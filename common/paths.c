@@ -97,7 +97,11 @@ int rt_user_socket_dir_prepare(const char *socket_path)
     /* A directory planted by another user (e.g. in /tmp) must not be used. */
     if (!S_ISDIR(st.st_mode) || st.st_uid != getuid())
         return -EPERM;
-    if ((st.st_mode & 0077) && chmod(dir, 0700) < 0)
+    /* Others who may write here could replace our socket: then it becomes
+     * ours alone. A sticky directory (/tmp) keeps their files apart, and one
+     * only we may write to keeps its mode: --socket may name a directory
+     * others use (as root, /tmp or /run). */
+    if ((st.st_mode & 0022) && !(st.st_mode & S_ISVTX) && chmod(dir, 0700) < 0)
         return -errno;
     return 0;
 }

@@ -18,7 +18,8 @@ int rt_user_socket_path(char *buf, size_t size);
 int rt_user_state_dir(char *buf, size_t size);
 /* Create the socket's directory (and missing parents) for a user daemon: mode
  * 0700, owned by us. Refuses a directory someone else owns (-EPERM); then
- * rt_user_socket_path gives the fallback. 0 or -errno. */
+ * rt_user_socket_path gives the fallback. An existing one of ours is made
+ * 0700 only when others may write to it and it is not sticky. 0 or -errno. */
 int rt_user_socket_dir_prepare(const char *socket_path);
 
 #endif

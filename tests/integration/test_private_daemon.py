@@ -39,6 +39,33 @@ def daemons_of(uid):
     return found
 
 
+class SocketDirectory(unittest.TestCase):
+    """A user daemon's --socket in an existing directory of its own: its mode
+    is left alone unless others may write there (the socket is 0600 anyway).
+    Root once ran one with --socket /tmp/x.sock and /tmp became 0700."""
+
+    def test_modes(self):
+        tmp = tempfile.mkdtemp(prefix="rt-sockdir-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        for mode, after in ((0o755, 0o755), (0o1777, 0o1777), (0o777, 0o700), (0o711, 0o711)):
+            with self.subTest(mode=oct(mode)):
+                d = os.path.join(tmp, "d%o" % mode)
+                os.mkdir(d)
+                os.chmod(d, mode)
+                sock = os.path.join(d, "rt.sock")
+                p = subprocess.Popen([DAEMON, "--user", "--socket", sock, "--state-dir", os.path.join(tmp, "st")],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                try:
+                    wait_for(lambda: os.path.exists(sock) or p.poll() is not None, what="the socket")
+                    self.assertIsNone(p.poll(), p.stderr.read() if p.poll() is not None else "")
+                    self.assertEqual(os.stat(d).st_mode & 0o7777, after)
+                    self.assertEqual(os.stat(sock).st_mode & 0o777, 0o600)
+                finally:
+                    p.terminate()
+                    p.wait(timeout=30)
+                    p.stderr.close()
+
+
 class PrivateDaemonOfAUser(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
