@@ -70,8 +70,15 @@ int rt_store_open(struct rt_store *s, const char *dir, bool private_mode, char *
         snprintf(err, errlen, "cannot open state directory %s: %s", dir, strerror(errno));
         return r;
     }
-    /* Never world-accessible, whatever the directory was created with. */
+    /* Never world-accessible, whatever the directory was created with; but
+     * a directory all may write to (/tmp) is not ours to change or to use. */
     struct stat st;
+    if (fstat(s->dir_fd, &st) == 0 && (st.st_mode & S_ISVTX) && (st.st_mode & 0002)) {
+        snprintf(err, errlen, "state directory %s is shared by every user (sticky and world-writable): "
+                 "name a directory of its own", dir);
+        rt_store_close(s);
+        return -EPERM;
+    }
     if (fstat(s->dir_fd, &st) < 0 || ((st.st_mode & 0007) && fchmod(s->dir_fd, st.st_mode & ~(mode_t)0007) < 0)) {
         r = -errno;
         snprintf(err, errlen, "cannot make state directory %s private: %s", dir, strerror(errno));

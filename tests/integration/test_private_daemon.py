@@ -39,12 +39,12 @@ def daemons_of(uid):
     return found
 
 
-class SocketDirectory(unittest.TestCase):
-    """A user daemon's --socket in an existing directory of its own: its mode
-    is left alone unless others may write there (the socket is 0600 anyway).
-    Root once ran one with --socket /tmp/x.sock and /tmp became 0700."""
+class SharedDirectories(unittest.TestCase):
+    """A daemon given a directory others use leaves it as it is. Root once ran
+    a user daemon with --socket /tmp/x.sock and /tmp became 0700."""
 
-    def test_modes(self):
+    def test_the_socket_directory_keeps_its_mode(self):
+        # Unless others may write there (the socket is 0600 anyway).
         tmp = tempfile.mkdtemp(prefix="rt-sockdir-")
         self.addCleanup(shutil.rmtree, tmp, True)
         for mode, after in ((0o755, 0o755), (0o1777, 0o1777), (0o777, 0o700), (0o711, 0o711)):
@@ -64,6 +64,19 @@ class SocketDirectory(unittest.TestCase):
                     p.terminate()
                     p.wait(timeout=30)
                     p.stderr.close()
+
+    def test_a_shared_state_directory_is_refused_untouched(self):
+        tmp = tempfile.mkdtemp(prefix="rt-sockdir-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        shared = os.path.join(tmp, "shared")
+        os.mkdir(shared)
+        os.chmod(shared, 0o1777)
+        p = subprocess.run([DAEMON, "--user", "--socket", os.path.join(tmp, "rt.sock"), "--state-dir", shared],
+                           capture_output=True, timeout=30)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn(b"is shared by every user", p.stderr)
+        self.assertEqual(os.stat(shared).st_mode & 0o7777, 0o1777)
+        self.assertEqual(os.listdir(shared), [])
 
 
 class PrivateDaemonOfAUser(unittest.TestCase):
