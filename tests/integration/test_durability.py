@@ -107,6 +107,9 @@ class KillAndRestart(StateDirTest):
         for i in (j_done, j_stop):
             self.assertEqual(self.job(d2, i), before[i], "ended jobs come back unchanged")
             self.assertEqual(job_samples(d2, i), samples[i])
+        # Jobs are resumed on the sampler thread while the daemon already
+        # answers: the victim is running until the daemon has looked.
+        wait_for(lambda: self.job(d2, j_vict)["state"] != "running", what="the victim to be marked lost")
         lost = self.job(d2, j_vict)
         self.assertEqual(lost["state"], "lost")
         self.assertIsNone(lost["exit_code"])
