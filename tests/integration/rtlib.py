@@ -273,10 +273,16 @@ class DaemonTest(unittest.TestCase):
 
 class UsersDaemonTest(unittest.TestCase):
     """One daemon and real users (named after roles, as attributes) for a
-    whole test class; daemon() may be overridden to start it differently."""
+    whole test class; add_users() and daemon() may be overridden to make
+    other users (groups) or start the daemon differently."""
 
     roles = ("u",)
     interval = 0.2
+
+    @classmethod
+    def add_users(cls):
+        for role in cls.roles:
+            setattr(cls, role, cls.users.user(role))
 
     @classmethod
     def daemon(cls):
@@ -286,8 +292,7 @@ class UsersDaemonTest(unittest.TestCase):
     def setUpClass(cls):
         cls.users = TestUsers()
         try:
-            for role in cls.roles:
-                setattr(cls, role, cls.users.user(role))
+            cls.add_users()
             cls.d = cls.daemon().start()
         except BaseException:
             cls.users.cleanup()

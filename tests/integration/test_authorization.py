@@ -13,38 +13,28 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CTL, IFACE, Daemon, TestUsers, call_as, read_json_lines, run_ctl, world_path,  # noqa: E402
+from rtlib import (CTL, IFACE, Daemon, UsersDaemonTest, call_as, read_json_lines, run_ctl, world_path,  # noqa: E402
                    setpriv, spawn_as, starttime, wait_for)
 
 DENIED, NOT_FOUND = 4, 5
 
 
-class Authorization(unittest.TestCase):
+class Authorization(UsersDaemonTest):
     @classmethod
-    def setUpClass(cls):
-        cls.users = TestUsers()
-        try:
-            adm_gid = cls.users.group("adm")
-            cls.adm_group = cls.users.groups[-1]
-            cls.a = cls.users.user("a")
-            cls.b = cls.users.user("b")
-            cls.c = cls.users.user("c", groups=[cls.adm_group])   # admin through a supplementary group
-            cls.p = cls.users.user("p", primary=cls.adm_group)    # admin through its primary group
-            cls.e = cls.users.user("e")                           # for the running-jobs limit
-            cls.uid = {u: pwd.getpwnam(u).pw_uid for u in (cls.a, cls.b, cls.c, cls.p, cls.e)}
-            assert adm_gid in os.getgrouplist(cls.c, pwd.getpwnam(cls.c).pw_gid)
-            cls.d = Daemon(interval=0.2, args=["--admin-group", cls.adm_group]).start()
-        except BaseException:
-            cls.users.cleanup()
-            raise
+    def add_users(cls):
+        adm_gid = cls.users.group("adm")
+        cls.adm_group = cls.users.groups[-1]
+        cls.a = cls.users.user("a")
+        cls.b = cls.users.user("b")
+        cls.c = cls.users.user("c", groups=[cls.adm_group])   # admin through a supplementary group
+        cls.p = cls.users.user("p", primary=cls.adm_group)    # admin through its primary group
+        cls.e = cls.users.user("e")                           # for the running-jobs limit
+        cls.uid = {u: pwd.getpwnam(u).pw_uid for u in (cls.a, cls.b, cls.c, cls.p, cls.e)}
+        assert adm_gid in os.getgrouplist(cls.c, pwd.getpwnam(cls.c).pw_gid)
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
-            cls.users.cleanup()
+    def daemon(cls):
+        return Daemon(interval=0.2, args=["--admin-group", cls.adm_group])
 
     # ---- helpers ----
 

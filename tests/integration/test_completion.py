@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import CTL, Daemon, TestUsers, run_ctl, setpriv, spawn_as, wait_for, world_path  # noqa: E402
+from rtlib import CTL, Daemon, UsersDaemonTest, run_ctl, setpriv, spawn_as, wait_for, world_path  # noqa: E402
 
 SOURCE = os.environ.get("RT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 COMPLETION = os.path.join(SOURCE, "packaging", "bash-completion", "resource-trackerctl")
@@ -44,42 +44,29 @@ done
 """
 
 
-class Completion(unittest.TestCase):
+class Completion(UsersDaemonTest):
+    roles = ("alice", "bob")
+
     @classmethod
     def setUpClass(cls):
         if not os.path.exists(BASH_COMPLETION):
             raise AssertionError("bash-completion is not installed (scripts/setup.d/70-bash-completion.sh)")
-        cls.users = TestUsers()
         cls.tmp = tempfile.mkdtemp(prefix="rt-comp-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
         os.chmod(cls.tmp, 0o755)
-        try:
-            cls.alice = cls.users.user("alice")
-            cls.bob = cls.users.user("bob")
-            cls.d = Daemon(interval=0.2).start()
-            # The client under the name bash completes, first on PATH.
-            cls.bin = os.path.join(cls.tmp, "bin")
-            os.mkdir(cls.bin)
-            os.chmod(cls.bin, 0o755)
-            shutil.copy2(world_path(CTL), os.path.join(cls.bin, "resource-trackerctl"))
-            cls.completion = os.path.join(cls.tmp, "resource-trackerctl.bash")  # users can read it here
-            shutil.copy(COMPLETION, cls.completion)
-            os.chmod(cls.completion, 0o644)
-            cls.driver = os.path.join(cls.tmp, "driver.sh")
-            with open(cls.driver, "w") as f:
-                f.write(DRIVER)
-            os.chmod(cls.driver, 0o644)
-        except BaseException:
-            cls.users.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
-            cls.users.cleanup()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+        # The client under the name bash completes, first on PATH.
+        cls.bin = os.path.join(cls.tmp, "bin")
+        os.mkdir(cls.bin)
+        os.chmod(cls.bin, 0o755)
+        shutil.copy2(world_path(CTL), os.path.join(cls.bin, "resource-trackerctl"))
+        cls.completion = os.path.join(cls.tmp, "resource-trackerctl.bash")  # users can read it here
+        shutil.copy(COMPLETION, cls.completion)
+        os.chmod(cls.completion, 0o644)
+        cls.driver = os.path.join(cls.tmp, "driver.sh")
+        with open(cls.driver, "w") as f:
+            f.write(DRIVER)
+        os.chmod(cls.driver, 0o644)
+        super().setUpClass()
 
     def complete(self, *lines, user=None, socket=None, env=None):
         """COMPREPLY for each command line (a string of shell words)."""

@@ -13,16 +13,17 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import TOOLS, Daemon, TestUsers, job_samples, run_ctl, spawn_as  # noqa: E402
+from rtlib import TOOLS, UsersDaemonTest, job_samples, run_ctl, spawn_as  # noqa: E402
 
 DENIED = 4
 MIB = 1 << 20
 
 
-class Setuid(unittest.TestCase):
+class Setuid(UsersDaemonTest):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="rt-setuid-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
         os.chmod(cls.tmp, 0o755)
         # root-owned copies: setuid root, setgid root, and plain ones.
         cls.bins = {}
@@ -38,22 +39,7 @@ class Setuid(unittest.TestCase):
         cls.out = os.path.join(cls.tmp, "out")
         os.mkdir(cls.out)
         os.chmod(cls.out, 0o1777)
-        cls.users = TestUsers()
-        try:
-            cls.u = cls.users.user("u")
-            cls.d = Daemon(interval=0.2).start()
-        except BaseException:
-            cls.users.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
-            cls.users.cleanup()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+        super().setUpClass()
 
     def process(self, *cmd):
         p = spawn_as(self.u, list(cmd))
