@@ -271,13 +271,12 @@ class DaemonTest(unittest.TestCase):
             self.d.cleanup()
 
 
-class UsersDaemonTest(unittest.TestCase):
-    """One daemon and real users (named after roles, as attributes) for a
-    whole test class; add_users() and daemon() may be overridden to make
-    other users (groups) or start the daemon differently."""
+class UsersTest(unittest.TestCase):
+    """Real users (named after roles, as attributes) for a whole test class,
+    removed after it (also when its setup fails); add_users() may be
+    overridden to make others (groups)."""
 
     roles = ("u",)
-    interval = 0.2
 
     @classmethod
     def add_users(cls):
@@ -285,26 +284,29 @@ class UsersDaemonTest(unittest.TestCase):
             setattr(cls, role, cls.users.user(role))
 
     @classmethod
+    def setUpClass(cls):
+        cls.users = TestUsers()
+        cls.addClassCleanup(cls.users.cleanup)
+        cls.add_users()
+
+
+class UsersDaemonTest(UsersTest):
+    """UsersTest with one daemon for the class; daemon() may be overridden to
+    start it differently."""
+
+    interval = 0.2
+
+    @classmethod
     def daemon(cls):
         return Daemon(interval=cls.interval)
 
     @classmethod
     def setUpClass(cls):
-        cls.users = TestUsers()
-        try:
-            cls.add_users()
-            cls.d = cls.daemon().start()
-        except BaseException:
-            cls.users.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.d.stop()
-        finally:
-            cls.d.cleanup()
-            cls.users.cleanup()
+        super().setUpClass()
+        cls.d = cls.daemon()
+        cls.addClassCleanup(cls.d.cleanup)
+        cls.d.start()
+        cls.addClassCleanup(cls.d.stop)  # class cleanups run last first: stop, then clean up
 
 
 def starttime(pid):

@@ -17,7 +17,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CTL, Daemon, DaemonTest, TestUsers, read_json_lines, run_ctl, spawn_as,  # noqa: E402
+from rtlib import (CTL, Daemon, DaemonTest, UsersTest, read_json_lines, run_ctl, spawn_as,  # noqa: E402
                    wait_for)
 
 CSV_HEADER_START = "timestamp,system_processes,system_utime,"
@@ -171,28 +171,19 @@ class Ctl(DaemonTest):
         self.assertIn("Job %d (logged) of uid 0 finished after" % jid, mine[1])
 
 
-class JobsAndUsers(unittest.TestCase):
+class JobsAndUsers(UsersTest):
     """jobs' filters as a user, an administrator (by group) and root; its
     columns, cells and CSV; status JOB's metadata and tags."""
 
     @classmethod
-    def setUpClass(cls):
-        cls.users = TestUsers()
-        try:
-            cls.users.group("adm")
-            adm_group = cls.users.groups[-1]
-            cls.alice = cls.users.user("alice")
-            cls.bob = cls.users.user("bob")
-            cls.adm = cls.users.user("adm", groups=[adm_group])
-            cls.uid = {u: pwd.getpwnam(u).pw_uid for u in (cls.alice, cls.bob, cls.adm)}
-            cls.admin_args = ["--admin-group", adm_group]
-        except BaseException:
-            cls.users.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.users.cleanup()
+    def add_users(cls):
+        cls.users.group("adm")
+        adm_group = cls.users.groups[-1]
+        cls.alice = cls.users.user("alice")
+        cls.bob = cls.users.user("bob")
+        cls.adm = cls.users.user("adm", groups=[adm_group])
+        cls.uid = {u: pwd.getpwnam(u).pw_uid for u in (cls.alice, cls.bob, cls.adm)}
+        cls.admin_args = ["--admin-group", adm_group]
 
     def setUp(self):
         self.d = Daemon(interval=0.2, args=self.admin_args).start()

@@ -17,7 +17,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import CTL, IFACE, Daemon, TestUsers, call_as, run_ctl, setpriv, spawn_as, wait_for  # noqa: E402
+from rtlib import CTL, IFACE, Daemon, UsersTest, call_as, run_ctl, setpriv, spawn_as, wait_for  # noqa: E402
 
 MIB = 1 << 20
 P99_MAX = 0.050
@@ -179,7 +179,7 @@ def p99(values):
     return v[min(len(v) - 1, int(len(v) * 0.99))]
 
 
-class Attacks(unittest.TestCase):
+class Attacks(UsersTest):
     # The defaults: limits.max_buffer_per_user and limits.max_buffer_total.
     PER_USER, TOTAL = 64 * MIB, 256 * MIB
     # Allocator overhead and replies in flight (docs/protocol.md); ASan's
@@ -187,18 +187,9 @@ class Attacks(unittest.TestCase):
     SLACK, ASAN_FACTOR, ASAN_SLACK = 12 * MIB, 2, 32 * MIB
 
     @classmethod
-    def setUpClass(cls):
-        cls.users = TestUsers()
-        try:
-            cls.attackers = [cls.users.user("x%d" % i) for i in range(4)]
-            cls.good = cls.users.user("good")
-        except BaseException:
-            cls.users.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.users.cleanup()
+    def add_users(cls):
+        cls.attackers = [cls.users.user("x%d" % i) for i in range(4)]
+        cls.good = cls.users.user("good")
 
     @staticmethod
     def write_limits(path, limits):

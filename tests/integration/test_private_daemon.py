@@ -17,7 +17,7 @@ import unittest
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.environ.get("RT_SOURCE_DIR", "."), "tests", "upload"))
-from rtlib import (CTL, DAEMON, Daemon, TestUsers, read_json_lines, setpriv, wait_for,  # noqa: E402
+from rtlib import (CTL, DAEMON, Daemon, UsersTest, read_json_lines, setpriv, wait_for,  # noqa: E402
                    world_path)
 from standin import SentinelStandin  # noqa: E402
 from test_run import system_daemon_answers  # noqa: E402
@@ -79,22 +79,14 @@ class SharedDirectories(unittest.TestCase):
         self.assertEqual(os.listdir(shared), [])
 
 
-class PrivateDaemonOfAUser(unittest.TestCase):
+class PrivateDaemonOfAUser(UsersTest):
+    roles = ("a", "b")
+
     @classmethod
     def setUpClass(cls):
         if system_daemon_answers():
             raise unittest.SkipTest("a system daemon is running on this machine")
-        cls.users = TestUsers()
-        try:
-            cls.a = cls.users.user("a")
-            cls.b = cls.users.user("b")
-        except BaseException:
-            cls.users.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.users.cleanup()
+        super().setUpClass()
 
     def setUp(self):
         self.uid = pwd.getpwnam(self.a).pw_uid

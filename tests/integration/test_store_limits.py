@@ -15,7 +15,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (IFACE, Connection, Daemon, TestUsers, VarlinkError, call_as, spawn_as,  # noqa: E402
+from rtlib import (IFACE, Connection, Daemon, UsersTest, VarlinkError, call_as, spawn_as,  # noqa: E402
                    wait_for)
 
 METADATA_MAX = 64 * 1024  # RT_JOB_METADATA_MAX
@@ -161,20 +161,8 @@ class Pinger(threading.Thread):
         return v[int(len(v) * 0.99)] if v else 0
 
 
-class Users(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.users = TestUsers()
-        try:
-            cls.a = cls.users.user("a")
-            cls.b = cls.users.user("b")
-        except Exception:
-            cls.users.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.users.cleanup()
+class Users(UsersTest):
+    roles = ("a", "b")
 
     def daemon(self, retention, interval=0.1):
         conf = tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False)
