@@ -176,8 +176,20 @@ static size_t next_count(struct cursor *c)
     return (size_t)v;
 }
 
-size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double secs, const struct rt_process *p,
-                  const struct rt_process_gpu *g, char *buf, size_t size)
+/* A job's figure in its CSV column: as the sample shows it, to 4 places
+ * where it has decimals. */
+static void put_figure(struct out *o, const struct rt_fig_sample *r, double v)
+{
+    switch (r->show) {
+    case RT_SHOW_INT: put_u64(o, (uint64_t)v); break;
+    case RT_SHOW_DEC: put_fixed(o, rt_round_dec(v, r->decimals), 4); break;
+    case RT_SHOW_MIB: put_u64(o, (uint64_t)v / RT_MIB); break;
+    case RT_SHOW_MIB_DEC: put_fixed(o, rt_round_dec(v / (double)RT_MIB, r->decimals), 4); break;
+    }
+}
+
+size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double secs, const struct rt_csv_job *job,
+                  char *buf, size_t size)
 {
     struct cursor c = {h, n, 0, false};
     double procs = next(&c), utime = next(&c), stime = next(&c), util = next(&c), mem[6];
@@ -258,37 +270,24 @@ size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double secs,
     put_c(&o, ',');
     put_u64(&o, gpu_busy);
     put_c(&o, ',');
-    if (p->present) {
-        put(&o, "%" PRId32, p->pid);
+    if (job->has_job)
+        put(&o, "%" PRId32, job->pid);
+    /* The job's columns; on host samples the GPU ones are the host's GPU
+     * use, as the Rust tracker writes them without a PID, and the others
+     * empty. */
+    int col[RT_CSV_COLUMNS + 1];
+    for (size_t k = 0; k <= RT_CSV_COLUMNS; k++)
+        col[k] = -1;
+    for (size_t i = 0; i < rt_fig_nsamples; i++)
+        if (rt_fig_samples[i].csv)
+            col[rt_fig_samples[i].csv] = (int)i;
+    for (size_t k = RT_CSV_PID_COLUMN + 1; k <= RT_CSV_COLUMNS; k++) {
         put_c(&o, ',');
-        put_u64(&o, p->child_count);
-        const double v[] = {p->utime_secs, p->stime_secs, p->cores_used};
-        const int dec[] = {RT_DEC_SECS, RT_DEC_SECS, RT_DEC_CORES};
-        for (size_t i = 0; i < 3; i++) {
-            put_c(&o, ',');
-            put_fixed(&o, rt_round_dec(v[i], dec[i]), 4);
-        }
-        const uint64_t u[] = {p->pss_mib, p->disk_read_bytes, p->disk_write_bytes};
-        for (size_t i = 0; i < 3; i++) {
-            put_c(&o, ',');
-            put_u64(&o, u[i]);
-        }
-        put_c(&o, ',');
-    } else {
-        put_mem(&o, ",,,,,,,,", 8);
+        double v;
+        if (col[k] >= 0 && rt_fig_sample_in(job->f, job->has_job, (size_t)col[k], &v))
+            put_figure(&o, &rt_fig_samples[col[k]], v);
     }
-    /* On host samples these are the host's GPU use, as the Rust tracker
-     * writes them without a PID; empty without a GPU backend. */
-    if (g->present) {
-        put_fixed(&o, rt_round_dec(g->usage, RT_DEC_CORES), 4);
-        put_c(&o, ',');
-        put_fixed(&o, rt_round_dec(g->vram_mib, RT_DEC_MIB), 4);
-        put_c(&o, ',');
-        put_u64(&o, g->utilized);
-        put_c(&o, '\n');
-    } else {
-        put_mem(&o, ",,\n", 3);
-    }
+    put_c(&o, '\n');
     return o.len;
 }
 
@@ -296,7 +295,8 @@ size_t rt_sample_to_csv(const struct rt_sample *s, char *buf, size_t size)
 {
     struct rt_csv_host h = {0};
     rt_csv_host_from_sample(s, &h);
-    size_t n = rt_csv_row(h.v, h.n, s->timestamp_ms, rt_sample_interval_secs(s), &s->proc, &s->proc_gpu, buf, size);
+    struct rt_csv_job job = {.has_job = s->has_job, .pid = s->tracked_pid, .f = &s->job};
+    size_t n = rt_csv_row(h.v, h.n, s->timestamp_ms, rt_sample_interval_secs(s), &job, buf, size);
     rt_csv_host_free(&h);
     return n;
 }

@@ -34,19 +34,18 @@ static struct json_object *cpu_json(const struct rt_sample *s)
     for (size_t i = 0; i < c->n_cores; i++)
         json_object_array_add(cores, rt_json_double(c->per_core_pct[i], DEC_PCT));
     add(o, "per_core_pct", cores);
-    /* process_* keys are filled by rt_sample_json_set_job; reserve their slots
-     * here so the key order stays sorted. */
-    static const char *const proc_keys[] = {
-        "process_child_count", "process_cores_used", NULL, "process_disk_read_bytes",
-        "process_disk_write_bytes", "process_gpu_usage", "process_gpu_utilized",
-        "process_gpu_vram_mib", "process_pss_mib", "process_rss_mib",
-        "process_stime_secs", "process_utime_secs",
-    };
-    for (size_t i = 0; i < sizeof(proc_keys) / sizeof(proc_keys[0]); i++) {
-        if (proc_keys[i])
-            add(o, proc_keys[i], NULL);
-        else
+    /* The job's keys are filled by rt_sample_json_set_job; reserve their
+     * slots here so the key order stays sorted (rt_fig_samples is). */
+    bool count_added = false;
+    for (size_t i = 0; i < rt_fig_nsamples; i++) {
+        const char *k = rt_fig_samples[i].json;
+        if (!k)
+            continue;
+        if (!count_added && strcmp(k, "process_count") > 0) {
             add(o, "process_count", json_object_new_int64(c->process_count));
+            count_added = true;
+        }
+        add(o, k, NULL);
     }
     add(o, "stime_secs", rt_json_double(c->stime_secs, DEC_SECS));
     add(o, "utilization_pct", rt_json_double(c->utilization_pct, DEC_CORES));
@@ -173,26 +172,18 @@ struct json_object *rt_sample_to_json(const struct rt_sample *s)
 
 void rt_sample_json_set_job(struct json_object *root, const struct rt_sample *s)
 {
-    const struct rt_process *p = &s->proc;
-    const struct rt_process_gpu *g = &s->proc_gpu;
     add(root, "job_id", s->job_id ? rt_json_u64(s->job_id) : NULL);
     add(root, "job_name", rt_json_string_or_null(s->job_name));
-    add(root, "tracked_pid", p->present ? json_object_new_int64(p->pid) : NULL);
+    add(root, "tracked_pid", s->has_job ? json_object_new_int64(s->tracked_pid) : NULL);
     struct json_object *c = rt_json_get_object(root, "cpu");
     if (!c)
         return;
-    bool on = p->present;
-    add(c, "process_child_count", on ? json_object_new_int64(p->child_count) : NULL);
-    add(c, "process_cores_used", on ? rt_json_double(p->cores_used, DEC_CORES) : NULL);
-    add(c, "process_disk_read_bytes", on ? rt_json_u64(p->disk_read_bytes) : NULL);
-    add(c, "process_disk_write_bytes", on ? rt_json_u64(p->disk_write_bytes) : NULL);
-    add(c, "process_gpu_usage", g->present ? rt_json_double(g->usage, DEC_CORES) : NULL);
-    add(c, "process_gpu_utilized", g->present ? json_object_new_int64(g->utilized) : NULL);
-    add(c, "process_gpu_vram_mib", g->present ? rt_json_double(g->vram_mib, DEC_MIB) : NULL);
-    add(c, "process_pss_mib", on ? rt_json_u64(p->pss_mib) : NULL);
-    add(c, "process_rss_mib", on ? rt_json_u64(p->rss_mib) : NULL);
-    add(c, "process_stime_secs", on ? rt_json_double(p->stime_secs, DEC_SECS) : NULL);
-    add(c, "process_utime_secs", on ? rt_json_double(p->utime_secs, DEC_SECS) : NULL);
+    for (size_t i = 0; i < rt_fig_nsamples; i++) {
+        double v;
+        if (rt_fig_samples[i].json)
+            add(c, rt_fig_samples[i].json,
+                rt_fig_sample_in(&s->job, s->has_job, i, &v) ? rt_fig_sample_json(&rt_fig_samples[i], v) : NULL);
+    }
 }
 
 /* ---- parsing ---- */
@@ -235,24 +226,7 @@ static void parse_cpu(struct json_object *c, struct rt_sample *s)
     cpu->per_core_pct = rt_arena_alloc(&s->arena, cpu->n_cores * sizeof(double));
     for (size_t i = 0; i < cpu->n_cores; i++)
         cpu->per_core_pct[i] = json_object_get_double(json_object_array_get_idx(cores, i));
-
-    struct rt_process *p = &s->proc;
-    p->present = rt_json_get_double(c, "process_cores_used", &p->cores_used);
-    if (p->present) {
-        p->child_count = (uint32_t)u64_or0(c, "process_child_count");
-        p->utime_secs = dbl_or0(c, "process_utime_secs");
-        p->stime_secs = dbl_or0(c, "process_stime_secs");
-        p->pss_mib = u64_or0(c, "process_pss_mib");
-        p->rss_mib = u64_or0(c, "process_rss_mib");
-        p->disk_read_bytes = u64_or0(c, "process_disk_read_bytes");
-        p->disk_write_bytes = u64_or0(c, "process_disk_write_bytes");
-    }
-    struct rt_process_gpu *g = &s->proc_gpu;
-    g->present = rt_json_get_double(c, "process_gpu_usage", &g->usage);
-    if (g->present) {
-        g->vram_mib = dbl_or0(c, "process_gpu_vram_mib");
-        g->utilized = (uint32_t)u64_or0(c, "process_gpu_utilized");
-    }
+    s->has_job = rt_job_figures_from_json(c, &s->job);
 }
 
 static void parse_memory(struct json_object *m, struct rt_memory *mem)
@@ -374,11 +348,11 @@ int rt_sample_from_json(struct json_object *o, struct rt_sample *s, char *err, s
     s->gpus = rt_arena_alloc(&s->arena, s->n_gpus * sizeof(*s->gpus));
     for (size_t i = 0; i < s->n_gpus; i++)
         parse_gpu(json_object_array_get_idx(a, i), &s->gpus[i], s);
-    s->has_gpu_backend = s->proc_gpu.present;
+    s->has_gpu_backend = s->job.gates & RT_GATE_GPU;
     rt_json_get_u64(o, "job_id", &s->job_id);
     s->job_name = dup_str(s, o, "job_name");
     int64_t pid;
-    if (s->proc.present && rt_json_get_i64(o, "tracked_pid", &pid))
-        s->proc.pid = (int32_t)pid;
+    if (s->has_job && rt_json_get_i64(o, "tracked_pid", &pid))
+        s->tracked_pid = (int32_t)pid;
     return 0;
 }

@@ -124,6 +124,15 @@ size_t ctl_term_width(void);
 size_t ctl_fmt_cut(char *buf, size_t size, const char *s, size_t width);
 /* ctl_fmt_cut padded with spaces to width characters; NULL shows as "-". */
 void ctl_fmt_cell(char *buf, size_t size, const char *s, size_t width);
+/* A job's figures by their names in rt/job_figures.h (figures.c; a name
+ * that is not there is a bug and aborts): a total of Job.summary (false
+ * when null; ctl_total0: 0 then), and the keys of a sample's figure in a
+ * JSON sample's "cpu" and in Job.current. */
+bool ctl_total(struct json_object *summary, const char *key, double *v);
+double ctl_total0(struct json_object *summary, const char *key);
+const char *ctl_fig_json(const char *name);
+const char *ctl_fig_now(const char *name);
+
 /* A job's summary for people (summary.c): result, CPU, memory, I/O, GPU,
  * upload; `run` prints it at the end. */
 void ctl_print_job_summary(FILE *f, struct json_object *job);

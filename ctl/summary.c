@@ -42,20 +42,20 @@ void ctl_print_job_summary(FILE *f, struct json_object *job)
     result(res, sizeof(res), job);
     fprintf(f, "Job %lld%s%s%s %s after %s: %s\n", (long long)id, name ? " (" : "", name ? name : "",
             name ? ")" : "", rt_json_get_string(job, "state"), dur, res);
-    ctl_fmt_duration(b1, sizeof(b1), dbl(s, "cpu_secs"));
-    fprintf(f, "  CPU      %s in total, %.2f cores on average, %.2f at peak\n", b1, dbl(s, "avg_cores"),
-            dbl(s, "peak_cores"));
-    ctl_fmt_bytes(b1, sizeof(b1), dbl(s, "peak_rss_bytes"));
-    ctl_fmt_bytes(b2, sizeof(b2), dbl(s, "peak_pss_bytes"));
+    ctl_fmt_duration(b1, sizeof(b1), ctl_total0(s, "cpu_secs"));
+    fprintf(f, "  CPU      %s in total, %.2f cores on average, %.2f at peak\n", b1, ctl_total0(s, "avg_cores"),
+            ctl_total0(s, "peak_cores"));
+    ctl_fmt_bytes(b1, sizeof(b1), ctl_total0(s, "peak_rss_bytes"));
+    ctl_fmt_bytes(b2, sizeof(b2), ctl_total0(s, "peak_pss_bytes"));
     fprintf(f, "  Memory   peak RSS %s, peak PSS %s\n", b1, b2);
-    ctl_fmt_bytes(b1, sizeof(b1), dbl(s, "disk_read_bytes"));
-    ctl_fmt_bytes(b2, sizeof(b2), dbl(s, "disk_write_bytes"));
+    ctl_fmt_bytes(b1, sizeof(b1), ctl_total0(s, "disk_read_bytes"));
+    ctl_fmt_bytes(b2, sizeof(b2), ctl_total0(s, "disk_write_bytes"));
     fprintf(f, "  Disk     read %s, written %s\n", b1, b2);
     double v;
-    if (rt_json_get_double(s, "gpu_avg_usage", &v)) {
-        ctl_fmt_bytes(b1, sizeof(b1), dbl(s, "gpu_peak_vram_bytes"));
+    if (ctl_total(s, "gpu_avg_usage", &v)) {
+        ctl_fmt_bytes(b1, sizeof(b1), ctl_total0(s, "gpu_peak_vram_bytes"));
         fprintf(f, "  GPU      %.2f GPUs on average, peak VRAM %s", v, b1);
-        if (rt_json_get_double(s, "gpu_energy_joules", &v))
+        if (ctl_total(s, "gpu_energy_joules", &v))
             fprintf(f, ", %.1f J", v);
         fprintf(f, "\n");
     }

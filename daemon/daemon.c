@@ -352,24 +352,14 @@ static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
             if (started) {
                 rt_event_job_started(&ej);
             } else {
-                const struct rt_job_summary *s = &j->summary;
-                struct rt_job_totals t = {
+                struct rt_event_job_end end = {
                     .state = rt_job_state_name(j->state),
                     .exit_status = j->has_exit ? j->exit_code : -1,
                     .duration_usec = (uint64_t)(rt_job_duration(j, j->ended_at) * 1e6),
-                    .cpu_usage_nsec = (uint64_t)(s->cpu_secs * 1e9),
-                    .rss_peak_bytes = s->peak_rss_bytes,
-                    .pss_peak_bytes = s->peak_pss_bytes,
-                    .io_read_bytes = s->disk_read_bytes,
-                    .io_write_bytes = s->disk_write_bytes,
-                    .processes_max = s->peak_children + 1,
-                    .samples = s->samples,
-                    .gpus_used = s->gpus ? (unsigned)json_object_array_length(s->gpus) : 0,
-                    .gpu_energy_j = s->has_gpu_energy ? s->gpu_energy_joules : -1,
-                    .gpu_mem_peak_bytes = s->gpu_peak_vram_bytes,
-                    .gpu_utilization_avg = s->has_gpu ? rt_job_summary_gpu_avg(s) * 100.0 : -1,
+                    .processes_max = j->summary.peak_children + 1,
+                    .totals = &j->summary,
                 };
-                rt_event_job_finished(&ej, &t);
+                rt_event_job_finished(&ej, &end);
             }
         }
         if (j && j->state != RT_JOB_RUNNING) {

@@ -24,17 +24,18 @@ double insight_round_half_even(double x)
 
 void insight_recommend(const struct insight_stats *c, struct insight_rec *out)
 {
-    double cpus = insight_round_half_even(c->cores_mean);
+    double cpus = insight_round_half_even(insight_fig(c, "avg_cores"));
     out->cpus = cpus >= 1 ? (unsigned)cpus : 1;
-    out->memory_mib = insight_round_memory(c->mem_peak_bytes / 1048576.0 * 1.2);
+    out->memory_mib = insight_round_memory(insight_fig(c, "peak_pss_bytes") / 1048576.0 * 1.2);
     out->gpus = 0;
     out->vram_mib = 0;
-    if (c->has_gpu && c->gpu_peak > 0) {
-        double g = insight_round_half_even(c->gpu_peak);
+    double gpu_peak = insight_fig(c, "gpu_peak_usage"), vram_peak = insight_fig(c, "gpu_peak_vram_bytes");
+    if (gpu_peak > 0) {
+        double g = insight_round_half_even(gpu_peak);
         out->gpus = g >= 1 ? (unsigned)g : 1;
     }
-    if (c->has_gpu && c->vram_peak_bytes > 0)
-        out->vram_mib = insight_round_memory(c->vram_peak_bytes / 1048576.0 * 1.2);
+    if (vram_peak > 0)
+        out->vram_mib = insight_round_memory(vram_peak / 1048576.0 * 1.2);
 }
 
 void insight_rec_people(const struct insight_rec *r, char *buf, size_t size)

@@ -47,12 +47,12 @@ int ctl_insight_recommend_line(struct rt_vl_client *c, struct json_object *job, 
 static void print_row(const char *label, const struct insight_stats *s, bool gpu)
 {
     char pss[32], vram[32];
-    ctl_fmt_bytes(pss, sizeof(pss), s->mem_peak_bytes);
-    printf("  %-12s %10.2f %12s", label, s->cores_mean, pss);
+    ctl_fmt_bytes(pss, sizeof(pss), insight_fig(s, "peak_pss_bytes"));
+    printf("  %-12s %10.2f %12s", label, insight_fig(s, "avg_cores"), pss);
     if (gpu) {
-        ctl_fmt_bytes(vram, sizeof(vram), s->vram_peak_bytes);
-        if (s->has_gpu)
-            printf(" %10.2f %12s", s->gpu_peak, vram);
+        ctl_fmt_bytes(vram, sizeof(vram), insight_fig(s, "gpu_peak_vram_bytes"));
+        if (insight_has(s, "gpu_avg_usage"))
+            printf(" %10.2f %12s", insight_fig(s, "gpu_peak_usage"), vram);
         else
             printf(" %10s %12s", "-", "-");
     }
@@ -68,7 +68,7 @@ static void print_people(const struct insight_analysis *a)
     else
         printf("this run only (%s)\n",
                name ? "no earlier ended runs with its name" : "no name to find earlier runs by");
-    bool gpu = a->combined.has_gpu;
+    bool gpu = insight_has(&a->combined, "gpu_avg_usage");
     printf("  %-12s %10s %12s", "", "mean cores", "peak PSS");
     if (gpu)
         printf(" %10s %12s", "peak GPUs", "peak VRAM");

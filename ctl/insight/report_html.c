@@ -203,51 +203,65 @@ static void host_section(FILE *f, const struct insight_host *h)
 
 /* ---- statistics ---- */
 
-enum fmt { F_DURATION, F_COUNT, F_CORES, F_BYTES };
-enum kind { K_JOB, K_GPU, K_HOST };
-
-static const struct stat_row {
-    const char *key, *label;
-    size_t off;
-    enum fmt fmt;
-    enum kind kind;
-} stat_rows[] = {
-#define ROW(k, l, field, fmt, kind) {k, l, offsetof(struct insight_stats, field), fmt, kind}
-    ROW("duration_secs", "Duration", duration_secs, F_DURATION, K_JOB),
-    ROW("cores_mean", "CPU cores, mean", cores_mean, F_CORES, K_JOB),
-    ROW("cores_peak", "CPU cores, peak", cores_peak, F_CORES, K_JOB),
-    ROW("memory_pss_mean_bytes", "Memory (PSS), mean", mem_mean_bytes, F_BYTES, K_JOB),
-    ROW("memory_pss_peak_bytes", "Memory (PSS), peak", mem_peak_bytes, F_BYTES, K_JOB),
-    ROW("memory_rss_peak_bytes", "Memory (RSS), peak", rss_peak_bytes, F_BYTES, K_JOB),
-    ROW("gpu_mean", "GPU use, mean (GPUs)", gpu_mean, F_CORES, K_GPU),
-    ROW("gpu_peak", "GPU use, peak (GPUs)", gpu_peak, F_CORES, K_GPU),
-    ROW("vram_mean_bytes", "VRAM, mean", vram_mean_bytes, F_BYTES, K_GPU),
-    ROW("vram_peak_bytes", "VRAM, peak", vram_peak_bytes, F_BYTES, K_GPU),
-    ROW("disk_read_bytes", "Disk read by the job", disk_read_bytes, F_BYTES, K_JOB),
-    ROW("disk_write_bytes", "Disk written by the job", disk_write_bytes, F_BYTES, K_JOB),
-    ROW("host_net_in_bytes", "Network in (host)", net_in_bytes, F_BYTES, K_HOST),
-    ROW("host_net_out_bytes", "Network out (host)", net_out_bytes, F_BYTES, K_HOST),
-    ROW("host_disk_space_peak_bytes", "Disk space used, peak (host)", space_peak_bytes, F_BYTES, K_HOST),
-#undef ROW
-};
-
-static void stat_cell(FILE *f, const struct stat_row *row, const struct insight_stats *s, const char *run,
+/* A cell: a figure for people, with its exact value for scripts. */
+static void stat_cell(FILE *f, const char *stat, enum rt_fig_unit unit, bool has, double v, const char *run,
                       const char *cls)
 {
-    double v = *(const double *)((const char *)s + row->off);
-    fprintf(f, "<td class=\"%s\" data-stat=\"%s\" data-run=\"%s\"", cls, row->key, run);
-    if ((row->kind == K_GPU && !s->has_gpu) || (row->kind == K_HOST && !s->has_host)) {
+    fprintf(f, "<td class=\"%s\" data-stat=\"%s\" data-run=\"%s\"", cls, stat, run);
+    if (!has) {
         fputs(">—</td>", f);
         return;
     }
     char buf[64];
-    switch (row->fmt) {
-    case F_DURATION: ctl_fmt_duration(buf, sizeof(buf), v); break;
-    case F_COUNT: snprintf(buf, sizeof(buf), "%.0f", v); break;
-    case F_CORES: snprintf(buf, sizeof(buf), "%.2f", v); break;
-    case F_BYTES: ctl_fmt_bytes(buf, sizeof(buf), v); break;
-    }
+    if (unit == RT_UNIT_SECS)
+        ctl_fmt_duration(buf, sizeof(buf), v);
+    else if (unit == RT_UNIT_BYTES)
+        ctl_fmt_bytes(buf, sizeof(buf), v);
+    else
+        snprintf(buf, sizeof(buf), "%.2f", v);
     fprintf(f, " data-value=\"%.17g\">%s</td>", v, buf);
+}
+
+/* The statistics table's rows: the duration, the job's figures (the rows
+ * of rt_fig_totals with a statistics name), the host's. */
+enum stat_kind { S_DURATION, S_FIG, S_HOST };
+struct stat_row {
+    enum stat_kind kind;
+    const char *stat, *title;
+    enum rt_fig_unit unit;
+    size_t fig;                  /* S_FIG: its rt_fig_totals row; S_HOST: offset in insight_stats */
+};
+
+static void stat_cells(FILE *f, const struct stat_row *row, const struct insight_stats *s, const char *run,
+                       const char *cls)
+{
+    bool has = row->kind == S_DURATION || (row->kind == S_FIG ? s->has_fig[row->fig] : s->has_host);
+    double v = row->kind == S_DURATION ? s->duration_secs
+               : row->kind == S_FIG    ? s->fig[row->fig]
+                                       : *(const double *)(const void *)((const char *)s + row->fig);
+    stat_cell(f, row->stat, row->unit, has, v, run, cls);
+}
+
+static const struct stat_row host_rows[] = {
+    {S_HOST, "host_net_in_bytes", "Network in (host)", RT_UNIT_BYTES, offsetof(struct insight_stats, net_in_bytes)},
+    {S_HOST, "host_net_out_bytes", "Network out (host)", RT_UNIT_BYTES, offsetof(struct insight_stats, net_out_bytes)},
+    {S_HOST, "host_disk_space_peak_bytes", "Disk space used, peak (host)", RT_UNIT_BYTES,
+     offsetof(struct insight_stats, space_peak_bytes)},
+};
+
+static void stats_row(FILE *f, const struct insight_analysis *a, const struct stat_row *row)
+{
+    fprintf(f, "<tr><th>%s</th>", row->title);
+    char id[32];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)a->run.st.id);
+    stat_cells(f, row, &a->run.st, id, "this");
+    for (size_t i = 0; i < a->nhist; i++) {
+        snprintf(id, sizeof(id), "%llu", (unsigned long long)a->hist[i].st.id);
+        stat_cells(f, row, &a->hist[i].st, id, "hist");
+    }
+    if (a->nhist)
+        stat_cells(f, row, &a->combined, "combined", "combined");
+    fputs("</tr>\n", f);
 }
 
 static void run_header(FILE *f, const struct insight_run *r, const char *cls)
@@ -281,22 +295,14 @@ static void stats_section(FILE *f, const struct insight_analysis *a)
     if (a->nhist)
         fprintf(f, "<th class=\"combined\">combined<br><span class=\"muted\">%zu runs</span></th>", a->nhist + 1);
     fputs("</tr></thead><tbody>\n", f);
-    for (size_t k = 0; k < sizeof(stat_rows) / sizeof(stat_rows[0]); k++) {
-        const struct stat_row *row = &stat_rows[k];
-        if (row->kind == K_GPU && !a->combined.has_gpu)
-            continue;
-        fprintf(f, "<tr><th>%s</th>", row->label);
-        char id[32];
-        snprintf(id, sizeof(id), "%llu", (unsigned long long)a->run.st.id);
-        stat_cell(f, row, &a->run.st, id, "this");
-        for (size_t i = 0; i < a->nhist; i++) {
-            snprintf(id, sizeof(id), "%llu", (unsigned long long)a->hist[i].st.id);
-            stat_cell(f, row, &a->hist[i].st, id, "hist");
-        }
-        if (a->nhist)
-            stat_cell(f, row, &a->combined, "combined", "combined");
-        fputs("</tr>\n", f);
+    stats_row(f, a, &(struct stat_row){S_DURATION, "duration_secs", "Duration", RT_UNIT_SECS, 0});
+    for (size_t k = 0; k < rt_fig_ntotals; k++) {
+        const struct rt_fig_total *t = &rt_fig_totals[k];
+        if (t->stat && a->combined.has_fig[k]) /* none of the runs has a GPU figure: no row */
+            stats_row(f, a, &(struct stat_row){S_FIG, t->stat, t->title, t->unit, k});
     }
+    for (size_t k = 0; k < sizeof(host_rows) / sizeof(host_rows[0]); k++)
+        stats_row(f, a, &host_rows[k]);
     fputs("</tbody></table></section>\n", f);
 }
 
@@ -371,7 +377,7 @@ static void recommendation_section(FILE *f, const struct insight_report *r)
     fprintf(f, "From %zu run%s: CPUs are the mean cores rounded (at least 1); memory the peak PSS × 1.2 rounded "
                "up to 128, 256, 512, 1024, 2048 MiB or whole GiB",
             a->nhist + 1, a->nhist ? "s" : "");
-    if (a->combined.has_gpu)
+    if (insight_has(&a->combined, "gpu_avg_usage"))
         fputs("; GPUs the peak GPU use rounded (at least 1 when used); VRAM the peak × 1.2 rounded the same way", f);
     fputs(".</p>\n<dl class=\"requests\">", f);
     insight_rec_slurm(&a->rec, buf, sizeof(buf));

@@ -22,13 +22,13 @@ void insight_sample_values(const struct rt_sample *s, double *v)
         vram += (double)s->gpus[i].vram_used_bytes;
         busy += s->gpus[i].utilization_pct > 0;
     }
-    const struct rt_process *p = &s->proc;
+    const struct rt_job_figures *p = &s->job;
     /* NaN + x is NaN: a series is unknown where its part of the sample is absent. */
-    double unknown = p->present ? 0 : NAN;
+    double unknown = s->has_job ? 0 : NAN;
     v[INSIGHT_CORES_JOB] = unknown + p->cores_used;
     v[INSIGHT_CORES_HOST] = s->cpu.utilization_pct;
-    v[INSIGHT_PSS_JOB] = unknown + (double)p->pss_mib * RT_MIB;
-    v[INSIGHT_RSS_JOB] = unknown + (double)p->rss_mib * RT_MIB;
+    v[INSIGHT_PSS_JOB] = unknown + (double)p->pss_bytes;
+    v[INSIGHT_RSS_JOB] = unknown + (double)p->rss_bytes;
     v[INSIGHT_MEM_HOST] = (double)s->memory.used_mib * RT_MIB;
     v[INSIGHT_READ_JOB] = dt > 0 ? unknown + (double)p->disk_read_bytes / dt : NAN;
     v[INSIGHT_WRITE_JOB] = dt > 0 ? unknown + (double)p->disk_write_bytes / dt : NAN;
@@ -37,10 +37,10 @@ void insight_sample_values(const struct rt_sample *s, double *v)
     v[INSIGHT_SPACE_HOST] = s->n_disks ? space : NAN;
     v[INSIGHT_NET_IN_HOST] = dt > 0 ? (double)rt_sample_net_recv_bytes(s) / dt : NAN;
     v[INSIGHT_NET_OUT_HOST] = dt > 0 ? (double)rt_sample_net_sent_bytes(s) / dt : NAN;
-    double gunknown = s->proc_gpu.present ? 0 : NAN;
-    v[INSIGHT_GPU_JOB] = gunknown + s->proc_gpu.usage;
-    v[INSIGHT_GPUS_JOB] = gunknown + s->proc_gpu.utilized;
-    v[INSIGHT_VRAM_JOB] = gunknown + s->proc_gpu.vram_mib * RT_MIB;
+    double gunknown = p->gates & RT_GATE_GPU ? 0 : NAN;
+    v[INSIGHT_GPU_JOB] = gunknown + p->gpu_usage;
+    v[INSIGHT_GPUS_JOB] = gunknown + p->gpu_utilized;
+    v[INSIGHT_VRAM_JOB] = gunknown + (double)p->gpu_vram_bytes;
     double hunknown = s->n_gpus ? 0 : NAN;
     v[INSIGHT_GPU_HOST] = hunknown + gpu;
     v[INSIGHT_GPUS_HOST] = hunknown + busy;
@@ -146,9 +146,11 @@ int insight_run_load(struct rt_vl_client *c, struct json_object *job, bool with_
         json_object_put(reply);
     }
     if (!complete) { /* a daemon or a job record from before the summary's means */
-        r->st.mem_mean_bytes = a.n_mem ? a.mem_sum / (double)a.n_mem : 0;
-        r->st.vram_mean_bytes = a.n_gpu ? a.vram_sum / (double)a.n_gpu : 0;
-        r->st.gpu_peak = a.gpu_peak;
+        insight_set(&r->st, "avg_pss_bytes", a.n_mem ? a.mem_sum / (double)a.n_mem : 0);
+        if (insight_has(&r->st, "gpu_avg_usage")) {
+            insight_set(&r->st, "gpu_avg_vram_bytes", a.n_gpu ? a.vram_sum / (double)a.n_gpu : 0);
+            insight_set(&r->st, "gpu_peak_usage", a.gpu_peak);
+        }
     }
     return rc;
 }

@@ -164,13 +164,13 @@ static void row_from_job(const struct top *t, struct json_object *j, struct top_
     rt_json_get_double(rt_json_get_object(j, "summary"), "duration_secs", &r->duration);
     struct json_object *c = rt_json_get_object(j, "current");
     r->has_current = c != NULL;
-    rt_json_get_double(c, "cores", &r->cores);
-    rt_json_get_double(c, "rss_bytes", &r->rss);
-    rt_json_get_double(c, "pss_bytes", &r->pss);
-    rt_json_get_double(c, "disk_read_bytes_per_sec", &r->read_rate);
-    rt_json_get_double(c, "disk_write_bytes_per_sec", &r->write_rate);
-    r->has_gpu = rt_json_get_double(c, "gpu_usage", &r->gpu);
-    rt_json_get_double(c, "gpu_vram_bytes", &r->vram);
+    rt_json_get_double(c, ctl_fig_now("cores_used"), &r->cores);
+    rt_json_get_double(c, ctl_fig_now("rss_bytes"), &r->rss);
+    rt_json_get_double(c, ctl_fig_now("pss_bytes"), &r->pss);
+    rt_json_get_double(c, ctl_fig_now("disk_read_bytes"), &r->read_rate);
+    rt_json_get_double(c, ctl_fig_now("disk_write_bytes"), &r->write_rate);
+    r->has_gpu = rt_json_get_double(c, ctl_fig_now("gpu_usage"), &r->gpu);
+    rt_json_get_double(c, ctl_fig_now("gpu_vram_bytes"), &r->vram);
 }
 
 void top_set_jobs(struct top *t, struct json_object *jobs)

@@ -4,6 +4,7 @@
 
 #include "ctl.h"
 
+#include "rt/job_figures.h"
 #include "rt/json.h"
 #include "rt/util.h"
 
@@ -231,35 +232,18 @@ static void host_gpus(FILE *f, const struct rt_sample *s)
 
 enum section { TOP, SUMMARY, CURRENT };
 
-static const struct job_family {
+struct job_family {
     const char *name, *type, *help;
     enum section section;
     const char *key;
-} job_families[] = {
+};
+
+/* The job's own families; the figures' come from rt/job_figures.h. */
+static const struct job_family job_families[] = {
     {"job_running", "gauge", "1 while the job is tracked, 0 once it has ended.", TOP, "state"},
     {"job_start_time_seconds", "gauge", "When the job started, in seconds since the epoch.", TOP, "started_at"},
     {"job_end_time_seconds", "gauge", "When the job ended, in seconds since the epoch.", TOP, "ended_at"},
-    {"job_cpu_seconds_total", "counter", "CPU time (user and system) the job's processes used.", SUMMARY,
-     "cpu_secs"},
-    {"job_disk_read_bytes_total", "counter", "Bytes the job's processes read from storage.", SUMMARY,
-     "disk_read_bytes"},
-    {"job_disk_written_bytes_total", "counter", "Bytes the job's processes wrote to storage.", SUMMARY,
-     "disk_write_bytes"},
-    {"job_memory_rss_peak_bytes", "gauge", "Highest resident memory (RSS) of the job's processes together.",
-     SUMMARY, "peak_rss_bytes"},
-    {"job_gpu_energy_joules_total", "counter", "The job's share of the energy of the GPUs it used.", SUMMARY,
-     "gpu_energy_joules"},
-    {"job_cpu_busy_cores", "gauge", "CPUs the running job kept busy over its last sampling interval.", CURRENT,
-     "cores"},
     {"job_processes", "gauge", "Processes in the running job's tree.", CURRENT, "processes"},
-    {"job_memory_rss_bytes", "gauge", "Resident memory (RSS) of the running job's processes together.", CURRENT,
-     "rss_bytes"},
-    {"job_memory_pss_bytes", "gauge", "Proportional set size (PSS) of the running job's processes together.",
-     CURRENT, "pss_bytes"},
-    {"job_gpu_busy_gpus", "gauge", "GPUs the running job kept busy (1 = one GPU fully busy).", CURRENT,
-     "gpu_usage"},
-    {"job_gpu_memory_used_bytes", "gauge", "GPU memory (VRAM) the running job's processes hold.", CURRENT,
-     "gpu_vram_bytes"},
 };
 
 static bool job_value(struct json_object *job, const struct job_family *fam, double *v)
@@ -292,6 +276,22 @@ static void job_labels(struct json_object *job, struct job_labels *jl)
     jl->l[2] = (struct label){"user", jl->user};
 }
 
+/* One family: a sample per job that has its figure. */
+static void job_family(FILE *f, struct json_object *list, const struct job_labels *labels,
+                       const struct job_family *fam)
+{
+    bool head = false;
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+        double v;
+        if (!job_value(json_object_array_get_idx(list, i), fam, &v))
+            continue;
+        if (!head)
+            family(f, fam->name, fam->type, fam->help);
+        head = true;
+        sample(f, fam->name, labels[i].l, 3, v);
+    }
+}
+
 static void jobs(FILE *f, struct json_object *list)
 {
     size_t n = list ? json_object_array_length(list) : 0;
@@ -300,18 +300,17 @@ static void jobs(FILE *f, struct json_object *list)
     struct job_labels *labels = rt_xcalloc(n, sizeof(*labels));
     for (size_t i = 0; i < n; i++)
         job_labels(json_object_array_get_idx(list, i), &labels[i]);
-    for (size_t k = 0; k < sizeof(job_families) / sizeof(job_families[0]); k++) {
-        const struct job_family *fam = &job_families[k];
-        bool head = false;
-        for (size_t i = 0; i < n; i++) {
-            double v;
-            if (!job_value(json_object_array_get_idx(list, i), fam, &v))
-                continue;
-            if (!head)
-                family(f, fam->name, fam->type, fam->help);
-            head = true;
-            sample(f, fam->name, labels[i].l, 3, v);
-        }
+    for (size_t k = 0; k < sizeof(job_families) / sizeof(job_families[0]); k++)
+        job_family(f, list, labels, &job_families[k]);
+    for (size_t k = 0; k < rt_fig_ntotals; k++) {
+        const struct rt_fig_total *t = &rt_fig_totals[k];
+        if (t->prom)
+            job_family(f, list, labels, &(struct job_family){t->prom, t->prom_type, t->prom_help, SUMMARY, t->key});
+    }
+    for (size_t k = 0; k < rt_fig_nsamples; k++) {
+        const struct rt_fig_sample *r = &rt_fig_samples[k];
+        if (r->prom_now)
+            job_family(f, list, labels, &(struct job_family){r->prom_now, "gauge", r->prom_now_help, CURRENT, r->now});
     }
     free(labels);
 }

@@ -123,13 +123,13 @@ static void print_table(struct json_object *jobs)
         ctl_fmt_cell(user_cell, sizeof(user_cell), ctl_fmt_user(i64(j, "owner_uid"), user, sizeof(user)), 10);
         ctl_fmt_time(started, sizeof(started), dbl(j, "started_at"));
         ctl_fmt_duration(dur, sizeof(dur), dbl(s, "duration_secs"));
-        ctl_fmt_bytes(mem, sizeof(mem), dbl(s, "peak_rss_bytes"));
+        ctl_fmt_bytes(mem, sizeof(mem), ctl_total0(s, "peak_rss_bytes"));
         char *cmd = command_text(j);
         ctl_fmt_cut(cmd_cell, sizeof(cmd_cell), cmd ? cmd : "-", cmd_width);
         free(cmd);
         printf("%-6lld %s %-9s %-7s %-8lld %s %-19s %9s %8.2f %8.2f %10s  %s\n", (long long)i64(j, "id"), name,
                rt_json_get_string(j, "state"), exit_text(j, code, sizeof(code)), (long long)i64(j, "pid"), user_cell,
-               started, dur, dbl(s, "avg_cores"), dbl(s, "peak_cores"), mem, cmd_cell);
+               started, dur, ctl_total0(s, "avg_cores"), ctl_total0(s, "peak_cores"), mem, cmd_cell);
     }
 }
 

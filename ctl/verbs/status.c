@@ -158,31 +158,31 @@ static void print_job(struct json_object *j, struct json_object *last)
            dbl(j, "interval_secs"));
     print_metadata(md);
     struct json_object *cpu = rt_json_get_object(last, "cpu");
-    printf("CPU      %.2f s in total, %.2f cores on average, peak %.2f", dbl(s, "cpu_secs"),
-           dbl(s, "avg_cores"), dbl(s, "peak_cores"));
+    printf("CPU      %.2f s in total, %.2f cores on average, peak %.2f", ctl_total0(s, "cpu_secs"),
+           ctl_total0(s, "avg_cores"), ctl_total0(s, "peak_cores"));
     if (cpu)
-        printf(", last %.2f", dbl(cpu, "process_cores_used"));
+        printf(", last %.2f", dbl(cpu, ctl_fig_json("cores_used")));
     printf("\n");
-    ctl_fmt_bytes(b1, sizeof(b1), dbl(s, "peak_rss_bytes"));
-    ctl_fmt_bytes(b2, sizeof(b2), dbl(s, "peak_pss_bytes"));
+    ctl_fmt_bytes(b1, sizeof(b1), ctl_total0(s, "peak_rss_bytes"));
+    ctl_fmt_bytes(b2, sizeof(b2), ctl_total0(s, "peak_pss_bytes"));
     printf("Memory   peak RSS %s, peak PSS %s", b1, b2);
     if (cpu) {
-        ctl_fmt_bytes(b1, sizeof(b1), dbl(cpu, "process_rss_mib") * 1048576.0);
+        ctl_fmt_bytes(b1, sizeof(b1), dbl(cpu, ctl_fig_json("rss_bytes")) * 1048576.0);
         printf(", last RSS %s", b1);
     }
     printf("\n");
-    ctl_fmt_bytes(b1, sizeof(b1), dbl(s, "disk_read_bytes"));
-    ctl_fmt_bytes(b2, sizeof(b2), dbl(s, "disk_write_bytes"));
+    ctl_fmt_bytes(b1, sizeof(b1), ctl_total0(s, "disk_read_bytes"));
+    ctl_fmt_bytes(b2, sizeof(b2), ctl_total0(s, "disk_write_bytes"));
     printf("Disk     read %s, written %s\n", b1, b2);
-    printf("Children peak %lld", (long long)i64(s, "peak_children"));
+    printf("Children peak %.0f", ctl_total0(s, "peak_children"));
     if (cpu)
-        printf(", last %lld", (long long)i64(cpu, "process_child_count"));
+        printf(", last %lld", (long long)i64(cpu, ctl_fig_json("child_count")));
     printf("\n");
     double v;
-    if (rt_json_get_double(s, "gpu_avg_usage", &v)) {
-        ctl_fmt_bytes(b1, sizeof(b1), dbl(s, "gpu_peak_vram_bytes"));
+    if (ctl_total(s, "gpu_avg_usage", &v)) {
+        ctl_fmt_bytes(b1, sizeof(b1), ctl_total0(s, "gpu_peak_vram_bytes"));
         printf("GPU      %.2f GPUs on average, peak VRAM %s, energy ", v, b1);
-        if (rt_json_get_double(s, "gpu_energy_joules", &v)) /* null: no energy counter */
+        if (ctl_total(s, "gpu_energy_joules", &v)) /* null: no energy counter */
             printf("%.1f J\n", v);
         else
             printf("unknown\n");

@@ -98,15 +98,19 @@ static struct json_object *current_json(const struct rt_job *j)
         return NULL;
     struct json_object *o = json_object_new_object();
     json_object_object_add(o, "sampled_at", rt_json_double(c->sampled_at, 3));
-    json_object_object_add(o, "cores", rt_json_double(c->cores, 4));
     json_object_object_add(o, "processes", json_object_new_int64(c->processes));
-    json_object_object_add(o, "rss_bytes", rt_json_u64(c->rss_bytes));
-    json_object_object_add(o, "pss_bytes", rt_json_u64(c->pss_bytes));
-    json_object_object_add(o, "disk_read_bytes_per_sec", rt_json_double(c->disk_read_bytes_per_sec, 1));
-    json_object_object_add(o, "disk_write_bytes_per_sec", rt_json_double(c->disk_write_bytes_per_sec, 1));
-    json_object_object_add(o, "gpu_usage", c->has_gpu ? rt_json_double(c->gpu_usage, 4) : NULL);
-    json_object_object_add(o, "gpu_vram_bytes", c->has_gpu ? rt_json_u64(c->gpu_vram_bytes) : NULL);
-    json_object_object_add(o, "gpus_used", c->has_gpu ? json_object_new_int64(c->gpus_used) : NULL);
+    for (size_t i = 0; i < rt_fig_nsamples; i++) {
+        const struct rt_fig_sample *r = &rt_fig_samples[i];
+        double v;
+        if (!r->now)
+            continue;
+        struct json_object *x = NULL;
+        if (rt_fig_sample_value(&c->f, i, &v) && r->now_form == RT_NOW_RATE)
+            x = rt_json_double(v / c->span_secs, r->now_decimals);
+        else if (rt_fig_sample_value(&c->f, i, &v))
+            x = r->type == RT_FT_F64 ? rt_json_double(v, r->now_decimals) : rt_json_u64((uint64_t)v);
+        json_object_object_add(o, r->now, x);
+    }
     return o;
 }
 

@@ -28,19 +28,14 @@ const char *rt_job_state_name(enum rt_job_state s);
 int rt_job_state_from_name(const char *name);
 
 
-/* The figures of a running job's latest sample, for live views and
- * exporters (Job.current); present from the first sample on. */
+/* A running job's latest sample, for live views and exporters
+ * (Job.current); present from the first sample on. */
 struct rt_job_current {
     bool present;
     double sampled_at;             /* Unix seconds */
-    double cores;
+    double span_secs;              /* its interval, exactly */
     uint32_t processes;            /* the root and its descendants */
-    uint64_t rss_bytes, pss_bytes;
-    double disk_read_bytes_per_sec, disk_write_bytes_per_sec;
-    bool has_gpu;                  /* the host has a GPU backend */
-    double gpu_usage;              /* fractional GPUs */
-    uint64_t gpu_vram_bytes;
-    uint32_t gpus_used;
+    struct rt_job_figures f;
 };
 
 struct rt_job {

@@ -132,7 +132,6 @@ struct rt_job *rt_job_new(void)
     struct rt_job *j = rt_xcalloc(1, sizeof(*j));
     j->pidfd = -1;
     j->owner_gid = RT_GID_UNKNOWN;
-    j->summary.means_known = true;
     return j;
 }
 
@@ -153,53 +152,9 @@ void rt_job_free(struct rt_job *j)
     free(j);
 }
 
-/* Online CPUs, read once: sysconf reads sysfs on every call, and a job's
- * JSON is made under the jobs lock (ListJobs: once per job). */
-static double online_cpus(void)
-{
-    static _Atomic long n;
-    long v = n;
-    if (!v)
-        n = v = sysconf(_SC_NPROCESSORS_ONLN);
-    return (double)v;
-}
-
 static void add(struct json_object *o, const char *k, struct json_object *v)
 {
     json_object_object_add(o, k, v);
-}
-
-static struct json_object *summary_json(const struct rt_job *j, double now)
-{
-    const struct rt_job_summary *s = &j->summary;
-    double dur = rt_job_duration(j, now);
-    struct json_object *o = json_object_new_object();
-    add(o, "duration_secs", rt_json_double(dur, 3));
-    add(o, "samples", rt_json_u64(s->samples));
-    add(o, "cpu_secs", rt_json_double(s->cpu_secs, 3));
-    /* CPU time comes in clock ticks: a job of a few ms could show more
-     * cores than the host has. */
-    double avg = s->cpu_secs / fmax(dur, RT_CORES_MIN_SPAN_SECS), ncpu = online_cpus();
-    if (ncpu >= 1 && avg > ncpu)
-        avg = ncpu;
-    add(o, "avg_cores", rt_json_double(avg, 4));
-    /* The whole job is a span too: no peak below its average. */
-    add(o, "peak_cores", rt_json_double(fmax(s->peak_cores, avg), 4));
-    add(o, "peak_children", json_object_new_int64(s->peak_children));
-    add(o, "peak_rss_bytes", rt_json_u64(s->peak_rss_bytes));
-    add(o, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
-    add(o, "disk_read_bytes", rt_json_u64(s->disk_read_bytes));
-    add(o, "disk_write_bytes", rt_json_u64(s->disk_write_bytes));
-    add(o, "gpu_avg_usage", s->has_gpu ? rt_json_double(rt_job_summary_gpu_avg(s), 4) : NULL);
-    add(o, "gpu_peak_vram_bytes", s->has_gpu ? rt_json_u64(s->gpu_peak_vram_bytes) : NULL);
-    add(o, "gpu_energy_joules", s->has_gpu_energy ? rt_json_double(s->gpu_energy_joules, 3) : NULL);
-    add(o, "gpus", s->has_gpu ? (s->gpus ? json_object_get(s->gpus) : json_object_new_array()) : NULL);
-    double n = s->samples ? (double)s->samples : 1;
-    add(o, "avg_pss_bytes", s->means_known ? rt_json_u64((uint64_t)llround(s->pss_sum_bytes / n)) : NULL);
-    bool gpu_means = s->means_known && s->has_gpu;
-    add(o, "gpu_peak_usage", gpu_means ? rt_json_double(s->gpu_peak_usage, 4) : NULL);
-    add(o, "gpu_avg_vram_bytes", gpu_means ? rt_json_u64((uint64_t)llround(s->gpu_vram_sum_bytes / n)) : NULL);
-    return o;
 }
 
 struct json_object *rt_job_to_json(const struct rt_job *j, double now)
@@ -216,7 +171,7 @@ struct json_object *rt_job_to_json(const struct rt_job *j, double now)
     add(o, "signal", j->has_exit && j->signal ? json_object_new_int64(j->signal) : NULL);
     add(o, "interval_secs", rt_json_double(j->interval_secs, 3));
     add(o, "metadata", j->metadata ? json_object_get(j->metadata) : NULL);
-    add(o, "summary", summary_json(j, now));
+    add(o, "summary", rt_job_summary_json(&j->summary, rt_job_duration(j, now)));
     add(o, "upload", NULL);
     return o;
 }

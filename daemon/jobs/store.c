@@ -279,6 +279,11 @@ static void load_metadata(struct rt_store *s, struct rt_job *j)
     }
 }
 
+static void add_figures(void *summary, const struct rt_job_figures *f)
+{
+    rt_job_summary_add(summary, f);
+}
+
 /* The job's samples: moved from an older daemon's samples file, or the
  * figures log indexed; totals after its record added by the one rule. */
 static void load_samples(struct rt_store *s, struct rt_job *j, struct rt_migration **mig)
@@ -292,17 +297,18 @@ static void load_samples(struct rt_store *s, struct rt_job *j, struct rt_migrati
             *mig = rt_migration_new();
         struct rt_migrate_job mj = {.id = j->id, .name_json = j->name_json, .pid = j->pid,
                                     .interval_secs = j->interval_secs, .ended = j->state != RT_JOB_RUNNING,
-                                    .replay_from = recorded, .sum = &j->summary};
+                                    .replay_from = recorded, .fn = add_figures, .ctx = &j->summary};
         j->fig = rt_migrate_job(sm, *mig, &mj);
         if (!j->fig)
             j->samples_blocked = true; /* the file stays for the next start */
         else
-            j->summary.samples = rt_samples_job_load(sm, j->fig, UINT64_MAX, &j->summary, j->interval_secs);
+            j->summary.samples = rt_samples_job_load(sm, j->fig, UINT64_MAX, add_figures, &j->summary,
+                                                       j->interval_secs);
         return;
     }
     j->fig = rt_samples_job_log(sm, j->id);
     if (j->fig)
-        j->summary.samples = rt_samples_job_load(sm, j->fig, recorded, &j->summary, j->interval_secs);
+        j->summary.samples = rt_samples_job_load(sm, j->fig, recorded, add_figures, &j->summary, j->interval_secs);
 }
 
 int rt_store_load(struct rt_store *s, struct rt_jobs *jobs)

@@ -3,43 +3,35 @@
 #include "rt/json.h"
 #include "rt/sample.h"
 
+#include <math.h>
 #include <string.h>
-
-void rt_job_summary_note_cores(struct rt_job_summary *s, double cores)
-{
-    if (cores > s->peak_cores)
-        s->peak_cores = cores;
-}
 
 void rt_job_summary_add(struct rt_job_summary *s, const struct rt_job_figures *f)
 {
     double span = (double)f->interval_ms / 1000;
     s->samples++;
-    s->cpu_secs += f->utime_secs + f->stime_secs;
-    rt_job_summary_note_cores(s, f->cores_used);
-    if (f->child_count > s->peak_children)
-        s->peak_children = f->child_count;
-    if (f->rss_bytes > s->peak_rss_bytes)
-        s->peak_rss_bytes = f->rss_bytes;
-    if (f->pss_bytes > s->peak_pss_bytes)
-        s->peak_pss_bytes = f->pss_bytes;
-    /* Means of what the samples show (whole MiB; VRAM to 4 places of MiB). */
-    s->pss_sum_bytes += (double)(f->pss_bytes / RT_MIB * RT_MIB);
-    s->disk_read_bytes += f->disk_read_bytes;
-    s->disk_write_bytes += f->disk_write_bytes;
-    if (!f->has_gpu)
-        return;
-    s->has_gpu = true;
-    s->gpu_usage_secs += f->gpu_usage * span;
-    s->gpu_secs += span;
-    if (f->gpu_vram_bytes > s->gpu_peak_vram_bytes)
-        s->gpu_peak_vram_bytes = f->gpu_vram_bytes;
-    if (f->gpu_usage > s->gpu_peak_usage)
-        s->gpu_peak_usage = f->gpu_usage;
-    s->gpu_vram_sum_bytes += rt_round_dec((double)f->gpu_vram_bytes / (double)RT_MIB, RT_DEC_MIB) * (double)RT_MIB;
-    if (f->has_gpu_energy) {
-        s->has_gpu_energy = true;
-        s->gpu_energy_joules += f->gpu_energy_joules;
+    s->gates |= f->gates;
+    for (int g = 0; g < RT_NGATES; g++)
+        if (f->gates & 1u << g)
+            s->gate_secs[g] += span;
+    for (size_t i = 0; i < rt_fig_ntotals; i++) {
+        const struct rt_fig_total *t = &rt_fig_totals[i];
+        double v, v2;
+        if (t->rule == RT_RULE_PER_SEC || !rt_fig_sample_value(f, (size_t)t->src, &v))
+            continue;
+        if (t->src2 >= 0 && rt_fig_sample_value(f, (size_t)t->src2, &v2))
+            v += v2;
+        double now = rt_fig_get(s, t->type, t->off);
+        switch (t->rule) {
+        case RT_RULE_SUM: now += v; break;
+        case RT_RULE_PEAK: now = fmax(now, v); break;
+        /* Means of what the samples show (PSS in whole MiB, VRAM to 4
+         * places of MiB). */
+        case RT_RULE_MEAN: now += rt_fig_shown(&rt_fig_samples[t->src], v); break;
+        case RT_RULE_TIME_MEAN: now += v * span; break;
+        case RT_RULE_PER_SEC: break;
+        }
+        rt_fig_set(s, t->type, t->off, now);
     }
 }
 
@@ -60,71 +52,106 @@ bool rt_job_summary_note_gpus(struct rt_job_summary *s, const char *const *uuids
     return grew;
 }
 
-double rt_job_summary_gpu_avg(const struct rt_job_summary *s)
+static struct json_object *value_json(const struct rt_fig_total *t, double v)
 {
-    return s->gpu_secs > 0 ? s->gpu_usage_secs / s->gpu_secs : 0;
+    if (t->type == RT_FT_F64 && t->rule != RT_RULE_MEAN)
+        return rt_json_double(v, t->decimals);
+    return t->type == RT_FT_U32 ? json_object_new_int64((int64_t)v) : rt_json_u64((uint64_t)v);
 }
 
-static void add(struct json_object *o, const char *k, struct json_object *v)
+struct json_object *rt_job_summary_json(const struct rt_job_summary *s, double duration_secs)
 {
-    json_object_object_add(o, k, v);
+    struct json_object *o = json_object_new_object();
+    json_object_object_add(o, "duration_secs", rt_json_double(duration_secs, 3));
+    json_object_object_add(o, "samples", rt_json_u64(s->samples));
+    for (size_t i = 0; i < rt_fig_ntotals; i++) {
+        double v;
+        bool known = rt_fig_total_value(s, i, duration_secs, &v);
+        json_object_object_add(o, rt_fig_totals[i].key, known ? value_json(&rt_fig_totals[i], v) : NULL);
+    }
+    bool gpu = s->gates & RT_GATE_GPU;
+    json_object_object_add(o, "gpus", gpu ? (s->gpus ? json_object_get(s->gpus) : json_object_new_array()) : NULL);
+    return o;
+}
+
+static struct json_object *record_json(enum rt_fig_type type, double v)
+{
+    switch (type) {
+    case RT_FT_U32: return json_object_new_int64((int64_t)v);
+    case RT_FT_U64: return rt_json_u64((uint64_t)v);
+    case RT_FT_F64: return json_object_new_double(v);
+    }
+    return NULL;
 }
 
 struct json_object *rt_job_summary_to_record(const struct rt_job_summary *s)
 {
     struct json_object *t = json_object_new_object();
-    add(t, "samples", rt_json_u64(s->samples));
-    add(t, "cpu_secs", json_object_new_double(s->cpu_secs));
-    add(t, "peak_cores", json_object_new_double(s->peak_cores));
-    add(t, "peak_children", json_object_new_int64(s->peak_children));
-    add(t, "peak_rss_bytes", rt_json_u64(s->peak_rss_bytes));
-    add(t, "peak_pss_bytes", rt_json_u64(s->peak_pss_bytes));
-    add(t, "disk_read_bytes", rt_json_u64(s->disk_read_bytes));
-    add(t, "disk_write_bytes", rt_json_u64(s->disk_write_bytes));
-    add(t, "has_gpu", json_object_new_boolean(s->has_gpu));
-    add(t, "gpu_usage_secs", json_object_new_double(s->gpu_usage_secs));
-    add(t, "gpu_secs", json_object_new_double(s->gpu_secs));
-    add(t, "gpu_avg_usage", json_object_new_double(rt_job_summary_gpu_avg(s))); /* for readers of old records */
-    add(t, "gpu_peak_vram_bytes", rt_json_u64(s->gpu_peak_vram_bytes));
-    add(t, "has_gpu_energy", json_object_new_boolean(s->has_gpu_energy));
-    add(t, "gpu_energy_joules", json_object_new_double(s->gpu_energy_joules));
-    add(t, "gpus", s->gpus ? json_object_get(s->gpus) : NULL);
-    if (s->means_known) {
-        add(t, "pss_sum_bytes", json_object_new_double(s->pss_sum_bytes));
-        add(t, "gpu_peak_usage", json_object_new_double(s->gpu_peak_usage));
-        add(t, "gpu_vram_sum_bytes", json_object_new_double(s->gpu_vram_sum_bytes));
+    json_object_object_add(t, "samples", rt_json_u64(s->samples));
+    for (int g = 0; g < RT_NGATES; g++) {
+        json_object_object_add(t, rt_fig_gate_keys[g], json_object_new_boolean(s->gates >> g & 1));
+        if (rt_fig_gate_secs_keys[g])
+            json_object_object_add(t, rt_fig_gate_secs_keys[g], json_object_new_double(s->gate_secs[g]));
     }
+    for (size_t i = 0; i < rt_fig_ntotals; i++) {
+        const struct rt_fig_total *r = &rt_fig_totals[i];
+        if (r->rule == RT_RULE_PER_SEC || (s->unknown >> i & 1))
+            continue;
+        double v = rt_fig_get(s, r->type, r->off);
+        json_object_object_add(t, r->record ? r->record : r->key, record_json(r->type, v));
+        if (r->rule == RT_RULE_TIME_MEAN) { /* the mean too, as records before the weights had it */
+            double secs = rt_fig_gate_secs(s, rt_fig_samples[r->src].gate);
+            json_object_object_add(t, r->key, json_object_new_double(secs > 0 ? v / secs : 0));
+        }
+    }
+    json_object_object_add(t, "gpus", s->gpus ? json_object_get(s->gpus) : NULL);
     return t;
+}
+
+static bool record_get(struct json_object *t, const char *key, enum rt_fig_type type, double *v)
+{
+    if (type == RT_FT_F64)
+        return rt_json_get_double(t, key, v);
+    uint64_t u;
+    if (!rt_json_get_u64(t, key, &u))
+        return false;
+    *v = (double)u;
+    return true;
 }
 
 void rt_job_summary_from_record(struct rt_job_summary *s, struct json_object *t, double interval_secs)
 {
-    uint64_t u;
     rt_json_get_u64(t, "samples", &s->samples);
-    rt_json_get_double(t, "cpu_secs", &s->cpu_secs);
-    rt_json_get_double(t, "peak_cores", &s->peak_cores);
-    if (rt_json_get_u64(t, "peak_children", &u))
-        s->peak_children = (uint32_t)u;
-    rt_json_get_u64(t, "peak_rss_bytes", &s->peak_rss_bytes);
-    rt_json_get_u64(t, "peak_pss_bytes", &s->peak_pss_bytes);
-    rt_json_get_u64(t, "disk_read_bytes", &s->disk_read_bytes);
-    rt_json_get_u64(t, "disk_write_bytes", &s->disk_write_bytes);
-    rt_json_get_bool(t, "has_gpu", &s->has_gpu);
-    if (!rt_json_get_double(t, "gpu_secs", &s->gpu_secs) ||
-        !rt_json_get_double(t, "gpu_usage_secs", &s->gpu_usage_secs)) {
-        /* Records from before the weights were kept: every sample as long
-         * as the interval. */
-        double avg = 0;
-        rt_json_get_double(t, "gpu_avg_usage", &avg);
-        s->gpu_secs = s->has_gpu ? (double)s->samples * interval_secs : 0;
-        s->gpu_usage_secs = avg * s->gpu_secs;
+    bool secs_known[RT_NGATES] = {false};
+    for (int g = 0; g < RT_NGATES; g++) {
+        bool on = false;
+        rt_json_get_bool(t, rt_fig_gate_keys[g], &on);
+        s->gates = (s->gates & ~(1u << g)) | (uint32_t)on << g;
+        if (rt_fig_gate_secs_keys[g])
+            secs_known[g] = rt_json_get_double(t, rt_fig_gate_secs_keys[g], &s->gate_secs[g]);
     }
-    rt_json_get_u64(t, "gpu_peak_vram_bytes", &s->gpu_peak_vram_bytes);
-    rt_json_get_bool(t, "has_gpu_energy", &s->has_gpu_energy);
-    rt_json_get_double(t, "gpu_energy_joules", &s->gpu_energy_joules);
-    s->means_known = rt_json_get_double(t, "pss_sum_bytes", &s->pss_sum_bytes) || !s->samples;
-    rt_json_get_double(t, "gpu_peak_usage", &s->gpu_peak_usage);
-    rt_json_get_double(t, "gpu_vram_sum_bytes", &s->gpu_vram_sum_bytes);
+    s->unknown = 0;
+    for (size_t i = 0; i < rt_fig_ntotals; i++) {
+        const struct rt_fig_total *r = &rt_fig_totals[i];
+        if (r->rule == RT_RULE_PER_SEC)
+            continue;
+        double v;
+        bool found = record_get(t, r->record ? r->record : r->key, r->type, &v);
+        int g = r->rule == RT_RULE_TIME_MEAN ? __builtin_ctz(rt_fig_samples[r->src].gate) : 0;
+        if (found && (r->rule != RT_RULE_TIME_MEAN || secs_known[g])) {
+            rt_fig_set(s, r->type, r->off, v);
+        } else if (r->rule == RT_RULE_TIME_MEAN) {
+            /* A record from before the weights were kept: its mean, every
+             * sample as long as the interval. */
+            double avg = 0;
+            rt_json_get_double(t, r->key, &avg);
+            s->gate_secs[g] = s->gates >> g & 1 ? (double)s->samples * interval_secs : 0;
+            secs_known[g] = true;
+            rt_fig_set(s, r->type, r->off, avg * s->gate_secs[g]);
+        } else if (r->later && s->samples) {
+            s->unknown |= 1ull << i;
+        }
+    }
     struct json_object *g = rt_json_get_array(t, "gpus");
     json_object_put(s->gpus);
     s->gpus = NULL;

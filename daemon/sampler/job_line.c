@@ -66,29 +66,39 @@ void rt_sampler_job_stored(struct rt_sampler *s, struct rt_job *j)
     s->ended_since_retention++;
 }
 
-/* The figures the job's totals are summed from, at the precision the store
- * keeps; the GPU energy is this interval's share. */
-static struct rt_job_figures job_figures(struct rt_job *j, const struct rt_process *p, const struct rt_process_gpu *g,
-                                         uint64_t interval_ms, const struct rt_ptree_result *r,
+/* The figures of one sample of the job: its tree's over the interval
+ * (elapsed seconds), its GPU use and its share of the GPUs' energy. */
+static struct rt_job_figures job_figures(struct rt_job *j, const struct rt_ptree_result *r, double elapsed,
+                                         double ncpu, const struct rt_process_gpu *g,
                                          const struct rt_gpu_job_summary *gs)
 {
+    double tck = (double)rt_clk_tck();
     struct rt_job_figures f = {
-        .interval_ms = interval_ms,
-        .child_count = p->child_count,
-        .cores_used = rt_figures_round(p->cores_used, 4),
-        .utime_secs = rt_figures_round(p->utime_secs, 4),
-        .stime_secs = rt_figures_round(p->stime_secs, 4),
+        .interval_ms = (uint64_t)llround(elapsed * 1000.0),
+        .gates = (g->present ? RT_GATE_GPU : 0) | (gs->has_energy ? RT_GATE_GPU_ENERGY : 0),
+        .child_count = r->nprocs ? r->nprocs - 1 : 0,
+        .utime_secs = (double)r->d_utime / tck,
+        .stime_secs = (double)r->d_stime / tck,
         .rss_bytes = r->rss_bytes,
         .pss_bytes = r->pss_bytes,
-        .disk_read_bytes = p->disk_read_bytes,
-        .disk_write_bytes = p->disk_write_bytes,
-        .has_gpu = g->present,
-        .gpu_usage = rt_figures_round(g->usage, 4),
+        .disk_read_bytes = r->d_read_bytes,
+        .disk_write_bytes = r->d_write_bytes,
+        .gpu_usage = g->usage,
         .gpu_utilized = g->utilized,
         .gpu_vram_bytes = (uint64_t)(g->vram_mib * (double)RT_MIB), /* exact: vram_mib is bytes / 2^20 */
-        .has_gpu_energy = gs->has_energy,
-        .gpu_energy_joules = rt_figures_round(gs->energy_joules - j->gpu_energy_seen, 6),
+        .gpu_energy_joules = gs->energy_joules - j->gpu_energy_seen,
     };
+    /* CPU times move in clock ticks: over a few ms, one tick would read as
+     * several cores. No tree uses more cores than the host has. */
+    f.cores_used = (f.utime_secs + f.stime_secs) / fmax(elapsed, RT_CORES_MIN_SPAN_SECS);
+    if (ncpu >= 1 && f.cores_used > ncpu)
+        f.cores_used = ncpu;
+    /* At the precision the store keeps. */
+    for (size_t i = 0; i < rt_fig_nsamples; i++) {
+        const struct rt_fig_sample *row = &rt_fig_samples[i];
+        if (row->type == RT_FT_F64)
+            rt_fig_set(&f, row->type, row->off, rt_figures_round(rt_fig_get(&f, row->type, row->off), row->places));
+    }
     j->gpu_energy_seen += f.gpu_energy_joules; /* what is rounded off now counts next time */
     return f;
 }
@@ -113,24 +123,8 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
     if (elapsed <= 0)
         elapsed = 1e-3;
     j->last_sample_mono_ns = now;
-    double tck = (double)rt_clk_tck();
-
-    struct rt_process p = {
-        .present = true,
-        .pid = j->pid,
-        .child_count = r->nprocs ? r->nprocs - 1 : 0,
-        .utime_secs = (double)r->d_utime / tck,
-        .stime_secs = (double)r->d_stime / tck,
-        .disk_read_bytes = r->d_read_bytes,
-        .disk_write_bytes = r->d_write_bytes,
-    };
-    /* CPU times move in clock ticks: over a few ms, one tick would read as
-     * several cores. No tree uses more cores than the host has. */
-    p.cores_used = (p.utime_secs + p.stime_secs) / fmax(elapsed, RT_CORES_MIN_SPAN_SECS);
     const struct rt_sample *sm = &s->sample;
     double ncpu = sm->cpu.n_cores ? (double)sm->cpu.n_cores : (double)sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu >= 1 && p.cores_used > ncpu)
-        p.cores_used = ncpu;
     /* No two samples of a job share a timestamp: a final sample right after
      * a tick's (or a wall clock stepped back) moves to the next ms. */
     uint64_t timestamp_ms = fresh ? rt_real_ns() / 1000000 : s->host_timestamp_ms;
@@ -145,7 +139,7 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
     rt_gpu_job_usage(s->gpu, j->gpu_state, j->tree.pids, j->tree.npids, elapsed, &g);
     struct rt_gpu_job_summary gs;
     rt_gpu_job_summary(j->gpu_state, &gs);
-    struct rt_job_figures f = job_figures(j, &p, &g, (uint64_t)llround(elapsed * 1000.0), r, &gs);
+    struct rt_job_figures f = job_figures(j, r, elapsed, ncpu, &g, &gs);
 
     bool kept = j->fig && rt_samples_append(&s->store->samples, j->fig, &f, timestamp_ms);
     struct rt_job_sample js = {.job_id = j->id, .name_json = j->name_json, .pid = j->pid,
@@ -162,16 +156,9 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
     j->current = (struct rt_job_current){
         .present = true,
         .sampled_at = (double)rt_real_ns() / 1e9,
-        .cores = p.cores_used,
+        .span_secs = elapsed,
         .processes = (uint32_t)r->nprocs,
-        .rss_bytes = r->rss_bytes,
-        .pss_bytes = r->pss_bytes,
-        .disk_read_bytes_per_sec = (double)r->d_read_bytes / elapsed,
-        .disk_write_bytes_per_sec = (double)r->d_write_bytes / elapsed,
-        .has_gpu = g.present,
-        .gpu_usage = g.usage,
-        .gpu_vram_bytes = f.gpu_vram_bytes,
-        .gpus_used = g.utilized,
+        .f = f,
     };
     rt_jobs_unlock(s->jobs);
     if (new_gpus)

@@ -1,11 +1,11 @@
-/* A job's sample as the store keeps it: its figures (jobs/summary.h), the
+/* A job's sample as the store keeps it: its figures (rt/job_figures.h), the
  * host sample it goes with (by number in the host timeline) and its
- * timestamp (ms), as a record of integers; or a migrated
- * sample line kept as it was, when it cannot be rebuilt from those. */
+ * timestamp (ms), as a record of integers; or a migrated sample line kept
+ * as it was, when it cannot be rebuilt from those. */
 #ifndef RT_STORE_FIGURES_H
 #define RT_STORE_FIGURES_H
 
-#include "jobs/summary.h"
+#include "rt/job_figures.h"
 #include "store/frame.h"
 
 #include <json-c/json.h>
@@ -16,7 +16,11 @@
 
 #define RT_FIG_TEMPLATE "f1"        /* a figures record */
 #define RT_FIG_VERBATIM 'v'         /* "v" + a sample line kept as it was */
+/* Numbers of a record: the host sample, timestamp, interval and gates, and
+ * each figure at its rt_fig_samples slot. Records of older daemons may have
+ * fewer (never fewer than RT_FIG_NUMS_MIN): figures past their end are 0. */
 #define RT_FIG_NUMS 16
+#define RT_FIG_NUMS_MIN 16
 
 /* The record's numbers (the figures at their precision are kept exactly). */
 void rt_figures_encode(const struct rt_job_figures *f, uint64_t hseq, uint64_t timestamp_ms, int64_t v[RT_FIG_NUMS]);

@@ -33,9 +33,12 @@ bool rt_host_text_parse(const char *p, size_t len, struct rt_host_text *h)
         h->ai_end = (size_t)(comma - p);
     }
     /* The cpu object comes first and holds numbers only: the first match of
-     * a key there is that key. */
-    const char *a = find(h, 0, "\"process_child_count\":"), *b = a ? find(h, (size_t)(a - p), "\"process_count\":") : NULL;
-    const char *c = b ? find(h, (size_t)(b - p), "\"process_disk_read_bytes\":") : NULL;
+     * a key there is that key. Its keys are sorted: the job's, all named
+     * process_*, stand around "process_count" and before "stime_secs". */
+    const char *a = find(h, 0, "\"process_"), *b = a ? find(h, (size_t)(a - p), "\"process_count\":") : NULL;
+    const char *c = b ? find(h, (size_t)(b - p), ",\"") : NULL;
+    if (c)
+        c++;
     const char *d = c ? find(h, (size_t)(c - p), "\"stime_secs\":") : NULL;
     /* Inside a string a '"' is always escaped, so `,"job_id"` is structure. */
     const char *e = d ? find(h, (size_t)(d - p), ",\"job_id\":") : NULL;
@@ -86,19 +89,30 @@ static void put_i64(struct rt_buf *b, int64_t v)
     put_u64(b, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
 }
 
-static void put_double(struct rt_buf *b, double v, int decimals)
-{
-    char tmp[RT_JSON_DOUBLE_MAX];
-    size_t n = rt_json_format_double(v, decimals, tmp);
-    if (n)
-        rt_buf_put(b, tmp, n);
-    else
-        put_str(b, "null");
-}
-
 static void put_slice(struct rt_buf *b, const struct rt_host_text *h, size_t from, size_t to)
 {
     rt_buf_put(b, h->p + from, to - from);
+}
+
+/* The job's keys on one side of "process_count", each with its comma. */
+static void put_figures(struct rt_buf *out, const struct rt_job_figures *f, bool before_count)
+{
+    for (size_t i = 0; i < rt_fig_nsamples; i++) {
+        const struct rt_fig_sample *r = &rt_fig_samples[i];
+        if (!r->json || (strcmp(r->json, "process_count") < 0) != before_count)
+            continue;
+        rt_buf_byte(out, '"');
+        put_str(out, r->json);
+        put_str(out, "\":");
+        char tmp[64];
+        double v;
+        size_t n = rt_fig_sample_value(f, i, &v) ? rt_fig_sample_text(r, v, tmp) : 0;
+        if (n)
+            rt_buf_put(out, tmp, n);
+        else
+            put_str(out, "null");
+        rt_buf_byte(out, ',');
+    }
 }
 
 void rt_job_sample_json(const struct rt_host_text *h, const struct rt_job_sample *s, struct rt_buf *out)
@@ -112,35 +126,9 @@ void rt_job_sample_json(const struct rt_host_text *h, const struct rt_job_sample
     } else {
         put_slice(out, h, 0, h->proc1);
     }
-    put_str(out, "\"process_child_count\":");
-    put_i64(out, f->child_count);
-    put_str(out, ",\"process_cores_used\":");
-    put_double(out, f->cores_used, RT_DEC_CORES);
-    rt_buf_byte(out, ',');
+    put_figures(out, f, true);
     put_slice(out, h, h->proc1_end, h->proc2);
-    put_str(out, "\"process_disk_read_bytes\":");
-    put_u64(out, f->disk_read_bytes);
-    put_str(out, ",\"process_disk_write_bytes\":");
-    put_u64(out, f->disk_write_bytes);
-    if (f->has_gpu) {
-        put_str(out, ",\"process_gpu_usage\":");
-        put_double(out, f->gpu_usage, RT_DEC_CORES);
-        put_str(out, ",\"process_gpu_utilized\":");
-        put_i64(out, f->gpu_utilized);
-        put_str(out, ",\"process_gpu_vram_mib\":");
-        put_double(out, (double)f->gpu_vram_bytes / (double)RT_MIB, RT_DEC_MIB);
-    } else {
-        put_str(out, ",\"process_gpu_usage\":null,\"process_gpu_utilized\":null,\"process_gpu_vram_mib\":null");
-    }
-    put_str(out, ",\"process_pss_mib\":");
-    put_u64(out, f->pss_bytes / RT_MIB);
-    put_str(out, ",\"process_rss_mib\":");
-    put_u64(out, f->rss_bytes / RT_MIB);
-    put_str(out, ",\"process_stime_secs\":");
-    put_double(out, f->stime_secs, RT_DEC_SECS);
-    put_str(out, ",\"process_utime_secs\":");
-    put_double(out, f->utime_secs, RT_DEC_SECS);
-    rt_buf_byte(out, ',');
+    put_figures(out, f, false);
     put_slice(out, h, h->proc2_end, h->job);
     put_str(out, "\"job_id\":");
     if (s->job_id)
@@ -170,31 +158,14 @@ void rt_job_sample_json(const struct rt_host_text *h, const struct rt_job_sample
 bool rt_job_sample_csv(const double *host, size_t n, const struct rt_job_sample *s, struct rt_buf *out)
 {
     const struct rt_job_figures *f = s->f;
-    struct rt_process p = {
-        .present = true,
-        .pid = s->pid,
-        .child_count = f->child_count,
-        .cores_used = f->cores_used,
-        .utime_secs = f->utime_secs,
-        .stime_secs = f->stime_secs,
-        .pss_mib = f->pss_bytes / RT_MIB,
-        .rss_mib = f->rss_bytes / RT_MIB,
-        .disk_read_bytes = f->disk_read_bytes,
-        .disk_write_bytes = f->disk_write_bytes,
-    };
-    struct rt_process_gpu g = {
-        .present = f->has_gpu,
-        .usage = f->gpu_usage,
-        .vram_mib = (double)f->gpu_vram_bytes / (double)RT_MIB,
-        .utilized = f->gpu_utilized,
-    };
+    struct rt_csv_job job = {.has_job = true, .pid = s->pid, .f = f};
     rt_buf_reserve(out, 512);
-    size_t len = rt_csv_row(host, n, s->timestamp_ms, (double)f->interval_ms / 1000.0, &p, &g,
+    size_t len = rt_csv_row(host, n, s->timestamp_ms, (double)f->interval_ms / 1000.0, &job,
                             (char *)out->p + out->len, out->cap - out->len);
     if (len >= out->cap - out->len) {
         rt_buf_reserve(out, len + 1);
-        len = rt_csv_row(host, n, s->timestamp_ms, (double)f->interval_ms / 1000.0, &p, &g,
-                         (char *)out->p + out->len, out->cap - out->len);
+        len = rt_csv_row(host, n, s->timestamp_ms, (double)f->interval_ms / 1000.0, &job, (char *)out->p + out->len,
+                         out->cap - out->len);
     }
     if (!len)
         return false;

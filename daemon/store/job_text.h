@@ -6,7 +6,7 @@
 #ifndef RT_STORE_JOB_TEXT_H
 #define RT_STORE_JOB_TEXT_H
 
-#include "jobs/summary.h"
+#include "rt/job_figures.h"
 #include "store/buf.h"
 
 #include <stdbool.h>
@@ -18,8 +18,8 @@ struct rt_host_text {
     const char *p;
     size_t len;
     size_t ai_val, ai_end;          /* the actual_interval_ms value, when the text starts with it */
-    size_t proc1, proc1_end;        /* "process_child_count" and "process_cores_used" */
-    size_t proc2, proc2_end;        /* "process_disk_read_bytes" .. "process_utime_secs" */
+    size_t proc1, proc1_end;        /* the job's keys before "process_count" */
+    size_t proc2, proc2_end;        /* and after it, up to "stime_secs" */
     size_t job, job_end;            /* "job_id":null,"job_name":null, */
     size_t tail;                    /* ["timestamp_ms":…,]"timestamp_secs":…,"tracked_pid":null} */
     bool has_ms;                    /* timestamp_ms is there (samples from before it had none) */

@@ -80,21 +80,17 @@ static struct slot *lookup(struct rt_migration *m, uint64_t h1, uint64_t h2)
 
 /* ---- one line ---- */
 
-static const char *const process_keys[] = {
-    "process_child_count", "process_cores_used", "process_disk_read_bytes", "process_disk_write_bytes",
-    "process_gpu_usage", "process_gpu_utilized", "process_gpu_vram_mib", "process_pss_mib",
-    "process_rss_mib", "process_stime_secs", "process_utime_secs",
-};
-
 /* The host sample a job line was made from, as far as the line can tell:
  * its job fields as a host sample has them (the line's own replace them
  * again), its interval set aside the same way. */
 static const char *host_text(struct json_object *o, size_t *len)
 {
     struct json_object *cpu = rt_json_get_object(o, "cpu");
-    for (size_t i = 0; i < RT_ARRAY_SIZE(process_keys); i++)
-        if (json_object_object_get_ex(cpu, process_keys[i], NULL))
-            json_object_object_add(cpu, process_keys[i], NULL);
+    for (size_t i = 0; i < rt_fig_nsamples; i++) {
+        const char *k = rt_fig_samples[i].json;
+        if (k && json_object_object_get_ex(cpu, k, NULL))
+            json_object_object_add(cpu, k, NULL);
+    }
     json_object_object_add(o, "job_id", NULL);
     json_object_object_add(o, "job_name", NULL);
     json_object_object_add(o, "tracked_pid", NULL);
@@ -129,7 +125,7 @@ static bool migrate_line(struct rt_samples *s, struct rt_migration *m, const str
         ts = secs * 1000;
     uint64_t index = c->kept + c->verbatim;
     if (index >= j->replay_from)
-        rt_job_summary_add(j->sum, &f);
+        j->fn(j->ctx, &f);
     size_t hlen;
     const char *htext = host_text(o, &hlen);
     struct rt_host_text ht;

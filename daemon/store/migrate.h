@@ -9,7 +9,6 @@
 #ifndef RT_STORE_MIGRATE_H
 #define RT_STORE_MIGRATE_H
 
-#include "jobs/summary.h"
 #include "store/samples.h"
 
 #include <stdint.h>
@@ -25,8 +24,9 @@ struct rt_migrate_job {
     int32_t pid;
     double interval_secs;
     bool ended;
-    uint64_t replay_from;           /* samples after the job's record: added to sum */
-    struct rt_job_summary *sum;
+    uint64_t replay_from;           /* samples after the job's record: given to fn */
+    rt_figures_fn fn;
+    void *ctx;
 };
 
 /* Migrate jobs/<id>/samples.jsonl; its figures log, or NULL (the file stays

@@ -138,7 +138,7 @@ static void note_host(struct rt_samples *s, struct rt_figlog *fl, uint64_t hseq)
     fl->hblocks[fl->nhblocks++] = b;
 }
 
-uint64_t rt_samples_job_load(struct rt_samples *s, struct rt_figlog *fl, uint64_t from, struct rt_job_summary *sum,
+uint64_t rt_samples_job_load(struct rt_samples *s, struct rt_figlog *fl, uint64_t from, rt_figures_fn fn, void *ctx,
                              double interval_secs)
 {
     uint64_t n = rt_seglog_count(&fl->log);
@@ -159,7 +159,7 @@ uint64_t rt_samples_job_load(struct rt_samples *s, struct rt_figlog *fl, uint64_
                  rt_figures_from_line((const char *)r.tmpl + 1, r.tlen - 1, interval_secs, &f);
         }
         if (ok && i >= from)
-            rt_job_summary_add(sum, &f);
+            fn(ctx, &f);
     }
     rt_seglog_cursor_free(&c);
     return n;

@@ -12,7 +12,7 @@
 #ifndef RT_STORE_SAMPLES_H
 #define RT_STORE_SAMPLES_H
 
-#include "jobs/summary.h"
+#include "rt/job_figures.h"
 #include "store/buf.h"
 #include "store/seglog.h"
 #include "store/textcode.h"
@@ -65,10 +65,14 @@ void rt_figlog_unref(struct rt_figlog *fl);
 /* Remove its files (the job is removed). */
 void rt_figlog_remove(struct rt_figlog *fl);
 
+/* Figures of stored samples, handed back to the job layer (which sums them
+ * by its rule). */
+typedef void (*rt_figures_fn)(void *ctx, const struct rt_job_figures *f);
+
 /* At load: the host blocks the job uses, and the figures of its samples
- * from index `from` on added to sum (the ones after its saved record).
+ * from index `from` on given to fn (the ones after its saved record).
  * Returns the number of samples it has. */
-uint64_t rt_samples_job_load(struct rt_samples *s, struct rt_figlog *fl, uint64_t from, struct rt_job_summary *sum,
+uint64_t rt_samples_job_load(struct rt_samples *s, struct rt_figlog *fl, uint64_t from, rt_figures_fn fn, void *ctx,
                              double interval_secs);
 
 /* Sampler thread: the host sample of this tick (text valid until the next

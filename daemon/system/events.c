@@ -8,6 +8,7 @@
 #include "rt/util.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -225,119 +226,118 @@ void rt_event_job_started(const struct rt_event_job *job)
     emit(&r, RT_MSGID_JOB_STARTED);
 }
 
-/* A counter for people, "unknown" when nobody could read it. */
-static void human_counter(uint64_t v, char *buf, size_t size)
-{
-    if (v == RT_EVENT_UNKNOWN)
-        snprintf(buf, size, "unknown");
-    else
-        human_bytes(v, buf, size);
-}
-
-static void job_result(const struct rt_job_totals *t, const char *state, char *buf, size_t size)
+static void job_result(const struct rt_event_job_end *e, const char *state, char *buf, size_t size)
 {
     if (strcmp(state, "stopped") == 0)
         snprintf(buf, size, "tracking stopped");
-    else if (t->exit_status < 0)
+    else if (e->exit_status < 0)
         snprintf(buf, size, "exit status unknown");
     else
-        snprintf(buf, size, "exit status %d", t->exit_status);
+        snprintf(buf, size, "exit status %d", e->exit_status);
 }
 
-static void gpu_usage(const struct rt_job_totals *t, char *buf, size_t size)
+/* A total of the job: false when it is null. */
+static bool total(const struct rt_event_job_end *e, const char *key, double *v)
 {
-    if (t->gpus_used == 0) {
+    int row = rt_fig_total_find(key);
+    return row >= 0 && rt_fig_total_value(e->totals, (size_t)row, (double)e->duration_usec / 1e6, v);
+}
+
+static void gpu_usage(const struct rt_event_job_end *e, unsigned gpus, char *buf, size_t size)
+{
+    if (gpus == 0) {
         snprintf(buf, size, "none");
         return;
     }
     char mem[32];
-    size_t len = (size_t)snprintf(buf, size, "%u GPU%s", t->gpus_used, t->gpus_used == 1 ? "" : "s");
-    if (t->gpu_energy_j >= 0 && len < size)
-        len += (size_t)snprintf(buf + len, size - len, ", %.1f J", t->gpu_energy_j);
-    if (t->gpu_mem_peak_bytes != RT_EVENT_UNKNOWN && len < size) {
-        human_bytes(t->gpu_mem_peak_bytes, mem, sizeof(mem));
+    double v;
+    size_t len = (size_t)snprintf(buf, size, "%u GPU%s", gpus, gpus == 1 ? "" : "s");
+    if (total(e, "gpu_energy_joules", &v) && len < size)
+        len += (size_t)snprintf(buf + len, size - len, ", %.1f J", v);
+    if (total(e, "gpu_peak_vram_bytes", &v) && len < size) {
+        human_bytes((uint64_t)v, mem, sizeof(mem));
         len += (size_t)snprintf(buf + len, size - len, ", GPU memory peak %s", mem);
     }
-    if (t->gpu_utilization_avg >= 0 && len < size)
-        snprintf(buf + len, size - len, ", GPU utilization %.1f%%", t->gpu_utilization_avg);
+    if (total(e, "gpu_avg_usage", &v) && len < size)
+        snprintf(buf + len, size - len, ", GPU utilization %.1f%%", v * 100);
 }
 
-void rt_event_job_finished(const struct rt_event_job *job, const struct rt_job_totals *t)
+/* A total for people, in its unit. */
+static void human_total(const struct rt_fig_total *t, double v, char *buf, size_t size)
+{
+    if (t->unit == RT_UNIT_SECS)
+        human_usec((uint64_t)llround(v * 1e6), buf, size);
+    else if (t->unit == RT_UNIT_BYTES)
+        human_bytes((uint64_t)v, buf, size);
+    else
+        snprintf(buf, size, "%.2f", v);
+}
+
+/* The journal fields of the totals with a gate (gated) or without; the
+ * ones for people are also said in the message. */
+static void total_fields(struct rec *r, const struct rt_event_job_end *e, bool gated, const char **sep)
+{
+    for (size_t i = 0; i < rt_fig_ntotals; i++) {
+        const struct rt_fig_total *t = &rt_fig_totals[i];
+        if (!t->journal || (t->src >= 0 && rt_fig_samples[t->src].gate) != gated)
+            continue;
+        double v;
+        bool known = rt_fig_total_value(e->totals, i, (double)e->duration_usec / 1e6, &v);
+        char text[32] = "unknown";
+        if (known) {
+            double x = v * (t->journal_scale ? t->journal_scale : 1);
+            if (t->journal_decimals < 0)
+                field(r, "%s=%" PRIu64, t->journal, x > 0 ? (uint64_t)llround(x) : 0);
+            else
+                field(r, "%s=%.*f", t->journal, t->journal_decimals, x);
+            human_total(t, v, text, sizeof(text));
+        }
+        if (!t->journal_text)
+            continue;
+        field(r, "%s=%s", t->journal_text, text);
+        if (known) {
+            message(r, "%s%s %s", *sep, t->label, text);
+            *sep = ", ";
+        }
+    }
+}
+
+void rt_event_job_finished(const struct rt_event_job *job, const struct rt_event_job_end *e)
 {
     struct rec r = {.priority = LOG_INFO};
-    char dur[32], cpu[32], rss[32], pss[32], rd[32], wr[32], res[48], gpu[160];
-    const char *state = t->state && *t->state ? t->state : "finished";
-    human_usec(t->duration_usec, dur, sizeof(dur));
-    if (t->cpu_usage_nsec == RT_EVENT_UNKNOWN)
-        snprintf(cpu, sizeof(cpu), "unknown");
-    else
-        human_usec(t->cpu_usage_nsec / 1000, cpu, sizeof(cpu));
-    human_counter(t->rss_peak_bytes, rss, sizeof(rss));
-    human_counter(t->pss_peak_bytes, pss, sizeof(pss));
-    human_counter(t->io_read_bytes, rd, sizeof(rd));
-    human_counter(t->io_write_bytes, wr, sizeof(wr));
-    job_result(t, state, res, sizeof(res));
-    gpu_usage(t, gpu, sizeof(gpu));
+    char dur[32], res[48], gpu[160];
+    const char *state = e->state && *e->state ? e->state : "finished";
+    const struct rt_job_summary *s = e->totals;
+    unsigned gpus = s->gpus ? (unsigned)json_object_array_length(s->gpus) : 0;
+    human_usec(e->duration_usec, dur, sizeof(dur));
+    job_result(e, state, res, sizeof(res));
+    gpu_usage(e, gpus, gpu, sizeof(gpu));
 
     job_title(&r, "Job", job);
     if (job->owner_uid != RT_EVENT_UID_UNKNOWN)
         message(&r, " of uid %u", (unsigned)job->owner_uid);
     message(&r, " %s after %s", strcmp(state, "lost") == 0 ? "was lost" : state, dur);
-    if (t->exit_status >= 0)
-        message(&r, ", exit status %d", t->exit_status);
+    if (e->exit_status >= 0)
+        message(&r, ", exit status %d", e->exit_status);
     else if (strcmp(state, "stopped") != 0)
         message(&r, ", exit status unknown");
-    const char *sep = ": ";
-    if (t->cpu_usage_nsec != RT_EVENT_UNKNOWN) {
-        message(&r, "%sCPU %s", sep, cpu);
-        sep = ", ";
-    }
-    if (t->rss_peak_bytes != RT_EVENT_UNKNOWN) {
-        message(&r, "%speak RSS %s", sep, rss);
-        sep = ", ";
-    }
-    if (t->pss_peak_bytes != RT_EVENT_UNKNOWN) {
-        message(&r, "%speak PSS %s", sep, pss);
-        sep = ", ";
-    }
-    if (t->io_read_bytes != RT_EVENT_UNKNOWN && t->io_write_bytes != RT_EVENT_UNKNOWN)
-        message(&r, "%sread %s, written %s", sep, rd, wr);
-    if (t->gpus_used > 0)
-        message(&r, ", %s", gpu);
 
     job_fields(&r, job);
     field(&r, "JOB_STATE=%s", state);
     field(&r, "JOB_RESULT=%s", res);
-    if (t->exit_status >= 0)
-        field(&r, "EXIT_STATUS=%d", t->exit_status);
-    field(&r, "JOB_DURATION_USEC=%" PRIu64, t->duration_usec);
+    if (e->exit_status >= 0)
+        field(&r, "EXIT_STATUS=%d", e->exit_status);
+    field(&r, "JOB_DURATION_USEC=%" PRIu64, e->duration_usec);
     field(&r, "JOB_DURATION=%s", dur);
-    field(&r, "JOB_SAMPLES=%" PRIu64, t->samples);
-    field(&r, "JOB_PROCESSES_MAX=%u", t->processes_max);
-    if (t->cpu_usage_nsec != RT_EVENT_UNKNOWN)
-        field(&r, "CPU_USAGE_NSEC=%" PRIu64, t->cpu_usage_nsec);
-    field(&r, "CPU_USAGE=%s", cpu);
-    if (t->rss_peak_bytes != RT_EVENT_UNKNOWN)
-        field(&r, "MEMORY_RSS_PEAK_BYTES=%" PRIu64, t->rss_peak_bytes);
-    field(&r, "MEMORY_RSS_PEAK=%s", rss);
-    if (t->pss_peak_bytes != RT_EVENT_UNKNOWN)
-        field(&r, "MEMORY_PSS_PEAK_BYTES=%" PRIu64, t->pss_peak_bytes);
-    field(&r, "MEMORY_PSS_PEAK=%s", pss);
-    if (t->io_read_bytes != RT_EVENT_UNKNOWN)
-        field(&r, "IO_METRIC_READ_BYTES=%" PRIu64, t->io_read_bytes);
-    field(&r, "IO_READ=%s", rd);
-    if (t->io_write_bytes != RT_EVENT_UNKNOWN)
-        field(&r, "IO_METRIC_WRITE_BYTES=%" PRIu64, t->io_write_bytes);
-    field(&r, "IO_WRITE=%s", wr);
+    field(&r, "JOB_SAMPLES=%" PRIu64, s->samples);
+    field(&r, "JOB_PROCESSES_MAX=%u", e->processes_max);
+    const char *sep = ": ";
+    total_fields(&r, e, false, &sep);
     field(&r, "GPU_USAGE=%s", gpu);
-    if (t->gpus_used > 0) {
-        field(&r, "GPU_COUNT=%u", t->gpus_used);
-        if (t->gpu_energy_j >= 0)
-            field(&r, "GPU_ENERGY_J=%.3f", t->gpu_energy_j);
-        if (t->gpu_mem_peak_bytes != RT_EVENT_UNKNOWN)
-            field(&r, "GPU_MEM_PEAK_BYTES=%" PRIu64, t->gpu_mem_peak_bytes);
-        if (t->gpu_utilization_avg >= 0)
-            field(&r, "GPU_UTILIZATION_AVG_PERCENT=%.1f", t->gpu_utilization_avg);
+    if (gpus > 0) {
+        message(&r, ", %s", gpu);
+        field(&r, "GPU_COUNT=%u", gpus);
+        total_fields(&r, e, true, &sep);
     }
     emit(&r, RT_MSGID_JOB_FINISHED);
 }

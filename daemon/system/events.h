@@ -10,6 +10,8 @@
 #ifndef RT_EVENTS_H
 #define RT_EVENTS_H
 
+#include "rt/job_figures.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -26,9 +28,6 @@
 #define RT_MSGID_GPU_APPEARED "1f32a80df2544d5d8e5541d433860f80"
 #define RT_MSGID_GPU_LOST "cbb7737498ae4cacb1bf18f9bd88e185"
 
-/* A counter nobody could read (EACCES on /proc/PID/io, no GPU energy
- * counter): its field is left out of the record instead of claiming 0. */
-#define RT_EVENT_UNKNOWN UINT64_MAX
 /* An owner the caller does not know (the upload worker knows job ids only). */
 #define RT_EVENT_UID_UNKNOWN ((uid_t)-1)
 
@@ -51,27 +50,19 @@ struct rt_event_job {
     const char *command;       /* JOB_COMMAND, argv joined by spaces (optional) */
 };
 
-/* A finished job's totals over its whole life. Counters use systemd's
- * UNIT_RESOURCES field names. RT_EVENT_UNKNOWN leaves a counter out. Each
- * figure also has a field for people, always present (what the catalog
- * shows): JOB_RESULT, JOB_DURATION, CPU_USAGE, MEMORY_RSS_PEAK,
- * MEMORY_PSS_PEAK, IO_READ, IO_WRITE, GPU_USAGE ("unknown", "none"). */
-struct rt_job_totals {
+/* A finished job: how it ended and its totals over its whole life. The
+ * totals' fields are the journal fields of rt_fig_totals (counters with
+ * systemd's UNIT_RESOURCES names: CPU_USAGE_NSEC, IO_METRIC_*), each with
+ * its field for people (CPU_USAGE, MEMORY_RSS_PEAK, …: "unknown" where the
+ * total is null, and its counter left out, never 0); the GPU ones only for
+ * a job that used a GPU. Always: JOB_RESULT, JOB_DURATION, GPU_USAGE
+ * ("none"). */
+struct rt_event_job_end {
     const char *state;         /* JOB_STATE: "finished", "failed", "stopped", "lost", "ended" */
     int exit_status;           /* EXIT_STATUS: exit code, 128+N when killed by signal N; <0 unknown */
     uint64_t duration_usec;    /* JOB_DURATION_USEC, wall clock */
-    uint64_t cpu_usage_nsec;   /* CPU_USAGE_NSEC: user+system of the tree, reaped children included */
-    uint64_t rss_peak_bytes;   /* MEMORY_RSS_PEAK_BYTES: largest tree RSS seen in a sample */
-    uint64_t pss_peak_bytes;   /* MEMORY_PSS_PEAK_BYTES: largest tree PSS seen in a sample */
-    uint64_t io_read_bytes;    /* IO_METRIC_READ_BYTES (storage reads, /proc/PID/io read_bytes) */
-    uint64_t io_write_bytes;   /* IO_METRIC_WRITE_BYTES */
     unsigned processes_max;    /* JOB_PROCESSES_MAX: most processes alive at once */
-    uint64_t samples;          /* JOB_SAMPLES */
-    /* GPU: the GPU_* fields are written only when gpus_used > 0. */
-    unsigned gpus_used;        /* GPU_COUNT */
-    double gpu_energy_j;       /* GPU_ENERGY_J, < 0 unknown */
-    uint64_t gpu_mem_peak_bytes;    /* GPU_MEM_PEAK_BYTES */
-    double gpu_utilization_avg;     /* GPU_UTILIZATION_AVG_PERCENT, < 0 unknown */
+    const struct rt_job_summary *totals; /* JOB_SAMPLES, GPU_COUNT and the totals' fields */
 };
 
 /* One failed upload attempt. Never pass a token or a signed URL here. */
@@ -103,7 +94,7 @@ void rt_event_daemon_stopped(const char *reason, uint64_t uptime_usec);
 void rt_event_config_reloaded(const char *path, uint32_t changed, uint32_t waiting);
 void rt_event_config_rejected(const char *path, const char *error);
 void rt_event_job_started(const struct rt_event_job *job);
-void rt_event_job_finished(const struct rt_event_job *job, const struct rt_job_totals *t);
+void rt_event_job_finished(const struct rt_event_job *job, const struct rt_event_job_end *end);
 /* Log the first failure of an outage and then only when it changes
  * (another stage or status), not every retry: the journal rate-limits. */
 void rt_event_upload_failed(const struct rt_event_job *job, const struct rt_upload_failure *f);

@@ -5,6 +5,7 @@
 #define RT_SAMPLE_H
 
 #include "rt/arena.h"
+#include "rt/job_figures.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -84,26 +85,6 @@ struct rt_gpu {
     double energy_joules;               /* cumulative counter of the device */
 };
 
-/* Fields of the tracked process tree (a job); absent on host samples. */
-struct rt_process {
-    bool present;
-    int32_t pid;
-    uint32_t child_count;
-    double cores_used;
-    double utime_secs, stime_secs;       /* in the interval */
-    uint64_t pss_mib, rss_mib;
-    uint64_t disk_read_bytes, disk_write_bytes; /* in the interval */
-};
-
-/* GPU use of the tracked tree, or of the whole host on host samples. Absent
- * (null) only when the host has no GPU backend at all. */
-struct rt_process_gpu {
-    bool present;
-    double usage;                        /* fractional GPUs */
-    double vram_mib;
-    uint32_t utilized;                   /* GPUs in use */
-};
-
 struct rt_sample {
     struct rt_arena arena;
     uint64_t timestamp_secs;             /* wall clock, floored */
@@ -122,8 +103,12 @@ struct rt_sample {
     bool has_gpu_backend;                /* NVML loaded or amdgpu present */
     uint64_t job_id;                     /* 0 on host samples */
     const char *job_name;
-    struct rt_process proc;
-    struct rt_process_gpu proc_gpu;
+    /* The job's figures (rt/job_figures.h): a job's sample has them all
+     * (has_job); a host sample only the GPU ones, of the whole host, where
+     * job.gates has RT_GATE_GPU. */
+    bool has_job;
+    int32_t tracked_pid;
+    struct rt_job_figures job;
 };
 
 void rt_sample_init(struct rt_sample *s);

@@ -31,11 +31,19 @@ struct rt_csv_host {
 void rt_csv_host_from_sample(const struct rt_sample *s, struct rt_csv_host *h); /* replaces h's values */
 void rt_csv_host_free(struct rt_csv_host *h);
 
+/* The job's part of a row: its root's pid and figures (has_job false: a
+ * host row, with the host's GPU use where f has RT_GATE_GPU). */
+struct rt_csv_job {
+    bool has_job;
+    int32_t pid;
+    const struct rt_job_figures *f;
+};
+#define RT_CSV_PID_COLUMN 22 /* process_pid; the job's figures follow it (rt_fig_samples' csv) */
+
 /* A row from host values, the sample's timestamp (ms) and interval, and
- * the process fields (p->present false: a host row; g: the job's GPU use,
- * or the host's on a host row). Returns as rt_sample_to_csv; 0 when h is
- * not a well-formed list. */
-size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double interval_secs, const struct rt_process *p,
-                  const struct rt_process_gpu *g, char *buf, size_t size);
+ * the job's part. Returns as rt_sample_to_csv; 0 when h is not a
+ * well-formed list. */
+size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double interval_secs, const struct rt_csv_job *job,
+                  char *buf, size_t size);
 
 #endif

@@ -85,8 +85,10 @@ static void add_jobs(void)
         write_file(path, txt, len);
         json_object_put(rec);
         struct rt_buf lines = {0};
-        s.proc = (struct rt_process){.present = true, .pid = 4242, .child_count = 2, .cores_used = 1.5,
-                                     .rss_mib = 10, .pss_mib = 8};
+        s.has_job = true;
+        s.tracked_pid = 4242;
+        s.job = (struct rt_job_figures){.child_count = 2, .cores_used = 1.5, .rss_bytes = 10 * RT_MIB,
+                                        .pss_bytes = 8 * RT_MIB};
         s.job_id = id;
         s.job_name = j->name;
         for (uint64_t k = 0; k < 5 * id; k++) {

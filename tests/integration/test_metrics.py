@@ -173,8 +173,10 @@ class Metrics(DaemonTest):
             self.assertIn(name, doc, "published but not documented")
             self.assertEqual(types[name], doc[name][0], name)
             self.assertEqual({k for k, _ in labels}, doc[name][1], name)
-        with open(os.path.join(os.environ["RT_SOURCE_DIR"], "ctl", "metrics", "expo.c")) as f:
-            source = f.read()
+        source = ""
+        for path in (("ctl", "metrics", "expo.c"), ("common", "job_figures.c")):  # the job figures' families
+            with open(os.path.join(os.environ["RT_SOURCE_DIR"], *path)) as f:
+                source += f.read()
         for name in doc:
             self.assertIn('"%s"' % name[len("resource_tracker_"):], source, "documented but not published")
         # On this host everything but the GPU families is there.

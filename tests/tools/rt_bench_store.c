@@ -311,11 +311,10 @@ static struct rt_job_figures job_figures(int j, unsigned i)
         .pss_bytes = (38ULL << 30) + (uint64_t)(i / 60) * (1 << 20) + (noisy ? rnd(1 << 20) : 0),
         .disk_read_bytes = (uint64_t)rnd(1 << 30) & ~4095ULL,
         .disk_write_bytes = i % 600 < 10 ? 1ULL << 30 : 0,
-        .has_gpu = true,
+        .gates = RT_GATE_GPU | RT_GATE_GPU_ENERGY,
         .gpu_usage = (double)(7000 + rnd(1000)) / 1000,
         .gpu_utilized = 8,
         .gpu_vram_bytes = (480ULL << 30) + (noisy ? rnd(1 << 24) : 0),
-        .has_gpu_energy = true,
         .gpu_energy_joules = (double)(4500000 + rnd(1000000)) / 1000,
     };
     return f;
@@ -342,10 +341,11 @@ static void store_tick(struct store *st, const char *text, size_t len, struct js
     t0 = mono_secs();
     for (int j = 0; j < st->njobs; j++) {
         sm->job_id = (uint64_t)j + 1;
-        sm->proc = (struct rt_process){.present = true, .pid = 4242, .cores_used = f[j].cores_used,
-                                       .utime_secs = f[j].utime_secs, .stime_secs = f[j].stime_secs,
-                                       .pss_mib = f[j].pss_bytes / RT_MIB, .rss_mib = f[j].rss_bytes / RT_MIB};
-        sm->proc_gpu.present = true;
+        sm->has_job = true;
+        sm->tracked_pid = 4242;
+        sm->job = (struct rt_job_figures){.gates = RT_GATE_GPU, .cores_used = f[j].cores_used,
+                                          .utime_secs = f[j].utime_secs, .stime_secs = f[j].stime_secs,
+                                          .pss_bytes = f[j].pss_bytes, .rss_bytes = f[j].rss_bytes};
         rt_sample_json_set_job(host_obj, sm);
         size_t n;
         const char *line = json_object_to_json_string_length(host_obj, JSON_FLAGS, &n);

@@ -124,13 +124,12 @@ static void serve(int lfd)
     if (rt_str_starts_with(line, "job ")) {
         struct rt_event_job j = {.id = "1", .name = line + 4, .owner_uid = 0, .root_pid = getpid(),
                                  .command = "standin"};
-        struct rt_job_totals t = {.state = "finished", .exit_status = 0, .duration_usec = 1500000,
-                                  .cpu_usage_nsec = 1000000000, .rss_peak_bytes = 8192,
-                                  .pss_peak_bytes = 4096,
-                                  .io_read_bytes = 512, .io_write_bytes = 1024, .processes_max = 1,
-                                  .samples = 2, .gpu_energy_j = -1, .gpu_utilization_avg = -1};
+        struct rt_job_summary t = {.samples = 2, .cpu_secs = 1, .peak_rss_bytes = 8192, .peak_pss_bytes = 4096,
+                                   .disk_read_bytes = 512, .disk_write_bytes = 1024};
+        struct rt_event_job_end end = {.state = "finished", .exit_status = 0, .duration_usec = 1500000,
+                                       .processes_max = 1, .totals = &t};
         rt_event_job_started(&j);
-        rt_event_job_finished(&j, &t);
+        rt_event_job_finished(&j, &end);
         dprintf(c, "ok\n");
     } else if (rt_str_starts_with(line, "probe ") && rt_str_all_digits(line + 6)) {
         probe(c, line + 6);

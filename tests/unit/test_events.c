@@ -35,23 +35,26 @@ static const struct rt_event_job train = {
 static void test_job_finished(void **state)
 {
     (void)state;
-    struct rt_job_totals t = {
-        .state = "finished",
-        .exit_status = 0,
-        .duration_usec = 75500000,
-        .cpu_usage_nsec = 12300000000ULL,
-        .rss_peak_bytes = 1288490189ULL,
-        .pss_peak_bytes = 1073741824ULL,
-        .io_read_bytes = 10485760,
-        .io_write_bytes = 2097152,
-        .processes_max = 5,
+    struct rt_job_summary t = {
         .samples = 76,
-        .gpus_used = 2,
-        .gpu_energy_j = 1234.5,
-        .gpu_mem_peak_bytes = 3221225472ULL,
-        .gpu_utilization_avg = 87.25,
+        .gates = RT_GATE_GPU | RT_GATE_GPU_ENERGY,
+        .gate_secs = {10},
+        .cpu_secs = 12.3,
+        .peak_rss_bytes = 1288490189ULL,
+        .peak_pss_bytes = 1073741824ULL,
+        .disk_read_bytes = 10485760,
+        .disk_write_bytes = 2097152,
+        .gpu_usage_secs = 8.72,
+        .gpu_peak_vram_bytes = 3221225472ULL,
+        .gpu_energy_joules = 1234.5,
+        .gpus = json_object_new_array(),
     };
-    rt_event_job_finished(&train, &t);
+    json_object_array_add(t.gpus, json_object_new_string("GPU-a"));
+    json_object_array_add(t.gpus, json_object_new_string("GPU-b"));
+    struct rt_event_job_end end = {
+        .state = "finished", .exit_status = 0, .duration_usec = 75500000, .processes_max = 5, .totals = &t};
+    rt_event_job_finished(&train, &end);
+    json_object_put(t.gpus);
     assert_string_equal(last,
                         "JOB_ID=42\n"
                         "JOB_NAME=train\n"
@@ -66,21 +69,21 @@ static void test_job_finished(void **state)
                         "JOB_PROCESSES_MAX=5\n"
                         "CPU_USAGE_NSEC=12300000000\n"
                         "CPU_USAGE=12.3s\n"
-                        "MEMORY_RSS_PEAK_BYTES=1288490189\n"
-                        "MEMORY_RSS_PEAK=1.2 GiB\n"
                         "MEMORY_PSS_PEAK_BYTES=1073741824\n"
                         "MEMORY_PSS_PEAK=1.0 GiB\n"
+                        "MEMORY_RSS_PEAK_BYTES=1288490189\n"
+                        "MEMORY_RSS_PEAK=1.2 GiB\n"
                         "IO_METRIC_READ_BYTES=10485760\n"
                         "IO_READ=10.0 MiB\n"
                         "IO_METRIC_WRITE_BYTES=2097152\n"
                         "IO_WRITE=2.0 MiB\n"
                         "GPU_USAGE=2 GPUs, 1234.5 J, GPU memory peak 3.0 GiB, GPU utilization 87.2%\n"
                         "GPU_COUNT=2\n"
-                        "GPU_ENERGY_J=1234.500\n"
-                        "GPU_MEM_PEAK_BYTES=3221225472\n"
                         "GPU_UTILIZATION_AVG_PERCENT=87.2\n"
+                        "GPU_MEM_PEAK_BYTES=3221225472\n"
+                        "GPU_ENERGY_J=1234.500\n"
                         "MESSAGE=Job 42 (train) of uid 1000 finished after 1min 15s, exit status 0: CPU 12.3s, "
-                        "peak RSS 1.2 GiB, peak PSS 1.0 GiB, read 10.0 MiB, written 2.0 MiB, 2 GPUs, 1234.5 J, "
+                        "peak PSS 1.0 GiB, peak RSS 1.2 GiB, read 10.0 MiB, written 2.0 MiB, 2 GPUs, 1234.5 J, "
                         "GPU memory peak 3.0 GiB, GPU utilization 87.2%\n"
                         "MESSAGE_ID=" RT_MSGID_JOB_FINISHED "\n"
                         "PRIORITY=6\n"
@@ -93,20 +96,15 @@ static void test_job_finished_unknowns(void **state)
 {
     (void)state;
     struct rt_event_job j = {.id = "7", .owner_uid = 0};
-    struct rt_job_totals t = {
-        .state = "lost",
-        .exit_status = -1,
-        .duration_usec = 2000000,
-        .cpu_usage_nsec = 1500000000,
-        .rss_peak_bytes = RT_EVENT_UNKNOWN,
-        .pss_peak_bytes = RT_EVENT_UNKNOWN,
-        .io_read_bytes = RT_EVENT_UNKNOWN,
-        .io_write_bytes = RT_EVENT_UNKNOWN,
-        .processes_max = 1,
-        .samples = 2,
-        .gpu_energy_j = -1,
-    };
-    rt_event_job_finished(&j, &t);
+    /* Totals lost to a record from before them (as the GPU means of an
+     * older daemon's jobs). */
+    struct rt_job_summary t = {.samples = 2, .cpu_secs = 1.5};
+    const char *lost[] = {"peak_rss_bytes", "peak_pss_bytes", "disk_read_bytes", "disk_write_bytes"};
+    for (size_t i = 0; i < 4; i++)
+        t.unknown |= 1ull << rt_fig_total_find(lost[i]);
+    struct rt_event_job_end end = {.state = "lost", .exit_status = -1, .duration_usec = 2000000, .processes_max = 1,
+                                   .totals = &t};
+    rt_event_job_finished(&j, &end);
     assert_string_equal(last,
                         "JOB_ID=7\n"
                         "JOB_OWNER_UID=0\n"
@@ -118,8 +116,8 @@ static void test_job_finished_unknowns(void **state)
                         "JOB_PROCESSES_MAX=1\n"
                         "CPU_USAGE_NSEC=1500000000\n"
                         "CPU_USAGE=1.5s\n"
-                        "MEMORY_RSS_PEAK=unknown\n"
                         "MEMORY_PSS_PEAK=unknown\n"
+                        "MEMORY_RSS_PEAK=unknown\n"
                         "IO_READ=unknown\n"
                         "IO_WRITE=unknown\n"
                         "GPU_USAGE=none\n"
@@ -372,10 +370,8 @@ static void test_catalog_placeholders_are_always_filled(void **state)
 {
     (void)state;
     struct rt_event_job j = {.id = "3", .owner_uid = 1000, .root_pid = 77};
-    struct rt_job_totals t = {.state = "ended", .exit_status = -1, .cpu_usage_nsec = RT_EVENT_UNKNOWN,
-                              .rss_peak_bytes = RT_EVENT_UNKNOWN, .pss_peak_bytes = RT_EVENT_UNKNOWN,
-                              .io_read_bytes = RT_EVENT_UNKNOWN, .io_write_bytes = RT_EVENT_UNKNOWN,
-                              .gpu_energy_j = -1, .gpu_utilization_avg = -1};
+    struct rt_job_summary totals = {.unknown = ~0ull};
+    struct rt_event_job_end t = {.state = "ended", .exit_status = -1, .totals = &totals};
     struct rt_upload_failure f = {.stage = "start run"};
     struct rt_event_gpu g = {.index = 0, .vendor = "amd", .name = "card0"};
     struct rt_event_daemon d = {.version = "1", .interval_secs = 1, .socket_path = "/s", .state_dir = "/d"};

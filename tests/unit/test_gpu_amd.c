@@ -187,10 +187,10 @@ static void test_devices(void **state)
     assert_false(g->has_frequency);
 
     /* host-wide: device VRAM in use and busy fraction */
-    assert_true(s.proc_gpu.present);
-    assert_double_equal(s.proc_gpu.vram_mib, 4 * 1024 + 64 * 1024, 1e-9);
-    assert_double_equal(s.proc_gpu.usage, 0.37 + 0.80, 1e-9);
-    assert_int_equal(s.proc_gpu.utilized, 2);
+    assert_true(s.job.gates & RT_GATE_GPU);
+    assert_double_equal((double)s.job.gpu_vram_bytes / RT_MIB, 4 * 1024 + 64 * 1024, 1e-9);
+    assert_double_equal(s.job.gpu_usage, 0.37 + 0.80, 1e-9);
+    assert_int_equal(s.job.gpu_utilized, 2);
     rt_sample_free(&s);
     free_collector(c);
 }
@@ -388,7 +388,7 @@ static void test_no_drm_class(void **state)
     rt_gpu_collect(c, &s);
     assert_false(s.has_gpu_backend);
     assert_int_equal(s.n_gpus, 0);
-    assert_false(s.proc_gpu.present);
+    assert_false(s.job.gates & RT_GATE_GPU);
     rt_sample_free(&s);
     free_collector(c);
     remove_tree(sys);

@@ -42,7 +42,7 @@ static void check_no_gpu(const struct rt_gpu_options *o)
         assert_false(s.has_gpu_backend);
         assert_int_equal(s.n_gpus, 0);
         assert_null(s.gpus);
-        assert_false(s.proc_gpu.present);
+        assert_false(s.job.gates & RT_GATE_GPU);
         assert_false(p.present);
     }
     struct rt_gpu_job_summary sum;

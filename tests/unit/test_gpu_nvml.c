@@ -200,10 +200,10 @@ static void test_devices_and_host_usage(void **state)
     assert_int_equal(g->frequency_mhz, 1410);
 
     /* Host-wide: every process once (a2 is in both lists of GPU 0). */
-    assert_true(s.proc_gpu.present);
-    assert_double_equal(s.proc_gpu.vram_mib, 1024 + 512 + 1024 + 256 + 128, 1e-9);
-    assert_double_equal(s.proc_gpu.usage, (30 + 20 + 50) / 100.0 + (50 + 10) / 100.0, 1e-9);
-    assert_int_equal(s.proc_gpu.utilized, 2);
+    assert_true(s.job.gates & RT_GATE_GPU);
+    assert_double_equal((double)s.job.gpu_vram_bytes / RT_MIB, 1024 + 512 + 1024 + 256 + 128, 1e-9);
+    assert_double_equal(s.job.gpu_usage, (30 + 20 + 50) / 100.0 + (50 + 10) / 100.0, 1e-9);
+    assert_int_equal(s.job.gpu_utilized, 2);
 
     /* The versioned entry points were used (_v2: the fake's _v3 writes 32-byte
      * entries like drivers 535.43-535.86), and the buffers grew on demand. */
@@ -386,7 +386,7 @@ static void test_lost_device_left_out_and_back(void **state)
     assert_true(p.present); /* the backend is still there, the device is not */
     assert_int_equal(p.utilized, 0);
     assert_double_equal(p.vram_mib, 0, 1e-12);
-    assert_double_equal(s.proc_gpu.vram_mib, 1024 + 512 + 1024, 1e-9);
+    assert_double_equal((double)s.job.gpu_vram_bytes / RT_MIB, 1024 + 512 + 1024, 1e-9);
     /* retries keep failing without a message each time */
     for (int i = 0; i < 30; i++) {
         sleep_ms(20);
@@ -426,8 +426,8 @@ static void test_fails_mid_run(void **state)
     assert_int_equal(s.n_gpus, 1); /* the first poll worked */
     assert_true(collect_until(c, &s, no_gpus));
     assert_true(s.has_gpu_backend);
-    assert_true(s.proc_gpu.present);
-    assert_int_equal(s.proc_gpu.utilized, 0);
+    assert_true(s.job.gates & RT_GATE_GPU);
+    assert_int_equal(s.job.gpu_utilized, 0);
     sleep_ms(500); /* several retries */
     rt_sample_reset(&s);
     rt_gpu_collect(c, &s);
@@ -496,7 +496,7 @@ static void test_init_failure_is_no_gpu(void **state)
     assert_false(s.has_gpu_backend);
     assert_int_equal(s.n_gpus, 0);
     assert_null(s.gpus);
-    assert_false(s.proc_gpu.present);
+    assert_false(s.job.gates & RT_GATE_GPU);
     struct rt_gpu_job *j = rt_gpu_job_new();
     int32_t pids[] = {a1};
     struct rt_process_gpu p;
@@ -551,7 +551,7 @@ static void test_old_driver_fallbacks(void **state)
     rt_gpu_collect(c, &s);
     assert_int_equal(s.n_gpus, 2);
     assert_string_equal(detail(&s.gpus[0], "pci_bus_id"), "0000:17:00.0"); /* legacy 16-byte field */
-    assert_double_equal(s.proc_gpu.vram_mib, 1024 + 512 + 1024 + 256 + 128, 1e-9);
+    assert_double_equal((double)s.job.gpu_vram_bytes / RT_MIB, 1024 + 512 + 1024 + 256 + 128, 1e-9);
     struct rt_gpu_job *j = rt_gpu_job_new();
     int32_t pids[] = {a1, a2};
     struct rt_process_gpu p;

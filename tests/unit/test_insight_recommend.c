@@ -58,14 +58,27 @@ static void test_round_half_even_like_python(void **state)
     assert_true(insight_round_half_even(2.6) == 3);
 }
 
+/* A run as a summary without GPU figures gives it. */
 static struct insight_stats run(double cores_mean, double pss_peak_mib)
 {
     struct insight_stats s = {.samples = 10, .duration_secs = 10};
-    s.cores_mean = cores_mean;
-    s.cores_peak = cores_mean * 1.5;
-    s.mem_mean_bytes = pss_peak_mib * MIB / 2;
-    s.mem_peak_bytes = pss_peak_mib * MIB;
+    insight_set(&s, "avg_cores", cores_mean);
+    insight_set(&s, "peak_cores", cores_mean * 1.5);
+    insight_set(&s, "avg_pss_bytes", pss_peak_mib * MIB / 2);
+    insight_set(&s, "peak_pss_bytes", pss_peak_mib * MIB);
+    insight_set(&s, "peak_rss_bytes", 0);
+    insight_set(&s, "disk_read_bytes", 0);
+    insight_set(&s, "disk_write_bytes", 0);
     return s;
+}
+
+/* Its GPU figures, as a host with a GPU backend gives them. */
+static void gpu(struct insight_stats *s, double mean, double peak, double vram_mean, double vram_peak)
+{
+    insight_set(s, "gpu_avg_usage", mean);
+    insight_set(s, "gpu_peak_usage", peak);
+    insight_set(s, "gpu_avg_vram_bytes", vram_mean);
+    insight_set(s, "gpu_peak_vram_bytes", vram_peak);
 }
 
 static void test_single_run(void **state)
@@ -97,22 +110,19 @@ static void test_gpus(void **state)
     (void)state;
     struct insight_rec r;
     struct insight_stats s = run(1, 500);
-    s.has_gpu = true; /* a GPU backend, but the job used none */
+    gpu(&s, 0, 0, 0, 0); /* a GPU backend, but the job used none */
     insight_recommend(&s, &r);
     assert_int_equal(r.gpus, 0);
     assert_int_equal(r.vram_mib, 0);
-    s.gpu_mean = 0.1;
-    s.gpu_peak = 0.3; /* used a little: one GPU */
-    s.vram_peak_bytes = 3000 * MIB;
+    gpu(&s, 0.1, 0.3, 0, 3000 * MIB); /* used a little: one GPU */
     insight_recommend(&s, &r);
     assert_int_equal(r.gpus, 1);
     assert_int_equal(r.vram_mib, 4096); /* 3600 */
-    s.gpu_peak = 1.6;
-    s.vram_peak_bytes = 900 * MIB; /* 1080 */
+    gpu(&s, 0.1, 1.6, 0, 900 * MIB); /* 1080 */
     insight_recommend(&s, &r);
     assert_int_equal(r.gpus, 2);
     assert_int_equal(r.vram_mib, 2048);
-    s.gpu_peak = 2.5;
+    gpu(&s, 0.1, 2.5, 0, 900 * MIB);
     insight_recommend(&s, &r);
     assert_int_equal(r.gpus, 2);
 }
@@ -123,37 +133,30 @@ static void test_history_of_three_runs(void **state)
     struct insight_stats runs[3] = {run(1.2, 800), run(2.0, 1500), run(3.1, 1200)};
     runs[0].id = 9;
     runs[0].duration_secs = 30;
-    runs[0].disk_read_bytes = 5e6;
+    insight_set(&runs[0], "disk_read_bytes", 5e6);
     runs[0].has_host = true; /* the run whose samples were read */
     runs[0].net_in_bytes = 6e6;
     runs[1].net_in_bytes = 7e6; /* not known: not taken */
-    runs[2].rss_peak_bytes = 2000 * MIB;
+    insight_set(&runs[2], "peak_rss_bytes", 2000 * MIB);
     /* Two runs on a GPU host, one without a GPU backend. */
-    runs[0].has_gpu = runs[1].has_gpu = true;
-    runs[0].gpu_mean = 0.4;
-    runs[0].gpu_peak = 0.9;
-    runs[0].vram_mean_bytes = 1000 * MIB;
-    runs[0].vram_peak_bytes = 1400 * MIB;
-    runs[1].gpu_mean = 0.8;
-    runs[1].gpu_peak = 1.6;
-    runs[1].vram_mean_bytes = 2000 * MIB;
-    runs[1].vram_peak_bytes = 2500 * MIB;
+    gpu(&runs[0], 0.4, 0.9, 1000 * MIB, 1400 * MIB);
+    gpu(&runs[1], 0.8, 1.6, 2000 * MIB, 2500 * MIB);
     struct insight_stats c;
     insight_stats_combine(runs, 3, &c);
     assert_int_equal(c.id, 0);
-    assert_true(fabs(c.cores_mean - 2.1) < 1e-9);           /* mean of means */
-    assert_true(fabs(c.cores_peak - 3.1 * 1.5) < 1e-9);     /* max of peaks */
-    assert_true(fabs(c.mem_peak_bytes - 1500 * MIB) < 1e-3);
-    assert_true(fabs(c.mem_mean_bytes - (800 + 1500 + 1200) / 3.0 / 2 * MIB) < 1e-3);
+    assert_true(fabs(insight_fig(&c, "avg_cores") - 2.1) < 1e-9);        /* mean of means */
+    assert_true(fabs(insight_fig(&c, "peak_cores") - 3.1 * 1.5) < 1e-9); /* max of peaks */
+    assert_true(fabs(insight_fig(&c, "peak_pss_bytes") - 1500 * MIB) < 1e-3);
+    assert_true(fabs(insight_fig(&c, "avg_pss_bytes") - (800 + 1500 + 1200) / 3.0 / 2 * MIB) < 1e-3);
     assert_true(fabs(c.duration_secs - (30 + 10 + 10) / 3.0) < 1e-9);
-    assert_true(c.disk_read_bytes == 5e6); /* totals: the largest */
+    assert_true(insight_fig(&c, "disk_read_bytes") == 5e6); /* totals: the largest */
     assert_true(c.has_host && c.net_in_bytes == 6e6);
-    assert_true(c.rss_peak_bytes == 2000 * MIB);
+    assert_true(insight_fig(&c, "peak_rss_bytes") == 2000 * MIB);
     assert_int_equal(c.samples, 30);
-    assert_true(c.has_gpu);
-    assert_true(fabs(c.gpu_mean - 0.6) < 1e-9);             /* over the runs with a GPU backend */
-    assert_true(fabs(c.vram_mean_bytes - 1500 * MIB) < 1e-3);
-    assert_true(c.gpu_peak == 1.6 && c.vram_peak_bytes == 2500 * MIB);
+    assert_true(insight_has(&c, "gpu_avg_usage"));
+    assert_true(fabs(insight_fig(&c, "gpu_avg_usage") - 0.6) < 1e-9); /* over the runs with a GPU backend */
+    assert_true(fabs(insight_fig(&c, "gpu_avg_vram_bytes") - 1500 * MIB) < 1e-3);
+    assert_true(insight_fig(&c, "gpu_peak_usage") == 1.6 && insight_fig(&c, "gpu_peak_vram_bytes") == 2500 * MIB);
     struct insight_rec r;
     insight_recommend(&c, &r);
     assert_int_equal(r.cpus, 2);          /* round(2.1) */
@@ -162,7 +165,8 @@ static void test_history_of_three_runs(void **state)
     assert_int_equal(r.vram_mib, 3072);   /* 2500 x 1.2 = 3000 */
     /* One run alone is itself. */
     insight_stats_combine(runs, 1, &c);
-    assert_true(c.cores_mean == 1.2 && c.mem_peak_bytes == 800 * MIB && c.gpu_peak == 0.9);
+    assert_true(insight_fig(&c, "avg_cores") == 1.2 && insight_fig(&c, "peak_pss_bytes") == 800 * MIB &&
+                insight_fig(&c, "gpu_peak_usage") == 0.9);
 }
 
 static void test_requests(void **state)

@@ -97,10 +97,12 @@ static void test_json_job_fields_and_roundtrip(void **state)
     build(&s);
     s.job_id = 7;
     s.job_name = "train";
-    s.proc = (struct rt_process){.present = true, .pid = 4242, .child_count = 3, .cores_used = 1.5,
-                                 .utime_secs = 1.25, .stime_secs = 0.25, .pss_mib = 31, .rss_mib = 40,
-                                 .disk_read_bytes = 1, .disk_write_bytes = 4096};
-    s.proc_gpu = (struct rt_process_gpu){.present = true, .usage = 0.5, .vram_mib = 811.6875, .utilized = 1};
+    s.has_job = true;
+    s.tracked_pid = 4242;
+    s.job = (struct rt_job_figures){.gates = RT_GATE_GPU, .child_count = 3, .cores_used = 1.5, .utime_secs = 1.25,
+                                    .stime_secs = 0.25, .pss_bytes = 31 * RT_MIB, .rss_bytes = 40 * RT_MIB,
+                                    .disk_read_bytes = 1, .disk_write_bytes = 4096, .gpu_usage = 0.5,
+                                    .gpu_vram_bytes = (uint64_t)(811.6875 * RT_MIB), .gpu_utilized = 1};
     struct json_object *o = rt_sample_to_json(&s);
     char *first = strdup(rt_json_plain(o));
     assert_non_null(strstr(first, "\"job_id\":7,\"job_name\":\"train\""));
@@ -151,17 +153,22 @@ static void test_csv(void **state)
 
     /* A host sample on a GPU host: the host's GPU use in process_gpu_*, as
      * the Rust tracker writes it without a PID. */
-    s.proc_gpu = (struct rt_process_gpu){.present = true, .usage = 0.5, .vram_mib = 1024, .utilized = 1};
+    s.job = (struct rt_job_figures){.gates = RT_GATE_GPU, .gpu_usage = 0.5, .gpu_vram_bytes = 1024 * RT_MIB,
+                                    .gpu_utilized = 1};
     rt_sample_to_csv(&s, row, sizeof(row));
     assert_non_null(strstr(row, ",0,,,,,,,,,0.5000,1024.0000,1\n"));
     assert_int_equal(count_fields(row), RT_CSV_COLUMNS);
-    s.proc_gpu.present = false;
 
-    s.proc = (struct rt_process){.present = true, .pid = 9, .child_count = 0, .cores_used = 0.99,
-                                 .utime_secs = 0.99, .pss_mib = 31, .disk_write_bytes = 4096};
+    s.has_job = true;
+    s.tracked_pid = 9;
+    s.job = (struct rt_job_figures){.child_count = 0, .cores_used = 0.99, .utime_secs = 0.99, .pss_bytes = 31 * RT_MIB,
+                                    .disk_write_bytes = 4096};
     rt_sample_to_csv(&s, row, sizeof(row));
     assert_non_null(strstr(row, ",9,0,0.9900,0.0000,0.9900,31,0,4096,,,\n"));
-    s.proc_gpu = (struct rt_process_gpu){.present = true, .usage = 0.25, .vram_mib = 1024, .utilized = 1};
+    s.job.gates = RT_GATE_GPU;
+    s.job.gpu_usage = 0.25;
+    s.job.gpu_vram_bytes = 1024 * RT_MIB;
+    s.job.gpu_utilized = 1;
     rt_sample_to_csv(&s, row, sizeof(row));
     assert_non_null(strstr(row, ",31,0,4096,0.2500,1024.0000,1\n"));
     assert_int_equal(count_fields(row), RT_CSV_COLUMNS);
@@ -206,9 +213,11 @@ static void test_csv_same_from_json(void **state)
         s.disks[1].read_bytes_per_sec = (double)(rand() % 1000000) / 0.997;
         s.disks[1].write_bytes_per_sec = r * 130979.95;
         s.nets[0].rx_bytes_per_sec = (double)rand() / 7.0;
-        s.proc = (struct rt_process){.present = true, .pid = 7, .utime_secs = r * 0.00015,
-                                     .stime_secs = r / 3.0, .cores_used = r * 2.00005};
-        s.proc_gpu = (struct rt_process_gpu){.present = true, .usage = r * 0.30005, .vram_mib = r * 811.69875};
+        s.has_job = true;
+        s.tracked_pid = 7;
+        s.job = (struct rt_job_figures){.gates = RT_GATE_GPU, .utime_secs = r * 0.00015, .stime_secs = r / 3.0,
+                                        .cores_used = r * 2.00005, .gpu_usage = r * 0.30005,
+                                        .gpu_vram_bytes = (uint64_t)(r * 811.69875 * RT_MIB)};
         char a[1024], b[1024];
         rt_sample_to_csv(&s, a, sizeof(a));
         struct json_object *o = rt_sample_to_json(&s);
@@ -285,16 +294,18 @@ static void test_csv_decimals_as_printf(void **state)
         }
         /* utime, stime, utilization; one disk with one mount (space). */
         double h[] = {5, x[0], x[1], x[2], 1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, x[3] * 1e9, fabs(x[4]) * 1e8, 0, 0};
-        struct rt_process p = {.present = true, .pid = 1, .utime_secs = x[1], .stime_secs = x[2], .cores_used = x[0]};
-        struct rt_process_gpu g = {.present = true, .usage = x[3], .vram_mib = x[4]};
+        uint64_t vram = (uint64_t)llround(fabs(x[4]) * RT_MIB);
+        struct rt_job_figures f = {.gates = RT_GATE_GPU, .utime_secs = x[1], .stime_secs = x[2], .cores_used = x[0],
+                                   .gpu_usage = x[3], .gpu_vram_bytes = vram};
+        struct rt_csv_job job = {.has_job = true, .pid = 1, .f = &f};
         char row[1024], want[1024];
-        assert_true(rt_csv_row(h, RT_ARRAY_SIZE(h), 1042, 1.0, &p, &g, row, sizeof(row)) > 0);
+        assert_true(rt_csv_row(h, RT_ARRAY_SIZE(h), 1042, 1.0, &job, row, sizeof(row)) > 0);
         double total = x[3] * 1e9 / 1e9, avail = fabs(x[4]) * 1e8 / 1e9;
         snprintf(want, sizeof(want),
                  "1.042,5,%.3f,%.3f,%.4f,1,2,3,4,5,6,0,0,%.6f,%.6f,%.6f,0,0,0.0000,0.0000,0,1,0,%.4f,%.4f,%.4f,0,0,0,%.4f,%.4f,0\n",
                  rt_round_dec(x[0], 4), rt_round_dec(x[1], 4), rt_round_dec(x[2], 4), total, total - avail, avail,
                  rt_round_dec(x[1], 4), rt_round_dec(x[2], 4), rt_round_dec(x[0], 4), rt_round_dec(x[3], 4),
-                 rt_round_dec(x[4], 4));
+                 rt_round_dec((double)vram / RT_MIB, 4));
         assert_string_equal(row, want);
     }
 }

@@ -133,8 +133,9 @@ static void host_sample(struct rt_sample *s, unsigned n, bool first)
         for (size_t k = 0; k < g->n_detail; k++)
             g->detail[k] = (struct rt_kv){k ? "driver" : "pci_bus_id", odd()};
     }
-    s->proc_gpu = (struct rt_process_gpu){.present = s->has_gpu_backend, .usage = val(8), .vram_mib = val(8e4),
-                                          .utilized = (uint32_t)(rand() % 9)};
+    s->job = (struct rt_job_figures){.gates = s->has_gpu_backend ? RT_GATE_GPU : 0, .gpu_usage = val(8),
+                                     .gpu_vram_bytes = (uint64_t)(val(8e4) * RT_MIB),
+                                     .gpu_utilized = (uint32_t)(rand() % 9)};
 }
 
 /* A job's figures at the precision the store keeps. */
@@ -150,11 +151,10 @@ static struct rt_job_figures figures(const struct rt_sample *host)
         .pss_bytes = (uint64_t)val(1e12),
         .disk_read_bytes = (uint64_t)val(1e12),
         .disk_write_bytes = (uint64_t)val(1e12),
-        .has_gpu = host->has_gpu_backend,
+        .gates = (host->has_gpu_backend ? RT_GATE_GPU : 0) | (rand() % 2 ? RT_GATE_GPU_ENERGY : 0),
         .gpu_usage = rt_figures_round(val(8), 4),
         .gpu_utilized = (uint32_t)(rand() % 9),
         .gpu_vram_bytes = (uint64_t)val(8e10),
-        .has_gpu_energy = rand() % 2,
         .gpu_energy_joules = rt_figures_round(val(1000), 6),
     };
     return f;
@@ -169,14 +169,9 @@ static char *old_line(struct json_object *host_obj, const struct rt_sample *host
     struct rt_sample sm = *host;
     sm.job_id = id;
     sm.job_name = names[id % JOBS];
-    sm.proc = (struct rt_process){.present = true, .pid = pid, .child_count = f->child_count,
-                                  .cores_used = f->cores_used, .utime_secs = f->utime_secs,
-                                  .stime_secs = f->stime_secs, .pss_mib = f->pss_bytes / RT_MIB,
-                                  .rss_mib = f->rss_bytes / RT_MIB, .disk_read_bytes = f->disk_read_bytes,
-                                  .disk_write_bytes = f->disk_write_bytes};
-    sm.proc_gpu = (struct rt_process_gpu){.present = f->has_gpu, .usage = f->gpu_usage,
-                                          .vram_mib = (double)f->gpu_vram_bytes / (double)RT_MIB,
-                                          .utilized = f->gpu_utilized};
+    sm.has_job = true;
+    sm.tracked_pid = pid;
+    sm.job = *f;
     rt_sample_json_set_job(host_obj, &sm);
     json_object_object_add(host_obj, "timestamp_ms", rt_json_u64(ts));
     json_object_object_add(host_obj, "timestamp_secs", rt_json_u64(ts / 1000));
@@ -230,6 +225,11 @@ static void expect_free(struct expect *e)
 static char dir[64];
 static int state_fd, jobs_fd;
 
+static void add_figures(void *sum, const struct rt_job_figures *f)
+{
+    rt_job_summary_add(sum, f);
+}
+
 static void open_store(struct rt_samples *s, struct rt_figlog **fl)
 {
     char err[256];
@@ -240,7 +240,7 @@ static void open_store(struct rt_samples *s, struct rt_figlog **fl)
         mkdirat(jobs_fd, sub, 0700);
         fl[id - 1] = rt_samples_job_log(s, id);
         assert_non_null(fl[id - 1]);
-        rt_samples_job_load(s, fl[id - 1], UINT64_MAX, &(struct rt_job_summary){0}, 1.0);
+        rt_samples_job_load(s, fl[id - 1], UINT64_MAX, add_figures, &(struct rt_job_summary){0}, 1.0);
     }
 }
 
@@ -366,7 +366,7 @@ static void test_rebuilt_byte_for_byte(void **state)
         char *name = rt_job_name_json(names[id % JOBS]);
         struct rt_job_summary sum = {0};
         struct rt_migrate_job mj = {.id = id, .name_json = name, .pid = (int32_t)(1000 + id), .interval_secs = 1,
-                                    .ended = id == 2, .replay_from = 0, .sum = &sum};
+                                    .ended = id == 2, .replay_from = 0, .fn = add_figures, .ctx = &sum};
         fl[id - 1] = rt_migrate_job(&s, m, &mj);
         assert_non_null(fl[id - 1]);
         assert_int_equal(sum.samples, e[id - 1].n);

@@ -32,7 +32,7 @@ struct rt_gpu_collector *rt_gpu_collector_new(const struct rt_roots *r, const st
 void rt_gpu_collector_free(struct rt_gpu_collector *c);
 
 /* Sampler thread, once per tick: fills s->gpus (in the arena), s->n_gpus,
- * s->has_gpu_backend and s->proc_gpu with host-wide process GPU values
+ * s->has_gpu_backend and the GPU figures of s->job with host-wide values
  * (present only with a backend). Lost or hung devices are left out. */
 void rt_gpu_collect(struct rt_gpu_collector *c, struct rt_sample *s);
 
@@ -41,6 +41,14 @@ void rt_gpu_collect(struct rt_gpu_collector *c, struct rt_sample *s);
 struct rt_gpu_job;
 struct rt_gpu_job *rt_gpu_job_new(void);
 void rt_gpu_job_free(struct rt_gpu_job *j);
+
+/* GPU use of a job's processes over an interval. */
+struct rt_process_gpu {
+    bool present;               /* the host has a GPU backend */
+    double usage;               /* fractional GPUs */
+    double vram_mib;
+    uint32_t utilized;          /* GPUs in use */
+};
 
 /* Sampler thread, after rt_gpu_collect of the same tick: GPU use of the job's
  * processes (pids, any order) over its interval, into out; updates j's totals. */

@@ -107,7 +107,7 @@ void rt_gpu_collect(struct rt_gpu_collector *c, struct rt_sample *s)
     s->has_gpu_backend = c->has_backend;
     s->gpus = NULL;
     s->n_gpus = 0;
-    memset(&s->proc_gpu, 0, sizeof(s->proc_gpu));
+    s->job.gates &= ~RT_GATE_GPU;
     if (!c->has_backend)
         return;
     size_t n = 0;
@@ -124,8 +124,8 @@ void rt_gpu_collect(struct rt_gpu_collector *c, struct rt_sample *s)
         fill_gpu(&s->arena, v, &s->gpus[s->n_gpus++]);
         host_usage(v, &usage, &vram, &utilized);
     }
-    s->proc_gpu.present = true;
-    s->proc_gpu.usage = usage;
-    s->proc_gpu.vram_mib = (double)vram / (double)RT_MIB;
-    s->proc_gpu.utilized = utilized;
+    s->job.gates |= RT_GATE_GPU;
+    s->job.gpu_usage = usage;
+    s->job.gpu_vram_bytes = vram;
+    s->job.gpu_utilized = utilized;
 }

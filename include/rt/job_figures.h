@@ -1,0 +1,167 @@
+/* A job's figures, each described once (common/job_figures.c):
+ *   struct rt_job_figures   what one sample of the job measured;
+ *   struct rt_job_summary   the job's totals, summed from its samples by one
+ *                           rule (daemon/jobs/summary.c).
+ * A row of rt_fig_samples says how a sample's figure is stored, shown in the
+ * JSON sample and the CSV row and in Job.current; a row of rt_fig_totals how
+ * the totals combine it and how people, Prometheus and the journal name it.
+ * Writers and readers loop over the rows; docs/development.md says how to
+ * add a figure. */
+#ifndef RT_JOB_FIGURES_H
+#define RT_JOB_FIGURES_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Gates: a gated figure is there (not null) only where its gate is on. The
+ * bits are stored with each sample: never renumber them. */
+#define RT_GATE_GPU 0x1u        /* the host has a GPU backend */
+#define RT_GATE_GPU_ENERGY 0x2u /* and its GPUs count energy */
+#define RT_NGATES 2
+
+/* One sample of a job as it is stored: everything its totals need. Values
+ * have the precision the sample shows (cores, times and GPU use to 4
+ * decimals, the energy share to 6). */
+struct rt_job_figures {
+    uint64_t interval_ms;          /* span of the sample (actual_interval_ms) */
+    uint32_t gates;                /* RT_GATE_* on in this sample */
+    uint32_t child_count;
+    double cores_used;
+    double utime_secs, stime_secs; /* in the interval */
+    uint64_t rss_bytes, pss_bytes;
+    uint64_t disk_read_bytes, disk_write_bytes; /* in the interval */
+    double gpu_usage;              /* fractional GPUs */
+    uint32_t gpu_utilized;         /* GPUs in use */
+    uint64_t gpu_vram_bytes;
+    double gpu_energy_joules;      /* the job's share of device energy in the interval */
+};
+
+/* A job's totals. */
+struct rt_job_summary {
+    uint64_t samples;              /* stored samples */
+    uint32_t gates;                /* gates on in any sample */
+    double gate_secs[RT_NGATES];   /* seconds sampled with each gate on */
+    uint64_t unknown;              /* bit per rt_fig_totals row: lost to a record from before it */
+    double cpu_secs;
+    double peak_cores;             /* highest cores_used of a sample */
+    uint32_t peak_children;
+    uint64_t peak_rss_bytes, peak_pss_bytes;
+    uint64_t disk_read_bytes, disk_write_bytes;
+    double gpu_usage_secs;         /* fractional GPUs x seconds */
+    uint64_t gpu_peak_vram_bytes;
+    double gpu_energy_joules;
+    double pss_sum_bytes;          /* sums for means */
+    double gpu_peak_usage;
+    double gpu_vram_sum_bytes;
+    struct json_object *gpus;      /* UUIDs of the GPUs the job used (array), or NULL */
+};
+
+enum rt_fig_type { RT_FT_U32, RT_FT_U64, RT_FT_F64 };
+
+enum rt_fig_unit { RT_UNIT_COUNT, RT_UNIT_BYTES, RT_UNIT_SECS, RT_UNIT_CORES, RT_UNIT_GPUS, RT_UNIT_JOULES };
+
+/* How a sample shows a value: in the JSON sample and the CSV row alike. */
+enum rt_fig_show {
+    RT_SHOW_INT,                   /* the integer */
+    RT_SHOW_DEC,                   /* to `decimals` places */
+    RT_SHOW_MIB,                   /* bytes as whole MiB, rounded down */
+    RT_SHOW_MIB_DEC,               /* bytes as MiB to `decimals` places */
+};
+
+/* Job.current: the figure of the latest sample, or its rate per second. */
+enum rt_fig_now { RT_NOW_NONE, RT_NOW_VALUE, RT_NOW_RATE };
+
+struct rt_fig_sample {
+    const char *name;              /* its member; also the name to look it up by */
+    enum rt_fig_type type;
+    size_t off;                    /* in struct rt_job_figures */
+    uint32_t gate;                 /* RT_GATE_* it needs, 0 for none */
+    enum rt_fig_unit unit;
+    unsigned slot;                 /* its number in a stored record */
+    int places;                    /* kept to this many decimals (stored x 10^places) */
+    /* In a sample: the key in its "cpu" object and the CSV column (1-based),
+     * NULL/0 where samples do not show it. */
+    const char *json;
+    unsigned csv;
+    enum rt_fig_show show;
+    int decimals;
+    /* In Job.current, and its Prometheus gauge. */
+    const char *now;
+    enum rt_fig_now now_form;
+    int now_decimals;
+    const char *prom_now, *prom_now_help;
+};
+
+enum rt_fig_rule {
+    RT_RULE_SUM,                   /* added up */
+    RT_RULE_PEAK,                  /* the largest of a sample */
+    RT_RULE_MEAN,                  /* the mean of the samples (their sum is kept) */
+    RT_RULE_TIME_MEAN,             /* weighted by each sample's span over the time its gate was on */
+    RT_RULE_PER_SEC,               /* another total over the job's duration (not summed itself) */
+};
+
+struct rt_fig_total {
+    const char *key;               /* in Job.summary; the name to look it up by */
+    const char *record;            /* in the job record's totals when not key: the sum of a mean */
+    enum rt_fig_rule rule;
+    int src, src2;                 /* rt_fig_samples rows it is made of (src2 added too), or -1 */
+    const char *of;                /* RT_RULE_PER_SEC: the total it is the rate of */
+    const char *at_least;          /* shown never below this total (the whole job is a span too) */
+    enum rt_fig_type type;
+    size_t off;                    /* in struct rt_job_summary */
+    int decimals;                  /* in Job.summary, for real numbers */
+    bool later;                    /* records of older daemons may lack it: null for their jobs */
+    enum rt_fig_unit unit;
+    const char *label;             /* for people, in a sentence: "peak PSS" */
+    const char *stat, *title;      /* in `report`/`recommend` statistics: name and row title, or NULL */
+    const char *prom, *prom_type, *prom_help;  /* its family in `metrics`, or NULL */
+    const char *journal;           /* field of the job-finished record, or NULL */
+    double journal_scale;          /* its value x this (CPU_USAGE_NSEC: 1e9) */
+    int journal_decimals;          /* -1: an integer */
+    const char *journal_text;      /* the same for people ("CPU_USAGE") */
+};
+
+extern const struct rt_fig_sample rt_fig_samples[];
+extern const size_t rt_fig_nsamples;
+extern const struct rt_fig_total rt_fig_totals[];
+extern const size_t rt_fig_ntotals;
+
+/* Gates by bit position: the record keys of a gate and of its seconds. */
+extern const char *const rt_fig_gate_keys[RT_NGATES];
+extern const char *const rt_fig_gate_secs_keys[RT_NGATES];
+
+/* Rows by name: the index, or -1. */
+int rt_fig_sample_find(const char *name);
+int rt_fig_total_find(const char *key);
+
+/* A total as Job.summary shows it, for a job of that duration; false when
+ * it is null (its gate never on, or lost to a record from before it). */
+bool rt_fig_total_value(const struct rt_job_summary *s, size_t row, double duration_secs, double *v);
+/* Seconds sampled with a gate on (its lowest bit's). */
+double rt_fig_gate_secs(const struct rt_job_summary *s, uint32_t gate);
+/* Minimum span of a cores figure: CPU time moves in clock ticks (10 ms),
+ * cores are measured over at least ten of them. */
+#define RT_CORES_MIN_SPAN_SECS 0.1
+
+/* A member as a double, and set from one (rounded to the member's type). */
+double rt_fig_get(const void *base, enum rt_fig_type type, size_t off);
+void rt_fig_set(void *base, enum rt_fig_type type, size_t off, double v);
+
+/* A sample's figure; false when its gate is off. In a sample
+ * (rt_sample), with has_job false (a host sample), only the gated ones can
+ * be there. */
+bool rt_fig_sample_value(const struct rt_job_figures *f, size_t row, double *v);
+bool rt_fig_sample_in(const struct rt_job_figures *f, bool has_job, size_t row, double *v);
+/* The value as the sample shows it (in its unit: bytes shown as MiB are
+ * whole or rounded MiB times 2^20), as a JSON value and as JSON text
+ * (NUL-terminated; its length). */
+double rt_fig_shown(const struct rt_fig_sample *row, double v);
+struct json_object *rt_fig_sample_json(const struct rt_fig_sample *row, double v);
+size_t rt_fig_sample_text(const struct rt_fig_sample *row, double v, char buf[64]);
+/* A sample's figures from its "cpu" object (MiB back to bytes, values as
+ * shown): whether it is a job's sample (has_job). */
+bool rt_job_figures_from_json(struct json_object *cpu, struct rt_job_figures *f);
+
+#endif
