@@ -84,16 +84,17 @@ static int open_socket(struct rt_daemon *d)
 static int open_store(struct rt_daemon *d)
 {
     char err[512], err2[512];
-    if (rt_store_open(&d->store, d->cfg.state_dir, d->cfg.user_mode, err, sizeof(err)) == 0)
+    int r = rt_state_dir_open(&d->state, d->cfg.state_dir, d->cfg.user_mode, err, sizeof(err));
+    if (r == 0)
         return 0;
     if (!d->state_fallback[0] || strcmp(d->state_fallback, d->cfg.state_dir) == 0) {
         rt_err("%s", err);
-        return -1;
+        return r;
     }
-    if (rt_store_open(&d->store, d->state_fallback, true, err2, sizeof(err2)) < 0) {
+    if ((r = rt_state_dir_open(&d->state, d->state_fallback, true, err2, sizeof(err2))) < 0) {
         rt_err("%s", err);
         rt_err("%s", err2);
-        return -1;
+        return r;
     }
     rt_warn("%s; keeping jobs in %s instead", err, d->state_fallback);
     rt_strlcpy(d->cfg.state_dir, d->state_fallback, sizeof(d->cfg.state_dir));
@@ -499,7 +500,7 @@ int rt_daemon_run(struct rt_daemon *d)
     resolve_admin_group(d);
     pthread_mutex_init(&d->cloud_lock, NULL);
     rt_jobs_init(&d->jobs);
-    d->store.dir_fd = d->store.jobs_fd = -1;
+    d->state.dir_fd = d->state.jobs_fd = -1;
     d->roots.proc_fd = d->roots.sys_fd = -1;
 
     int r = rt_roots_open(&d->roots, d->cfg.proc_root, d->cfg.sys_root);
@@ -516,10 +517,10 @@ int rt_daemon_run(struct rt_daemon *d)
     own_socket = !d->socket_activated;
     if (open_store(d) < 0)
         goto out;
-    if (d->log_file[0] && (r = rt_log_file_open(d->store.dir_fd, d->log_file)) < 0)
+    if (d->log_file[0] && (r = rt_log_file_open(d->state.dir_fd, d->log_file)) < 0)
         rt_warn("cannot open the log file %s: %s", d->log_file, strerror(-r));
-    d->store.backlog_max = test_backlog_bytes();
-    int loaded = rt_store_load(&d->store, &d->jobs);
+    d->state.backlog_max = test_backlog_bytes();
+    int loaded = rt_state_dir_load(&d->state, &d->jobs);
     if (loaded > 0)
         rt_info("loaded %d jobs from %s", loaded, d->cfg.state_dir);
     rt_host_info_collect(&d->roots, &d->host);
@@ -537,7 +538,7 @@ int rt_daemon_run(struct rt_daemon *d)
         .retention_max_bytes = d->cfg.retention_max_bytes,
         .retention_max_jobs_per_uid = d->cfg.retention_max_jobs_per_uid,
     };
-    d->sampler = rt_sampler_new(&so, &d->jobs, &d->store);
+    d->sampler = rt_sampler_new(&so, &d->jobs, &d->state);
     /* The worker's thread may read d->sampler: create it afterwards. */
     start_upload(d);
     rt_sampler_set_upload(d->sampler, d->upload);
@@ -595,7 +596,7 @@ out:
         close(sfd);
     if (tfd >= 0)
         close(tfd);
-    rt_store_close(&d->store);
+    rt_state_dir_close(&d->state);
     rt_jobs_free(&d->jobs);
     rt_roots_close(&d->roots);
     return rc;

@@ -8,7 +8,7 @@
 #include "config/config.h"
 #include "jobs/jobs.h"
 #include "sampler/sampler.h"
-#include "jobs/store.h"
+#include "jobs/state_dir.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -22,7 +22,7 @@ struct rt_daemon {
     char config_path[PATH_MAX];     /* "" when none */
     struct rt_config_overrides overrides; /* command-line flags, re-applied on reload */
     struct rt_roots roots;
-    struct rt_store store;
+    struct rt_state_dir state;
     struct rt_jobs jobs;
     struct rt_sampler *sampler;
     struct rt_server *server;

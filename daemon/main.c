@@ -38,8 +38,10 @@ int main(int argc, char **argv)
                 : o.log_target == RT_LOGT_JOURNAL ? RT_LOG_JOURNAL
                                                   : RT_LOG_AUTO,
                 d.cfg.log_level);
-    /* libcurl's global state must exist before any thread starts. */
-    rt_http_global_init();
+    /* libcurl's global state must exist before any thread starts. Without
+     * it the daemon tracks as before; what needs HTTP says so itself. */
+    if (!rt_http_global_init())
+        rt_warn("without libcurl: no uploads, no cloud discovery");
     rc = rt_daemon_run(&d);
     rt_http_global_cleanup();
     return rc;

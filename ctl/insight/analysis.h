@@ -6,7 +6,7 @@
 
 #include "ctl.h"
 #include "insight/recommend.h"
-#include "insight/run.h"
+#include "insight/job_data.h"
 #include "rt/varlink.h"
 
 #include <json-c/json.h>

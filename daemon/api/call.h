@@ -6,6 +6,7 @@
 #include "api/transport.h"
 
 #include <json-c/json.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -19,10 +20,18 @@ struct rt_call {
     bool more, oneway;
     int fds[RT_CONN_MAX_FDS];     /* sent with the call; closed after the handler unless taken */
     size_t nfds;
+    _Alignas(max_align_t) unsigned char args[RT_METHOD_MAX_ARGS]; /* decoded, checked parameters */
 };
 
 struct rt_daemon *rt_call_daemon(const struct rt_call *c);
 const struct rt_peer *rt_call_peer(const struct rt_call *c);
+
+/* The method's arguments struct: every parameter decoded and within the
+ * range and checks of its table entry (method->args_size > 0). */
+static inline const void *rt_call_args(const struct rt_call *c)
+{
+    return c->args;
+}
 
 /* Parameters, already checked for type: absent (or null) gives the default. */
 bool rt_call_has(const struct rt_call *c, const char *name);

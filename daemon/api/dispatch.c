@@ -4,6 +4,7 @@
 #include "api/methods.h"
 #include "rt/util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,34 @@ static const char *check_params(const struct rt_method *m, struct json_object *p
         struct json_object *v = NULL;
         if (p->required && (!json_object_object_get_ex(params, p->name, &v) || !v))
             return p->name;
+    }
+    return NULL;
+}
+
+/* Within range and checks, and into the arguments struct (args NULL: the
+ * method has none): NULL, or the name of the parameter to report. */
+static const char *decode_params(const struct rt_method *m, struct json_object *params, unsigned char *args)
+{
+    for (const struct rt_param *p = m->params; p < m->params + RT_METHOD_MAX_PARAMS && p->name; p++) {
+        struct json_object *v = NULL;
+        if (!json_object_object_get_ex(params, p->name, &v) || !v)
+            continue;
+        union { bool b; int64_t i; double d; const void *p; } scratch;
+        unsigned char *at = args ? args + p->off : (unsigned char *)&scratch;
+        double num = 0;
+        switch (p->type) {
+        case RT_P_BOOL: *(bool *)(void *)at = json_object_get_boolean(v); break;
+        case RT_P_INT:
+        case RT_P_FD: *(int64_t *)(void *)at = json_object_get_int64(v); num = (double)json_object_get_int64(v); break;
+        case RT_P_FLOAT: *(double *)(void *)at = num = json_object_get_double(v); break;
+        case RT_P_STRING: *(const char **)(void *)at = json_object_get_string(v); break;
+        case RT_P_OBJECT: *(struct json_object **)(void *)at = v; break;
+        }
+        if (p->min < p->max && !(num >= p->min && num <= p->max)) /* NaN is out of every range */
+            return p->name;
+        const char *bad = p->check ? p->check(v) : NULL;
+        if (bad)
+            return bad;
     }
     return NULL;
 }
@@ -197,6 +226,8 @@ static void run(struct rt_call *c, const char *iface, const char *name)
         return;
     }
     const char *bad = check_params(m, c->params);
+    if (!bad)
+        bad = decode_params(m, c->params, m->args_size ? c->args : NULL);
     if (bad) {
         rt_call_invalid_param(c, bad);
         return;
@@ -224,7 +255,7 @@ int rt_dispatch(struct rt_server *srv, struct rt_conn *conn, const char *msg, si
 {
     struct rt_call call = {.srv = srv, .conn = conn, .nfds = nfds};
     memcpy(call.fds, fds, nfds * sizeof(*fds));
-    int rc = -1;
+    int rc = -EBADMSG;
     struct json_object *o = rt_vl_parse_strict(msg, len, reason, reason_len);
     struct json_object *m = NULL, *params = NULL, *empty = NULL;
     bool upgrade = false;

@@ -24,11 +24,22 @@ struct rt_param {
     enum rt_ptype type;
     bool required;                /* "name: type" rather than "name: ?type" */
     const char *const *choices;   /* an IDL enum: the strings allowed */
+    /* Decoded into the method's arguments (rt_call_args) at off, as bool,
+     * int64_t, double, const char *, struct json_object * or int64_t (the
+     * index of an RT_P_FD); absent, it stays 0. */
+    size_t off;
+    double min, max;              /* RT_P_INT, RT_P_FLOAT: the range allowed, when min < max */
+    /* What a range cannot say: NULL, or the name to report as invalid. */
+    const char *(*check)(struct json_object *v);
 };
 
-#define RT_REQ(name, type) {(name), (type), true, NULL}
-#define RT_OPT(name, type) {(name), (type), false, NULL}
-#define RT_OPT_ONE_OF(name, choices) {(name), RT_P_STRING, false, (choices)}
+#define RT_REQ(name, type) {(name), (type), true, NULL, 0, 0, 0, NULL}
+#define RT_OPT(name, type) {(name), (type), false, NULL, 0, 0, 0, NULL}
+#define RT_OPT_ONE_OF(name, choices) {(name), RT_P_STRING, false, (choices), 0, 0, 0, NULL}
+/* A parameter decoded into member m (its name) of the arguments struct T;
+ * then .required, RT_RANGE, .check or .choices as needed. */
+#define RT_ARG(T, m, type_, ...) {.name = #m, .type = (type_), .off = offsetof(T, m), __VA_ARGS__}
+#define RT_RANGE(lo, hi) .min = (lo), .max = (hi)
 
 enum {
     RT_M_MORE = 1 << 0,       /* may be called with "more" */
@@ -39,11 +50,15 @@ enum {
 
 struct rt_call;
 
+/* The largest arguments struct a method may decode into. */
+#define RT_METHOD_MAX_ARGS 256
+
 struct rt_method {
     const char *name;
     void (*fn)(struct rt_call *c);
     unsigned flags;
     struct rt_param params[RT_METHOD_MAX_PARAMS]; /* ends at the first without a name */
+    size_t args_size;             /* its arguments struct (0: the handler reads the parameters) */
 };
 
 /* The methods of one area (host, jobs, samples …) of an interface. */
@@ -56,7 +71,7 @@ struct rt_method_table {
 /* Every table the daemon serves, ending with {NULL}. */
 extern const struct rt_method_table *const rt_method_tables[];
 
-/* Serve one message with the descriptors sent with it (taken). -1 with a
+/* Serve one message with the descriptors sent with it (taken). -EBADMSG with a
  * reason when it is not a well-formed call: the caller answers
  * InvalidRequest and hangs up. */
 int rt_dispatch(struct rt_server *srv, struct rt_conn *conn, const char *msg, size_t len,

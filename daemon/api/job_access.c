@@ -43,10 +43,6 @@ static bool name_owner(struct rt_call *c, uid_t *owner)
     if (!rt_call_has(c, "owner_uid"))
         return true;
     int64_t o = rt_call_int(c, "owner_uid", -1);
-    if (o < 0 || o >= (int64_t)UINT32_MAX) {
-        rt_call_invalid_param(c, "owner_uid");
-        return false;
-    }
     if ((uid_t)o != peer->uid && !peer->admin) {
         rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "only administrators may name another user's jobs");
         return false;
@@ -91,33 +87,9 @@ struct rt_job *rt_api_lookup_job(struct rt_call *c)
     return j;
 }
 
-static struct json_object *current_json(const struct rt_job *j)
-{
-    const struct rt_job_current *c = &j->current;
-    if (j->state != RT_JOB_RUNNING || !c->present)
-        return NULL;
-    struct json_object *o = json_object_new_object();
-    json_object_object_add(o, "sampled_at", rt_json_double(c->sampled_at, 3));
-    json_object_object_add(o, "processes", json_object_new_int64(c->processes));
-    for (size_t i = 0; i < rt_fig_nsamples; i++) {
-        const struct rt_fig_sample *r = &rt_fig_samples[i];
-        double v;
-        if (!r->now)
-            continue;
-        struct json_object *x = NULL;
-        if (rt_fig_sample_value(&c->f, i, &v) && r->now_form == RT_NOW_RATE)
-            x = rt_json_double(v / c->span_secs, r->now_decimals);
-        else if (rt_fig_sample_value(&c->f, i, &v))
-            x = r->type == RT_FT_F64 ? rt_json_double(v, r->now_decimals) : rt_json_u64((uint64_t)v);
-        json_object_object_add(o, r->now, x);
-    }
-    return o;
-}
-
 struct json_object *rt_api_job_json(struct rt_daemon *d, const struct rt_job *j)
 {
     struct json_object *o = rt_job_to_json(j, (double)rt_real_ns() / 1e9);
-    json_object_object_add(o, "current", current_json(j));
     if (!j->wants_upload || !d->upload)
         return o;
     struct rt_upload_status st;
@@ -141,6 +113,6 @@ void rt_api_fill_metadata(struct rt_daemon *d, struct json_object *job)
     uint64_t id;
     if (!job || !json_object_object_get_ex(job, "metadata", &md) || md || !rt_json_get_u64(job, "id", &id))
         return;
-    md = rt_store_read_metadata(&d->store, id);
+    md = rt_state_dir_read_metadata(&d->state, id);
     json_object_object_add(job, "metadata", md ? md : json_object_new_object());
 }

@@ -11,10 +11,17 @@
 struct rt_daemon;
 
 bool rt_api_can_see(const struct rt_peer *peer, const struct rt_job *j);
-/* The job named by the call's "id" or "name" parameters, visible to the
- * caller, with the registry locked; NULL after replying the error. */
+/* The parameters that name a job: its id, or its name (a name resolves
+ * among the caller's jobs, or owner_uid's for an administrator). */
+#define RT_API_JOB_PARAMS \
+    RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING), \
+    {.name = "owner_uid", .type = RT_P_INT, RT_RANGE(0, UINT32_MAX - 1.0)}
+
+/* The job named by the call's RT_API_JOB_PARAMS, visible to the caller,
+ * with the registry locked; NULL after replying the error. */
 struct rt_job *rt_api_lookup_job(struct rt_call *c);
-/* The varlink Job object with the upload state the worker knows. Registry locked. */
+/* The varlink Job object (rt_job_to_json) with the upload state the
+ * worker knows. Registry locked. */
 struct json_object *rt_api_job_json(struct rt_daemon *d, const struct rt_job *j);
 /* Without the jobs lock: an ended job's metadata, read from the store into
  * a job object from rt_api_job_json (its "metadata" is null until then). */

@@ -66,7 +66,7 @@ static int read_page(struct rt_daemon *d, uint64_t job_id, uint64_t from, size_t
     uint64_t end = j->summary.samples;
     rt_jobs_unlock(&d->jobs);
     if (fl)
-        pg->n = rt_samples_read(&d->store.samples, fl, &jv, from, end, max, PAGE_MAX_BYTES, csv, &pg->b, &pg->next);
+        pg->n = rt_samples_read(&d->state.samples, fl, &jv, from, end, max, PAGE_MAX_BYTES, csv, &pg->b, &pg->next);
     rt_figlog_unref(fl);
     free(name);
     return 0;
@@ -228,14 +228,6 @@ static void m_get_job_samples(struct rt_call *c)
     const char *fmt = rt_call_string(c, "format");
     bool csv = fmt && strcmp(fmt, "csv") == 0;
     bool follow = rt_call_bool(c, "follow", false);
-    if (offset < 0) {
-        rt_call_invalid_param(c, "offset");
-        return;
-    }
-    if (limit <= 0 || limit > PAGE_MAX) {
-        rt_call_invalid_param(c, "limit");
-        return;
-    }
     if (follow && !c->more) {
         rt_call_error(c, "org.varlink.service.ExpectedMore", NULL);
         return;
@@ -271,9 +263,9 @@ static const char *const formats[] = {"json", "csv", NULL};
 
 static const struct rt_method methods[] = {
     {.name = "GetJobSamples", .fn = m_get_job_samples, .flags = RT_M_MORE,
-     .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING), RT_OPT("owner_uid", RT_P_INT),
-                RT_OPT("offset", RT_P_INT),
-                RT_OPT("limit", RT_P_INT), RT_OPT_ONE_OF("format", formats), RT_OPT("follow", RT_P_BOOL)}},
+     .params = {RT_API_JOB_PARAMS, {.name = "offset", .type = RT_P_INT, RT_RANGE(0, INT64_MAX)},
+                {.name = "limit", .type = RT_P_INT, RT_RANGE(1, PAGE_MAX)}, RT_OPT_ONE_OF("format", formats),
+                RT_OPT("follow", RT_P_BOOL)}},
 };
 
 const struct rt_method_table rt_sample_methods = {RT_VL_INTERFACE, methods, RT_ARRAY_SIZE(methods)};

@@ -7,7 +7,8 @@
 #include "proc/access.h"
 #include "proc/pidfd.h"
 #include "proc/procfs.h"
-#include "store/job_text.h"
+#include "store/job_sample.h"
+#include "rt/cleanup.h"
 #include "rt/json.h"
 #include "rt/util.h"
 
@@ -27,16 +28,42 @@
  * to read. */
 #define LIST_PAGE_BYTES (1024 * 1024)
 
-static bool valid_name(const char *n)
+static const char *check_name(struct json_object *v)
 {
+    const char *n = json_object_get_string(v);
     size_t len = strlen(n);
     if (len == 0 || len > 128 || rt_str_all_digits(n))
-        return false; /* all digits would be ambiguous with ids */
+        return "name"; /* all digits would be ambiguous with ids */
     for (const char *p = n; *p; p++)
         if (!isalnum((unsigned char)*p) && !strchr("._-@+:", *p))
-            return false;
-    return true;
+            return "name";
+    return NULL;
 }
+
+static const char *check_api_url(struct json_object *v)
+{
+    const char *url = json_object_get_string(v);
+    return strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0 ? "sentinel_api_url" : NULL;
+}
+
+struct start_args {
+    int64_t pid, pidfd, start_time, upload_interval_secs;
+    const char *name, *sentinel_token, *sentinel_api_url;
+    double interval_secs;
+    struct json_object *metadata;
+    bool adopt_orphans;
+};
+
+struct finish_args {
+    int64_t id, exit_code, signal;
+};
+
+struct list_args {
+    bool running_only;
+    const char *name;
+    int64_t owner_uid, limit, before_id;
+    double since;
+};
 
 static void no_such_process(struct rt_call *c, int64_t pid)
 {
@@ -67,49 +94,24 @@ static void m_start_job(struct rt_call *c)
 {
     struct rt_daemon *d = rt_call_daemon(c);
     const struct rt_peer *peer = rt_call_peer(c);
-    int64_t pid = rt_call_int(c, "pid", 0);
-    if (pid <= 0 || pid > INT32_MAX) {
-        rt_call_invalid_param(c, "pid");
-        return;
-    }
-    const char *name = rt_call_string(c, "name");
-    if (name && !valid_name(name)) {
-        rt_call_invalid_param(c, "name");
-        return;
-    }
-    double interval = rt_call_float(c, "interval_secs", d->cfg.interval_secs);
-    if (!rt_job_interval_valid(interval)) {
-        rt_call_invalid_param(c, "interval_secs");
-        return;
-    }
-    struct json_object *md = rt_call_object(c, "metadata");
-    const char *bad = md ? rt_job_metadata_check(md) : NULL;
-    if (bad) {
-        rt_call_invalid_param(c, bad);
-        return;
-    }
+    const struct start_args *a = rt_call_args(c);
+    int64_t pid = a->pid;
+    const char *name = a->name;
+    double interval = rt_call_has(c, "interval_secs") ? a->interval_secs : d->cfg.interval_secs;
+    struct json_object *md = a->metadata;
     if (md && rt_job_metadata_size(md) > RT_JOB_METADATA_MAX) {
         rt_call_limit_exceeded(c, "metadata_bytes", RT_JOB_METADATA_MAX);
-        return;
-    }
-    int64_t upload_interval = rt_call_int(c, "upload_interval_secs", 0);
-    if (rt_call_has(c, "upload_interval_secs") && (upload_interval <= 0 || upload_interval > 86400)) {
-        rt_call_invalid_param(c, "upload_interval_secs");
         return;
     }
     /* The daemon posts to this URL with the caller's token: on a shared
      * machine only an administrator may point the system daemon elsewhere.
      * cfg.api_url is the worker's default URL: the daemon's environment no
      * longer overrides it, and a reload does not change it. */
-    const char *api_url = rt_call_string(c, "sentinel_api_url");
+    const char *api_url = a->sentinel_api_url;
     if (api_url && same_api_url(api_url, d->cfg.api_url))
         api_url = NULL;
     if (api_url && !peer->admin && !d->cfg.user_mode) {
         rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "only administrators may choose the Sentinel API URL");
-        return;
-    }
-    if (api_url && strncmp(api_url, "https://", 8) != 0 && strncmp(api_url, "http://", 7) != 0) {
-        rt_call_invalid_param(c, "sentinel_api_url");
         return;
     }
 
@@ -120,16 +122,13 @@ static void m_start_job(struct rt_call *c)
      * time's clock tick may be another. Without pidfd_open (ENOSYS, EPERM
      * from seccomp) the starttime check remains (poll ignores fd -1); other
      * errors (ESRCH, EINVAL for a thread) mean no such process. */
-    int pidfd = rt_call_take_fd(c, "pidfd");
+    _cleanup_close_ int pidfd = rt_call_take_fd(c, "pidfd");
     pid_t pinned = pidfd >= 0 ? rt_pidfd_pid(pidfd) : -1;
     if (pidfd == -2 || (pidfd >= 0 && pinned != pid && pinned != 0)) {
-        if (pidfd >= 0)
-            close(pidfd);
         rt_call_invalid_param(c, "pidfd"); /* no descriptor, not a pidfd, or another process's */
         return;
     }
     if (pinned == 0) { /* the process it pins has exited */
-        close(pidfd);
         no_such_process(c, pid);
         return;
     }
@@ -147,20 +146,17 @@ static void m_start_job(struct rt_call *c)
     if (rt_pstat_read(d->roots.proc_fd, (int32_t)pid, &st) < 0 ||
         rt_pcreds_read(d->roots.proc_fd, (int32_t)pid, &creds) < 0 || st.state == 'Z' ||
         (readable = rt_reader_may_read(&reader, d->roots.proc_fd, (int32_t)pid)) < 0 || poll(&pfd, 1, 0) != 0 ||
-        (rt_call_has(c, "start_time") && (uint64_t)rt_call_int(c, "start_time", 0) != st.starttime)) {
-        close(pidfd);
+        (rt_call_has(c, "start_time") && (uint64_t)a->start_time != st.starttime)) {
         no_such_process(c, pid);
         return;
     }
     if (creds.uid[0] != peer->uid && !peer->admin) {
-        close(pidfd);
         rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "the process belongs to another user");
         return;
     }
     /* The kernel's rule for /proc/PID/io: a process that runs setuid or
      * setgid, or is not dumpable, is not its user's to read. */
     if (!readable) {
-        close(pidfd);
         rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied",
                              "the process runs with other ids than the caller's (setuid or setgid) or is not "
                              "dumpable: the kernel does not let the caller read it");
@@ -169,9 +165,8 @@ static void m_start_job(struct rt_call *c)
     /* The caller adopts the root's orphans (a child subreaper): only the
      * root's parent may, and it must be the caller itself. */
     struct rt_pstat reaper = {0};
-    if (rt_call_bool(c, "adopt_orphans", false) &&
+    if (a->adopt_orphans &&
         (peer->pid <= 0 || st.ppid != peer->pid || rt_pstat_read(d->roots.proc_fd, peer->pid, &reaper) < 0)) {
-        close(pidfd);
         rt_call_invalid_param(c, "adopt_orphans");
         return;
     }
@@ -183,25 +178,22 @@ static void m_start_job(struct rt_call *c)
                   (interval < d->cfg.interval_secs ? 1 / interval : 0);
     rt_jobs_unlock(&d->jobs);
     if (peer->uid != 0 && running >= d->cfg.max_jobs_per_uid) {
-        close(pidfd);
         rt_call_limit_exceeded(c, "jobs_per_user", d->cfg.max_jobs_per_uid);
         return;
     }
     /* Jobs faster than the daemon's interval cost host samples of their own. */
     if (peer->uid != 0 && interval < d->cfg.interval_secs && rate > d->cfg.max_sample_rate_per_uid + 1e-9) {
-        close(pidfd);
         rt_call_limit_exceeded(c, "sample_rate_per_user", d->cfg.max_sample_rate_per_uid);
         return;
     }
     uint64_t id;
-    int r = rt_store_alloc_id(&d->store, &id);
+    int r = rt_state_dir_alloc_id(&d->state, &id);
     if (r < 0) {
-        close(pidfd);
         rt_call_error_reason(c, RT_E_PREFIX "InternalError",
                              r == -EOVERFLOW ? "every job id has been used" : "cannot write to the state directory");
         return;
     }
-    const char *token = rt_call_string(c, "sentinel_token");
+    const char *token = a->sentinel_token;
     struct rt_job *j = rt_job_new();
     j->id = id;
     j->name = name ? rt_xstrdup(name) : NULL;
@@ -218,7 +210,7 @@ static void m_start_job(struct rt_call *c)
     j->interval_secs = interval;
     j->metadata = md ? json_object_get(md) : json_object_new_object();
     j->metadata_bytes = rt_job_metadata_size(j->metadata);
-    j->pidfd = pidfd;
+    j->pidfd = rt_take_fd(&pidfd);
     j->wants_upload = d->upload && (token || d->has_default_token);
     rt_jobs_lock(&d->jobs);
     rt_jobs_add(&d->jobs, j);
@@ -231,29 +223,21 @@ static void m_start_job(struct rt_call *c)
     if (token && *token)
         q->token = rt_xstrdup(token);
     q->api_url = api_url ? rt_xstrdup(api_url) : NULL;
-    q->upload_interval_secs = (unsigned)upload_interval;
+    q->upload_interval_secs = (unsigned)a->upload_interval_secs;
     submit(c, q);
 }
 
 static void m_finish_job(struct rt_call *c)
 {
     struct rt_sreq q0 = {0};
-    int64_t code = rt_call_int(c, "exit_code", 0), sig = rt_call_int(c, "signal", 0);
-    if (code < 0 || code > 255) {
-        rt_call_invalid_param(c, "exit_code");
-        return;
-    }
-    if (rt_call_has(c, "signal") && (sig <= 0 || sig > 64)) {
-        rt_call_invalid_param(c, "signal");
-        return;
-    }
+    const struct finish_args *a = rt_call_args(c);
     if (rt_call_has(c, "signal")) {
         q0.has_exit = true;
-        q0.signal = (int)sig;
+        q0.signal = (int)a->signal;
         q0.exit_code = 128 + q0.signal;
     } else if (rt_call_has(c, "exit_code")) {
         q0.has_exit = true;
-        q0.exit_code = (int)code;
+        q0.exit_code = (int)a->exit_code;
     }
     struct rt_job *j = rt_api_lookup_job(c);
     if (!j)
@@ -296,22 +280,15 @@ static void m_list_jobs(struct rt_call *c)
 {
     struct rt_daemon *d = rt_call_daemon(c);
     const struct rt_peer *peer = rt_call_peer(c);
-    bool running_only = rt_call_bool(c, "running_only", false);
-    const char *name = rt_call_string(c, "name");
+    const struct list_args *a = rt_call_args(c);
+    bool running_only = a->running_only;
+    const char *name = a->name;
     bool by_owner = rt_call_has(c, "owner_uid");
-    int64_t owner = rt_call_int(c, "owner_uid", -1);
-    double since = rt_call_float(c, "since", 0);
-    int64_t limit = rt_call_int(c, "limit", LIST_LIMIT_DEFAULT);
+    int64_t owner = a->owner_uid;
+    double since = a->since;
+    int64_t limit = rt_call_has(c, "limit") ? a->limit : LIST_LIMIT_DEFAULT;
     /* No before_id: from the newest, the last id (INT64_MAX) included. */
-    uint64_t before = rt_call_has(c, "before_id") ? (uint64_t)rt_call_int(c, "before_id", 0) : UINT64_MAX;
-    if (limit <= 0 || limit > LIST_LIMIT_MAX) {
-        rt_call_invalid_param(c, "limit");
-        return;
-    }
-    if (rt_call_int(c, "before_id", 1) <= 0) {
-        rt_call_invalid_param(c, "before_id");
-        return;
-    }
+    uint64_t before = rt_call_has(c, "before_id") ? (uint64_t)a->before_id : UINT64_MAX;
     struct printbuf *pb = printbuf_new();
     printbuf_strappend(pb, "{\"parameters\":{\"jobs\":[");
     struct json_object *arr = json_object_new_array();
@@ -419,22 +396,27 @@ void rt_job_methods_request_done(struct rt_server *srv, struct rt_sreq *q)
     rt_sreq_free(q);
 }
 
+#define START(m, ...) RT_ARG(struct start_args, m, __VA_ARGS__)
+#define FINISH(m, ...) RT_ARG(struct finish_args, m, __VA_ARGS__)
+#define LIST(m, ...) RT_ARG(struct list_args, m, __VA_ARGS__)
+
 static const struct rt_method methods[] = {
-    {.name = "StartJob", .fn = m_start_job,
-     .params = {RT_REQ("pid", RT_P_INT), RT_OPT("pidfd", RT_P_FD), RT_OPT("name", RT_P_STRING),
-                RT_OPT("start_time", RT_P_INT),
-                RT_OPT("interval_secs", RT_P_FLOAT), RT_OPT("metadata", RT_P_OBJECT),
-                RT_OPT("sentinel_token", RT_P_STRING), RT_OPT("sentinel_api_url", RT_P_STRING),
-                RT_OPT("upload_interval_secs", RT_P_INT), RT_OPT("adopt_orphans", RT_P_BOOL)}},
-    {.name = "FinishJob", .fn = m_finish_job,
-     .params = {RT_REQ("id", RT_P_INT), RT_OPT("exit_code", RT_P_INT), RT_OPT("signal", RT_P_INT)}},
-    {.name = "StopJob", .fn = m_stop_job,
-     .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING), RT_OPT("owner_uid", RT_P_INT)}},
-    {.name = "ListJobs", .fn = m_list_jobs,
-     .params = {RT_OPT("running_only", RT_P_BOOL), RT_OPT("name", RT_P_STRING), RT_OPT("owner_uid", RT_P_INT),
-                RT_OPT("since", RT_P_FLOAT), RT_OPT("limit", RT_P_INT), RT_OPT("before_id", RT_P_INT)}},
-    {.name = "GetJob", .fn = m_get_job,
-     .params = {RT_OPT("id", RT_P_INT), RT_OPT("name", RT_P_STRING), RT_OPT("owner_uid", RT_P_INT)}},
+    {.name = "StartJob", .fn = m_start_job, .args_size = sizeof(struct start_args),
+     .params = {START(pid, RT_P_INT, .required = true, RT_RANGE(1, INT32_MAX)), START(pidfd, RT_P_FD),
+                START(name, RT_P_STRING, .check = check_name), START(start_time, RT_P_INT),
+                START(interval_secs, RT_P_FLOAT, RT_RANGE(RT_JOB_INTERVAL_MIN, RT_JOB_INTERVAL_MAX)),
+                START(metadata, RT_P_OBJECT, .check = rt_job_metadata_check), START(sentinel_token, RT_P_STRING),
+                START(sentinel_api_url, RT_P_STRING, .check = check_api_url),
+                START(upload_interval_secs, RT_P_INT, RT_RANGE(1, 86400)), START(adopt_orphans, RT_P_BOOL)}},
+    {.name = "FinishJob", .fn = m_finish_job, .args_size = sizeof(struct finish_args),
+     .params = {FINISH(id, RT_P_INT, .required = true), FINISH(exit_code, RT_P_INT, RT_RANGE(0, 255)),
+                FINISH(signal, RT_P_INT, RT_RANGE(1, 64))}},
+    {.name = "StopJob", .fn = m_stop_job, .params = {RT_API_JOB_PARAMS}},
+    {.name = "ListJobs", .fn = m_list_jobs, .args_size = sizeof(struct list_args),
+     .params = {LIST(running_only, RT_P_BOOL), LIST(name, RT_P_STRING),
+                LIST(owner_uid, RT_P_INT, RT_RANGE(0, UINT32_MAX - 1.0)), LIST(since, RT_P_FLOAT),
+                LIST(limit, RT_P_INT, RT_RANGE(1, LIST_LIMIT_MAX)), LIST(before_id, RT_P_INT, RT_RANGE(1, INT64_MAX))}},
+    {.name = "GetJob", .fn = m_get_job, .params = {RT_API_JOB_PARAMS}},
 };
 
 const struct rt_method_table rt_job_methods = {RT_VL_INTERFACE, methods, RT_ARRAY_SIZE(methods)};

@@ -27,7 +27,7 @@ struct jobs_stream {
 /* A Job object as text, for the tick it was made in; slot i belongs to the
  * registry's i-th job, and holds its text while the job there is the same
  * (retention may shift the registry between two subscribers). Main thread. */
-struct job_text {
+struct job_object_text {
     uint64_t tick, id;
     const struct rt_job *job;
     char *text;
@@ -35,7 +35,7 @@ struct job_text {
 };
 
 static struct {
-    struct job_text *v;
+    struct job_object_text *v;
     size_t cap;
 } texts;
 
@@ -50,7 +50,7 @@ static bool wanted(const struct jobs_stream *js, const struct rt_peer *peer, con
 }
 
 /* The text of the registry's i-th job in this tick (tick 0: not shared). */
-static const struct job_text *job_text(struct rt_daemon *d, size_t i, uint64_t tick)
+static const struct job_object_text *job_object_text(struct rt_daemon *d, size_t i, uint64_t tick)
 {
     if (i >= texts.cap) {
         size_t cap = d->jobs.n > i ? d->jobs.n : i + 1;
@@ -58,7 +58,7 @@ static const struct job_text *job_text(struct rt_daemon *d, size_t i, uint64_t t
         memset(texts.v + texts.cap, 0, (cap - texts.cap) * sizeof(*texts.v));
         texts.cap = cap;
     }
-    struct job_text *t = &texts.v[i];
+    struct job_object_text *t = &texts.v[i];
     const struct rt_job *j = d->jobs.v[i];
     if (tick && t->tick == tick && t->job == j && t->id == j->id)
         return t;
@@ -69,7 +69,7 @@ static const struct job_text *job_text(struct rt_daemon *d, size_t i, uint64_t t
     memcpy(t->text, s, len);
     t->len = len;
     json_object_put(o);
-    *t = (struct job_text){.tick = tick, .id = j->id, .job = j, .text = t->text, .len = len};
+    *t = (struct job_object_text){.tick = tick, .id = j->id, .job = j, .text = t->text, .len = len};
     return t;
 }
 
@@ -85,7 +85,7 @@ static void send_jobs(struct rt_server *srv, struct rt_conn *conn, const struct 
         for (size_t i = d->jobs.n; i-- > 0;) {
             if (!wanted(js, &conn->peer, d->jobs.v[i], running, now))
                 continue;
-            const struct job_text *t = job_text(d, i, tick);
+            const struct job_object_text *t = job_object_text(d, i, tick);
             if (!first)
                 printbuf_strappend(pb, ",");
             printbuf_memappend(pb, t->text, (int)t->len);
@@ -110,10 +110,6 @@ static const struct rt_stream_ops jobs_stream_ops = {.event = jobs_stream_event}
 static void m_stream_jobs(struct rt_call *c)
 {
     double within = rt_call_float(c, "ended_within_secs", ENDED_WITHIN_DEFAULT);
-    if (!(within >= 0 && within <= ENDED_WITHIN_MAX)) {
-        rt_call_invalid_param(c, "ended_within_secs");
-        return;
-    }
     struct jobs_stream *js = rt_xcalloc(1, sizeof(*js));
     js->base.ops = &jobs_stream_ops;
     js->all = rt_call_bool(c, "all", false);
@@ -124,7 +120,7 @@ static void m_stream_jobs(struct rt_call *c)
 
 static const struct rt_method methods[] = {
     {.name = "StreamJobs", .fn = m_stream_jobs, .flags = RT_M_NEEDS_MORE,
-     .params = {RT_OPT("all", RT_P_BOOL), RT_OPT("ended_within_secs", RT_P_FLOAT)}},
+     .params = {RT_OPT("all", RT_P_BOOL), {.name = "ended_within_secs", .type = RT_P_FLOAT, RT_RANGE(0, ENDED_WITHIN_MAX)}}},
 };
 
 const struct rt_method_table rt_live_methods = {RT_VL_INTERFACE, methods, RT_ARRAY_SIZE(methods)};

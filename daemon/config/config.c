@@ -99,23 +99,23 @@ static int load_setting(const char *file, const char *group, config_setting_t *s
         if (config_setting_type(s) != CONFIG_TYPE_GROUP) {
             rt_config_err(err, errlen, "%s:%u: %s: expected a group { ... }, got %s", file, line, full,
                     rt_config_type_name(config_setting_type(s)));
-            return -1;
+            return -EINVAL;
         }
         for (int i = 0; i < config_setting_length(s); i++)
             if (load_setting(file, name, config_setting_get_elem(s, (unsigned)i), c, seen, err, errlen) < 0)
-                return -1;
+                return -EINVAL;
         return 0;
     }
     const struct key *k = find_key(group, name, false);
     if (!k) {
         rt_config_err(err, errlen, "%s:%u: unknown key '%s'", file, line, full);
-        return -1;
+        return -EINVAL;
     }
     struct raw r = raw_from_setting(s);
     char why[256];
     if (rt_config_set_value(k, &r, c, why, sizeof(why)) < 0) {
         rt_config_err(err, errlen, "%s:%u: %s: %s", file, line, full, why);
-        return -1;
+        return -EINVAL;
     }
     seen_set(seen, k, file, line);
     return 0;
@@ -139,13 +139,13 @@ static int validate(const struct rt_config *c, const struct seen *seen, char *er
         where_set(seen, "max_connections_per_user", "max_connections", where, sizeof(where));
         rt_config_err(err, errlen, "%slimits.max_connections_per_user: %u exceeds limits.max_connections (%u)", where,
                 c->max_connections_per_uid, c->max_connections);
-        return -1;
+        return -EINVAL;
     }
     if (c->reserved_connections >= c->max_connections) {
         where_set(seen, "reserved_connections", "max_connections", where, sizeof(where));
         rt_config_err(err, errlen, "%slimits.reserved_connections: %u leaves no room under limits.max_connections (%u)",
                 where, c->reserved_connections, c->max_connections);
-        return -1;
+        return -EINVAL;
     }
     if (c->max_buffer_per_uid > c->max_buffer_total) {
         char a[32], b[32];
@@ -153,7 +153,7 @@ static int validate(const struct rt_config *c, const struct seen *seen, char *er
         rt_config_format_size(c->max_buffer_total, b, sizeof(b));
         where_set(seen, "max_buffer_per_user", "max_buffer_total", where, sizeof(where));
         rt_config_err(err, errlen, "%slimits.max_buffer_per_user: %s exceeds limits.max_buffer_total (%s)", where, a, b);
-        return -1;
+        return -EINVAL;
     }
     return 0;
 }
@@ -203,10 +203,11 @@ static int load_file(const char *file, bool optional, struct rt_config *c, struc
 {
     FILE *f = fopen(file, "re");
     if (!f) {
-        if (optional && errno == ENOENT)
+        int e = errno;
+        if (optional && e == ENOENT)
             return 0;
-        rt_config_err(err, errlen, "%s: %s", file, strerror(errno));
-        return -1;
+        rt_config_err(err, errlen, "%s: %s", file, strerror(e));
+        return -e;
     }
     /* libconfig's scanner exits the process on a read error (a directory). */
     struct stat st;
@@ -214,11 +215,11 @@ static int load_file(const char *file, bool optional, struct rt_config *c, struc
     if (e) {
         rt_config_err(err, errlen, "%s: %s", file, strerror(e));
         fclose(f);
-        return -1;
+        return -e;
     }
     config_t cfg;
     config_init(&cfg);
-    int rc = -1;
+    int rc = -EINVAL;
     if (config_read(&cfg, f) != CONFIG_TRUE) {
         /* libconfig says "syntax error" or names what it did not accept, but
          * not the setting: quote the line it stopped at. */
@@ -245,16 +246,16 @@ out:
 int rt_config_load(const char *path, struct rt_config *c, char *err, size_t errlen)
 {
     struct rt_config_files files;
-    if (rt_config_files_list(path ? path : RT_DEFAULT_CONFIG_FILE, &files, err, errlen) < 0)
-        return -1;
+    int rc = rt_config_files_list(path ? path : RT_DEFAULT_CONFIG_FILE, &files, err, errlen);
+    if (rc < 0)
+        return rc;
     /* Work on a copy: a refused file leaves the caller's configuration alone. */
     struct rt_config tmp = *c;
     struct seen seen = {{0}, {0}};
-    int rc = -1;
     for (size_t i = 0; i < files.n; i++)
-        if (load_file(files.paths[i], i == 0 && !path, &tmp, &seen, err, errlen) < 0)
+        if ((rc = load_file(files.paths[i], i == 0 && !path, &tmp, &seen, err, errlen)) < 0)
             goto out;
-    if (validate(&tmp, &seen, err, errlen) < 0)
+    if ((rc = validate(&tmp, &seen, err, errlen)) < 0)
         goto out;
     *c = tmp;
     rc = 0;
@@ -286,13 +287,13 @@ int rt_config_override_set(struct rt_config_overrides *o, const char *key, const
     const struct key *k = find_key_path(key);
     if (!k) {
         rt_config_err(err, errlen, "unknown key '%s'", key);
-        return -1;
+        return -EINVAL;
     }
     struct raw r = {.type = CONFIG_TYPE_STRING, .s = value, .cli = true};
     char why[256];
     if (rt_config_set_value(k, &r, &o->values, why, sizeof(why)) < 0) {
         rt_config_err(err, errlen, "%s: %s", key, why);
-        return -1;
+        return -EINVAL;
     }
     o->set |= k->bit;
     return 0;
@@ -310,12 +311,13 @@ int rt_config_reload(const char *path, const struct rt_config_overrides *o, stru
 {
     struct rt_config tmp;
     rt_config_defaults(&tmp);
-    if (rt_config_load(path, &tmp, err, errlen) < 0)
-        return -1;
+    int r = rt_config_load(path, &tmp, err, errlen);
+    if (r < 0)
+        return r;
     if (o)
         rt_config_apply_overrides(&tmp, o);
-    if (rt_config_validate(&tmp, err, errlen) < 0)
-        return -1;
+    if ((r = rt_config_validate(&tmp, err, errlen)) < 0)
+        return r;
     *c = tmp;
     return 0;
 }

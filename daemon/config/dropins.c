@@ -28,14 +28,15 @@ int rt_config_files_list(const char *main, struct rt_config_files *out, char *er
     char dir[PATH_MAX];
     if ((size_t)snprintf(dir, sizeof(dir), "%s.d", main) >= sizeof(dir)) {
         snprintf(err, errlen, "%s: file name too long", main);
-        return -1;
+        return -ENAMETOOLONG;
     }
     struct dirent **names = NULL;
     int n = scandir(dir, &names, is_dropin, by_name);
     if (n < 0) {
         if (errno != ENOENT && errno != ENOTDIR) {
-            snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-            return -1;
+            int e = errno;
+            snprintf(err, errlen, "%s: %s", dir, strerror(e));
+            return -e;
         }
         n = 0;
     }

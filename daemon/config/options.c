@@ -4,6 +4,7 @@
 #include "rt/paths.h"
 #include "rt/util.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,13 +153,13 @@ int rt_options_config(struct rt_daemon *d, char *err, size_t errlen)
         rt_config_defaults(c);
         rt_config_apply_overrides(c, &d->overrides);
     } else if (rt_config_reload(path, &d->overrides, c, err, errlen) < 0) {
-        return -1;
+        return -EINVAL;
     }
     if (c->user_mode) {
         if (!(d->overrides.set & RT_CFG_SOCKET_PATH) &&
             rt_user_socket_path(c->socket_path, sizeof(c->socket_path)) < 0) {
             snprintf(err, errlen, "no usable directory for the user socket");
-            return -1;
+            return -EINVAL;
         }
         /* Without a usable home (a service account, HOME=/nonexistent),
          * the state can live next to the default socket, in our 0700 dir. */
@@ -174,7 +175,7 @@ int rt_options_config(struct rt_daemon *d, char *err, size_t errlen)
         if (!(d->overrides.set & RT_CFG_STATE_DIR) && rt_user_state_dir(c->state_dir, sizeof(c->state_dir)) < 0) {
             if (!d->state_fallback[0]) {
                 snprintf(err, errlen, "no HOME or XDG_STATE_HOME for the user state directory");
-                return -1;
+                return -EINVAL;
             }
             rt_strlcpy(c->state_dir, d->state_fallback, sizeof(c->state_dir));
         }

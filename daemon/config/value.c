@@ -281,17 +281,17 @@ static int parse_number(const struct key *k, const struct raw *r, uint64_t *out,
             else
                 snprintf(why, whylen, "%s is not %s (units: %s)", text, dur ? "a duration" : "a size",
                          dur ? "ms s min h d w" : "K M G T");
-            return -1;
+            return -EINVAL;
         }
     } else {
         snprintf(why, whylen, "expected %s, got %s", what, rt_config_type_name(r->type));
-        return -1;
+        return -EINVAL;
     }
     if (*out < k->min || *out > k->max)
         goto range;
     if ((k->kind == K_SECS_U64 || k->kind == K_SECS_UINT) && *out % USEC_PER_SEC) {
         snprintf(why, whylen, "%s is not a whole number of seconds", text);
-        return -1;
+        return -EINVAL;
     }
     return 0;
 range: {
@@ -299,7 +299,7 @@ range: {
     format_bound(k, k->min, lo, sizeof(lo));
     format_bound(k, k->max, hi, sizeof(hi));
     snprintf(why, whylen, "%s is out of range %s..%s", text, lo, hi);
-    return -1;
+    return -EINVAL;
 }
 }
 
@@ -307,7 +307,7 @@ static int parse_string(const struct key *k, const struct raw *r, char *why, siz
 {
     if (r->type != CONFIG_TYPE_STRING) {
         snprintf(why, whylen, "expected a string, got %s", rt_config_type_name(r->type));
-        return -1;
+        return -EINVAL;
     }
     const char *s = r->s;
     size_t max = k->size - 1;
@@ -318,32 +318,32 @@ static int parse_string(const struct key *k, const struct raw *r, char *why, siz
     case K_PATH:
         if (s[0] != '/' || has_control_or_space(s)) {
             snprintf(why, whylen, "\"%s\" is not an absolute path", s);
-            return -1;
+            return -EINVAL;
         }
         break;
     case K_GROUP:
         if (!valid_group_name(s)) {
             snprintf(why, whylen, "\"%s\" is not a group name", s);
-            return -1;
+            return -EINVAL;
         }
         break;
     case K_URL:
         if (!valid_url(s)) {
             snprintf(why, whylen, "\"%s\" is not an http:// or https:// URL", s);
-            return -1;
+            return -EINVAL;
         }
         break;
     case K_CREDENTIAL:
         if (!valid_credential_name(s)) {
             snprintf(why, whylen, "\"%s\" is not a credential name", s);
-            return -1;
+            return -EINVAL;
         }
         break;
     case K_REGION:
         for (const char *p = s; *p; p++) {
             if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p) && *p != '-') {
                 snprintf(why, whylen, "\"%s\" is not a region name (like us-east-1)", s);
-                return -1;
+                return -EINVAL;
             }
         }
         break;
@@ -352,7 +352,7 @@ static int parse_string(const struct key *k, const struct raw *r, char *why, siz
     }
     if (strlen(s) > max) {
         snprintf(why, whylen, "longer than %zu bytes", max);
-        return -1;
+        return -EINVAL;
     }
     return 0;
 }
@@ -365,31 +365,31 @@ int rt_config_set_value(const struct key *k, const struct raw *r, struct rt_conf
     switch (k->kind) {
     case K_SECS_DOUBLE:
         if (parse_number(k, r, &v, why, whylen) < 0)
-            return -1;
+            return -EINVAL;
         *(double *)(void *)field = (double)v / USEC_PER_SEC;
         return 0;
     case K_SECS_U64:
     case K_SECS_UINT:
         if (parse_number(k, r, &v, why, whylen) < 0)
-            return -1;
+            return -EINVAL;
         store_uint(field, k->size, v / USEC_PER_SEC);
         return 0;
     case K_BYTES_U64:
     case K_BYTES_SIZE:
     case K_UINT:
         if (parse_number(k, r, &v, why, whylen) < 0)
-            return -1;
+            return -EINVAL;
         store_uint(field, k->size, v);
         return 0;
     case K_LOGLEVEL: {
         if (r->type != CONFIG_TYPE_STRING) {
             snprintf(why, whylen, "expected a string, got %s", rt_config_type_name(r->type));
-            return -1;
+            return -EINVAL;
         }
         int level = rt_log_level_from_string(r->s);
         if (level < 0) {
             snprintf(why, whylen, "\"%s\" is not a log level (err warning notice info debug)", r->s);
-            return -1;
+            return -EINVAL;
         }
         *(int *)(void *)field = level;
         return 0;
@@ -400,14 +400,14 @@ int rt_config_set_value(const struct key *k, const struct raw *r, struct rt_conf
             b = r->i != 0;
         else if (r->type != CONFIG_TYPE_STRING || !parse_bool_str(r->s, &b)) {
             snprintf(why, whylen, "expected true or false");
-            return -1;
+            return -EINVAL;
         }
         *(bool *)(void *)field = b;
         return 0;
     }
     default:
         if (parse_string(k, r, why, whylen) < 0)
-            return -1;
+            return -EINVAL;
         rt_strlcpy(field, r->s, k->size);
         return 0;
     }

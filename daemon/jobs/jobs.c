@@ -1,7 +1,7 @@
 #include "jobs/jobs.h"
 
 #include "collect/gpu/gpu.h"
-#include "store/job_text.h"
+#include "store/job_sample.h"
 #include "store/samples.h"
 
 #include "rt/json.h"
@@ -157,7 +157,32 @@ static void add(struct json_object *o, const char *k, struct json_object *v)
     json_object_object_add(o, k, v);
 }
 
-struct json_object *rt_job_to_json(const struct rt_job *j, double now)
+/* Job.current: the latest sample of a running job. */
+static struct json_object *current_json(const struct rt_job *j)
+{
+    const struct rt_job_current *c = &j->current;
+    if (j->state != RT_JOB_RUNNING || !c->present)
+        return NULL;
+    struct json_object *o = json_object_new_object();
+    add(o, "sampled_at", rt_json_double(c->sampled_at, 3));
+    add(o, "processes", json_object_new_int64(c->processes));
+    for (size_t i = 0; i < rt_fig_nsamples; i++) {
+        const struct rt_fig_sample *r = &rt_fig_samples[i];
+        double v;
+        if (!r->now)
+            continue;
+        struct json_object *x = NULL;
+        if (rt_fig_sample_value(&c->f, i, &v) && r->now_form == RT_NOW_RATE)
+            x = rt_json_double(v / c->span_secs, r->now_decimals);
+        else if (rt_fig_sample_value(&c->f, i, &v))
+            x = r->type == RT_FT_F64 ? rt_json_double(v, r->now_decimals) : rt_json_u64((uint64_t)v);
+        add(o, r->now, x);
+    }
+    return o;
+}
+
+/* The one builder of a job's JSON: the varlink Job object, or the record. */
+static struct json_object *job_json(const struct rt_job *j, double now, bool record)
 {
     struct json_object *o = json_object_new_object();
     add(o, "id", rt_json_u64(j->id));
@@ -165,31 +190,29 @@ struct json_object *rt_job_to_json(const struct rt_job *j, double now)
     add(o, "owner_uid", json_object_new_int64(j->owner_uid));
     add(o, "pid", json_object_new_int64(j->pid));
     add(o, "state", json_object_new_string(rt_job_state_name(j->state)));
-    add(o, "started_at", rt_json_double(j->started_at, 3));
-    add(o, "ended_at", j->state == RT_JOB_RUNNING ? NULL : rt_json_double(j->ended_at, 3));
+    /* The record keeps exact times: durations must not change across a restart. */
+    add(o, "started_at", record ? json_object_new_double(j->started_at) : rt_json_double(j->started_at, 3));
+    if (j->state != RT_JOB_RUNNING)
+        add(o, "ended_at", record ? json_object_new_double(j->ended_at) : rt_json_double(j->ended_at, 3));
+    else if (!record)
+        add(o, "ended_at", NULL);
     add(o, "exit_code", j->has_exit ? json_object_new_int64(j->exit_code) : NULL);
     add(o, "signal", j->has_exit && j->signal ? json_object_new_int64(j->signal) : NULL);
     add(o, "interval_secs", rt_json_double(j->interval_secs, 3));
-    add(o, "metadata", j->metadata ? json_object_get(j->metadata) : NULL);
     add(o, "summary", rt_job_summary_json(&j->summary, rt_job_duration(j, now)));
-    add(o, "upload", NULL);
-    return o;
-}
-
-struct json_object *rt_job_to_record(const struct rt_job *j)
-{
-    struct json_object *o = rt_job_to_json(j, 0);
-    json_object_object_del(o, "metadata");
+    if (!record) {
+        add(o, "metadata", j->metadata ? json_object_get(j->metadata) : NULL);
+        add(o, "current", current_json(j));
+        add(o, "upload", NULL);
+        return o;
+    }
+    /* The metadata is a file of its own, written once. */
     add(o, "metadata_bytes", rt_json_u64(j->metadata_bytes));
     add(o, "starttime", rt_json_u64(j->starttime));
     if (j->reaper_pid > 0) {
         add(o, "reaper_pid", json_object_new_int64(j->reaper_pid));
         add(o, "reaper_starttime", rt_json_u64(j->reaper_starttime));
     }
-    /* Exact times: durations must not change across a restart. */
-    add(o, "started_at", json_object_new_double(j->started_at));
-    if (j->state != RT_JOB_RUNNING)
-        add(o, "ended_at", json_object_new_double(j->ended_at));
     /* Exact totals, not the rounded ones of the summary view. */
     add(o, "totals", rt_job_summary_to_record(&j->summary));
     add(o, "wants_upload", json_object_new_boolean(j->wants_upload));
@@ -197,6 +220,16 @@ struct json_object *rt_job_to_record(const struct rt_job *j)
         add(o, "owner_gid", json_object_new_int64(j->owner_gid));
     add(o, "reads_all", json_object_new_boolean(j->reads_all));
     return o;
+}
+
+struct json_object *rt_job_to_json(const struct rt_job *j, double now)
+{
+    return job_json(j, now, false);
+}
+
+struct json_object *rt_job_to_record(const struct rt_job *j)
+{
+    return job_json(j, 0, true);
 }
 
 bool rt_job_interval_valid(double secs)

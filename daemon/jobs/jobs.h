@@ -36,12 +36,14 @@ double rt_jobs_fast_rate_for(struct rt_jobs *r, uid_t uid, double base_secs);
 struct rt_job *rt_job_new(void);
 void rt_job_free(struct rt_job *j);
 
-/* The varlink Job object (see the IDL). Caller holds the lock. Its
- * metadata is null when the job does not hold it in memory (an ended job:
- * the store has it, rt_store_read_metadata). */
+/* The varlink Job object (see the IDL), its upload null (the API fills it
+ * in). Caller holds the lock. Its metadata is null when the job does not
+ * hold it in memory (an ended job: the state directory has it,
+ * rt_state_dir_read_metadata). */
 struct json_object *rt_job_to_json(const struct rt_job *j, double now);
-/* Persistent form: rt_job_to_json without the metadata (a file of its own,
- * written once) plus the fields needed to resume. */
+/* Persistent form: the Job object with exact times and totals, without the
+ * metadata (a file of its own, written once) and live fields, plus the
+ * fields needed to resume. */
 struct json_object *rt_job_to_record(const struct rt_job *j);
 /* Rebuild a job from its record; NULL when malformed. A value out of range
  * is replaced by its default and named in *repaired (else NULL). Records

@@ -18,7 +18,7 @@ static struct rt_usage_block *find_block(const struct rt_usage *u, uint64_t firs
     return lo < u->nblocks && u->blocks[lo].first == first ? &u->blocks[lo] : NULL;
 }
 
-void rt_usage_build(struct rt_usage *u, struct rt_store *s, struct rt_job **jobs, size_t n)
+void rt_usage_build(struct rt_usage *u, struct rt_state_dir *s, struct rt_job **jobs, size_t n)
 {
     memset(u, 0, sizeof(*u));
     u->njobs = n;
@@ -37,7 +37,7 @@ void rt_usage_build(struct rt_usage *u, struct rt_store *s, struct rt_job **jobs
         u->total += u->blocks[i].bytes;
     for (size_t i = 0; i < n; i++) {
         const struct rt_figlog *fl = jobs[i]->fig;
-        u->own[i] = rt_store_job_bytes(jobs[i]);
+        u->own[i] = rt_state_dir_job_bytes(jobs[i]);
         u->total += u->own[i];
         for (size_t k = 0; fl && k < fl->nhblocks; k++) {
             struct rt_usage_block *blk = find_block(u, fl->hblocks[k]);

@@ -5,7 +5,7 @@
 #ifndef RT_JOBS_USAGE_H
 #define RT_JOBS_USAGE_H
 
-#include "jobs/store.h"
+#include "jobs/state_dir.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,7 +27,7 @@ struct rt_usage {
 };
 
 /* Caller holds the jobs lock (file sizes are read under it, once). */
-void rt_usage_build(struct rt_usage *u, struct rt_store *s, struct rt_job **jobs, size_t n);
+void rt_usage_build(struct rt_usage *u, struct rt_state_dir *s, struct rt_job **jobs, size_t n);
 /* Bytes job i counts for: its files and its share of host blocks. */
 double rt_usage_of(const struct rt_usage *u, size_t i);
 /* Job i leaves the count (its host blocks used by nobody else go too). */

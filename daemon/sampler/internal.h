@@ -8,7 +8,7 @@
 #include "proc/proccache.h"
 #include "proc/ptree.h"
 #include "rt/sample_csv.h"
-#include "store/job_text.h"
+#include "store/job_sample.h"
 #include "sampler/sampler.h"
 #include "sampler/ticker.h"
 
@@ -21,7 +21,7 @@
 struct rt_sampler {
     struct rt_sampler_opts o;
     struct rt_jobs *jobs;
-    struct rt_store *store;
+    struct rt_state_dir *state;
     pthread_t thread;
     bool started, stopped;
     int epfd, req_efd, out_efd, timer_fd;

@@ -21,7 +21,7 @@ void rt_sampler_save_record(struct rt_sampler *s, struct rt_job *j, bool sync)
     rt_jobs_lock(s->jobs);
     struct json_object *rec = rt_job_to_record(j);
     rt_jobs_unlock(s->jobs);
-    int r = rt_store_save_record(s->store, j->id, rec, sync);
+    int r = rt_state_dir_save_record(s->state, j->id, rec, sync);
     if (r < 0)
         rt_err("job %" PRIu64 ": cannot save its record: %s", j->id, strerror(-r));
     else
@@ -43,7 +43,7 @@ void rt_sampler_host_stored(struct rt_sampler *s, const struct rt_rcstr *text)
     if (!s->host_text_ok)
         rt_log_once(&s->host_text_warned, LOG_ERR, "sampler: the host sample has an unexpected form; "
                                                    "job samples are not made");
-    rt_samples_host_tick(&s->store->samples, text->data, text->len);
+    rt_samples_host_tick(&s->state->samples, text->data, text->len);
     rt_csv_host_from_sample(&s->sample, &s->csv_host);
 }
 
@@ -57,12 +57,12 @@ void rt_sampler_seal_one(struct rt_sampler *s)
     for (size_t i = 0; i < s->nactive; i++)
         s->figs[i] = s->active[(i + s->seal_turn) % s->nactive]->fig;
     s->seal_turn++;
-    rt_samples_seal_one(&s->store->samples, s->figs, s->nactive);
+    rt_samples_seal_one(&s->state->samples, s->figs, s->nactive);
 }
 
 void rt_sampler_job_stored(struct rt_sampler *s, struct rt_job *j)
 {
-    rt_samples_job_ended(&s->store->samples, j->fig, s->nactive == 0);
+    rt_samples_job_ended(&s->state->samples, j->fig, s->nactive == 0);
     s->ended_since_retention++;
 }
 
@@ -103,7 +103,7 @@ static struct rt_job_figures job_figures(struct rt_job *j, const struct rt_ptree
     return f;
 }
 
-static struct rt_rcstr *job_text(struct rt_sampler *s, const struct rt_job_sample *js, bool csv)
+static struct rt_rcstr *sample_text(struct rt_sampler *s, const struct rt_job_sample *js, bool csv)
 {
     s->text.len = 0;
     bool ok = csv ? rt_job_sample_csv(s->csv_host.v, s->csv_host.n, js, &s->text)
@@ -141,11 +141,11 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
     rt_gpu_job_summary(j->gpu_state, &gs);
     struct rt_job_figures f = job_figures(j, r, elapsed, ncpu, &g, &gs);
 
-    bool kept = j->fig && rt_samples_append(&s->store->samples, j->fig, &f, timestamp_ms);
+    bool kept = j->fig && rt_samples_append(&s->state->samples, j->fig, &f, timestamp_ms);
     struct rt_job_sample js = {.job_id = j->id, .name_json = j->name_json, .pid = j->pid,
                                .timestamp_ms = timestamp_ms, .f = &f};
-    struct rt_rcstr *line = s->host_text_ok ? job_text(s, &js, false) : NULL;
-    struct rt_rcstr *csv = job_text(s, &js, true);
+    struct rt_rcstr *line = s->host_text_ok ? sample_text(s, &js, false) : NULL;
+    struct rt_rcstr *csv = sample_text(s, &js, true);
 
     rt_jobs_lock(s->jobs);
     uint64_t index = j->summary.samples;

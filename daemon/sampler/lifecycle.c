@@ -68,7 +68,7 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
     }
     if (why == RT_END_STOPPED)
         has_exit = false;
-    rt_samples_flush(&s->store->samples, j->fig);
+    rt_samples_flush(&s->state->samples, j->fig);
     /* The end is on disk before clients can see it: a crash right after
      * must not bring the job back as running. */
     rt_jobs_lock(s->jobs);
@@ -86,7 +86,7 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
         ended.state = code != 0 || sig != 0 ? RT_JOB_FAILED : RT_JOB_FINISHED;
     struct json_object *rec = rt_job_to_record(&ended);
     rt_jobs_unlock(s->jobs);
-    int w = rt_store_save_record(s->store, j->id, rec, true);
+    int w = rt_state_dir_save_record(s->state, j->id, rec, true);
     if (w < 0)
         rt_err("job %" PRIu64 ": cannot save its record: %s", j->id, strerror(-w));
     else
@@ -151,7 +151,7 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
         rt_jobs_lock(s->jobs);
         struct json_object *rec = rt_job_to_record(j);
         rt_jobs_unlock(s->jobs);
-        int r = rt_store_create_job(s->store, j->id, rec, j->metadata);
+        int r = rt_state_dir_create_job(s->state, j->id, rec, j->metadata);
         json_object_put(rec);
         if (r >= 0)
             j->record_bytes = (uint64_t)r;
@@ -163,7 +163,7 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
         }
     }
     if (!j->fig && !j->samples_blocked) {
-        struct rt_figlog *fig = rt_samples_job_log(&s->store->samples, j->id);
+        struct rt_figlog *fig = rt_samples_job_log(&s->state->samples, j->id);
         rt_jobs_lock(s->jobs);
         j->fig = fig;
         if (!j->name_json)
@@ -224,7 +224,7 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
             break;
         }
         /* It ended while we were away: the last sample tells when, roughly. */
-        double last = rt_store_samples_mtime(s->store, j->id);
+        double last = rt_state_dir_samples_mtime(s->state, j->id);
         rt_jobs_lock(s->jobs);
         j->state = RT_JOB_LOST;
         j->ended_at = last > j->started_at ? last : j->started_at;

@@ -20,7 +20,7 @@ struct doomed {
 /* Sealed host blocks no job uses any more. */
 static void drop_unused_host(struct rt_sampler *s)
 {
-    struct rt_samples *sm = &s->store->samples;
+    struct rt_samples *sm = &s->state->samples;
     size_t n;
     struct rt_seg_block hot, *blocks = rt_seglog_blocks(&sm->host, &n, &hot);
     bool *used = rt_xcalloc(n ? n : 1, sizeof(*used));
@@ -131,7 +131,7 @@ void rt_sampler_retention(struct rt_sampler *s)
     if (n)
         memcpy(jobs, s->jobs->v, n * sizeof(*jobs));
     struct rt_usage u;
-    rt_usage_build(&u, s->store, jobs, n);
+    rt_usage_build(&u, s->state, jobs, n);
     choose(s, &u, now);
     for (size_t i = 0; i < n; i++) {
         if (!u.gone[i])
@@ -145,7 +145,7 @@ void rt_sampler_retention(struct rt_sampler *s)
     rt_usage_free(&u);
     free(jobs);
     for (size_t i = 0; i < ndoomed; i++) {
-        rt_store_remove_job(s->store, doomed[i].id, doomed[i].fig);
+        rt_state_dir_remove_job(s->state, doomed[i].id, doomed[i].fig);
         rt_figlog_unref(doomed[i].fig);
         rt_info("job %" PRIu64 " removed by the retention policy", doomed[i].id);
     }

@@ -208,12 +208,12 @@ static void *run(void *arg)
 }
 
 struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_jobs *jobs,
-                                  struct rt_store *store)
+                                  struct rt_state_dir *state)
 {
     struct rt_sampler *s = rt_xcalloc(1, sizeof(*s));
     s->o = *o;
     s->jobs = jobs;
-    s->store = store;
+    s->state = state;
     pthread_mutex_init(&s->mu, NULL);
     s->epfd = epoll_create1(EPOLL_CLOEXEC);
     s->req_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -310,7 +310,7 @@ void rt_sampler_stop(struct rt_sampler *s)
     /* Running jobs stay "running" on disk and are resumed at the next start. */
     for (size_t i = 0; i < s->nactive; i++) {
         struct rt_job *j = s->active[i];
-        rt_samples_flush(&s->store->samples, j->fig);
+        rt_samples_flush(&s->state->samples, j->fig);
         rt_sampler_save_record(s, j, true);
     }
 }

@@ -8,7 +8,7 @@
 #include "collect/roots.h"
 #include "jobs/jobs.h"
 #include "sampler/rcstr.h"
-#include "jobs/store.h"
+#include "jobs/state_dir.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -73,7 +73,7 @@ struct rt_sampler;
 void rt_sreq_free(struct rt_sreq *q);
 
 struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_jobs *jobs,
-                                  struct rt_store *store);
+                                  struct rt_state_dir *state);
 /* The base interval (host sampling, and the default of new jobs); may change
  * while running (SIGHUP). Running jobs keep theirs. */
 void rt_sampler_set_interval(struct rt_sampler *s, double interval_secs);

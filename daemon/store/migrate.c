@@ -4,7 +4,7 @@
 #include "rt/util.h"
 #include "rt/varlink.h"
 #include "store/figures.h"
-#include "store/job_text.h"
+#include "store/job_sample.h"
 #include "system/log.h"
 
 #include <dirent.h>

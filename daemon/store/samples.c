@@ -8,7 +8,7 @@
 #include "rt/varlink.h"
 #include "store/figures.h"
 #include "store/host_csv.h"
-#include "store/job_text.h"
+#include "store/job_sample.h"
 #include "system/log.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
  *   jobs/<id>/fig-<first>.hot, .z          the job's figures, one record per sample
  *
  * A job's sample is rebuilt on read from its figures and its host sample,
- * byte for byte what the sampler published live (store/job_text.h). The
+ * byte for byte what the sampler published live (store/job_sample.h). The
  * sampler thread writes; readers on the main thread take what is whole on
  * disk. */
 #ifndef RT_STORE_SAMPLES_H

@@ -57,6 +57,12 @@ int rt_listen_unix(const char *path, mode_t mode, char *err, size_t errlen)
         close(fd);
         return -e;
     }
-    chmod(path, mode);
+    if (chmod(path, mode) < 0) {
+        int e = errno;
+        snprintf(err, errlen, "cannot set the mode of %s: %s", path, strerror(e));
+        close(fd);
+        unlink(path);
+        return -e;
+    }
     return fd;
 }

@@ -112,7 +112,7 @@ int rt_log_level_from_string(const char *s)
         return LOG_ERR;
     if (strcmp(s, "warn") == 0)
         return LOG_WARNING;
-    return -1;
+    return -EINVAL;
 }
 
 static void vlog(int level, const char *fmt, va_list ap)

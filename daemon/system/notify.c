@@ -123,7 +123,7 @@ int rt_listen_fd_from_systemd(const char *expected_path)
     if (n < 0)
         rt_warn("socket activation: %s", strerror(-n));
     if (n <= 0)
-        return -1;
+        return n < 0 ? n : -ENOENT;
     int found = -1;
     for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++) {
         if (found < 0 && sd_is_socket_unix(fd, SOCK_STREAM, 1, expected_path, 0) > 0) {
@@ -137,14 +137,15 @@ int rt_listen_fd_from_systemd(const char *expected_path)
     if (found < 0) {
         rt_warn("socket activation: no socket for %s among %d passed; binding it myself",
                 expected_path ? expected_path : "the control socket", n);
-        return -1;
+        return -ENOENT;
     }
     /* Like the daemon's own socket: not inherited, never blocking the event loop. */
     int fdflags = fcntl(found, F_GETFD), flflags = fcntl(found, F_GETFL);
     if (fdflags < 0 || flflags < 0 || fcntl(found, F_SETFD, fdflags | FD_CLOEXEC) < 0 ||
         fcntl(found, F_SETFL, flflags | O_NONBLOCK) < 0) {
-        rt_err("socket activation: cannot make the passed socket non-blocking: %s", strerror(errno));
-        return -1;
+        int e = errno;
+        rt_err("socket activation: cannot make the passed socket non-blocking: %s", strerror(e));
+        return -e;
     }
     return found;
 }

@@ -2,6 +2,7 @@
 
 #include "rt/util.h"
 
+#include <errno.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,13 +127,13 @@ int rt_http_perform(struct rt_http *h, struct rt_http_resp *resp)
     if (rc != CURLE_OK) {
         resp->status = 0;
         snprintf(resp->error, sizeof(resp->error), "%s", err[0] ? err : curl_easy_strerror(rc));
-        return -1;
+        return -EIO;
     }
     curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &resp->status);
     if (resp->status >= 200 && resp->status < 300)
         return 0;
     snprintf(resp->error, sizeof(resp->error), "HTTP %ld", resp->status);
-    return -1;
+    return -EIO;
 }
 
 void rt_http_resp_free(struct rt_http_resp *resp)

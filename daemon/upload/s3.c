@@ -2,6 +2,7 @@
 
 #include "rt/util.h"
 
+#include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,11 +42,11 @@ static int valid_bucket(const char *b, size_t n)
 int rt_s3_parse_uri(const char *uri, char **bucket, char **prefix)
 {
     if (!uri || strncmp(uri, "s3://", 5) != 0)
-        return -1;
+        return -EINVAL;
     const char *b = uri + 5, *slash = strchr(b, '/');
     size_t bn = slash ? (size_t)(slash - b) : strlen(b);
     if (!valid_bucket(b, bn))
-        return -1;
+        return -EINVAL;
     const char *p = slash ? slash + 1 : "";
     while (*p == '/')
         p++;

@@ -3,6 +3,7 @@
 #include "rt/json.h"
 #include "rt/util.h"
 
+#include <errno.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,7 +240,7 @@ int rt_sentinel_parse_creds(struct json_object *o, struct rt_s3_creds *out)
 {
     memset(out, 0, sizeof(*out));
     if (!json_object_is_type(o, json_type_object))
-        return -1;
+        return -EBADMSG;
     out->access_key = dup_string(o, "access_key");
     out->secret_key = dup_string(o, "secret_key");
     out->session_token = dup_string(o, "session_token");
@@ -252,7 +253,7 @@ int rt_sentinel_parse_creds(struct json_object *o, struct rt_s3_creds *out)
         out->expires_at = 0; /* unknown: refresh before every use, like the Rust port */
     if (!out->access_key || !out->secret_key) {
         rt_s3_creds_free(out);
-        return -1;
+        return -EBADMSG;
     }
     return 0;
 }
@@ -265,7 +266,7 @@ int rt_sentinel_parse_run(const char *body, struct rt_sentinel_run *out)
         !*out->run_id) {
         json_object_put(o);
         rt_sentinel_run_free(out);
-        return -1;
+        return -EBADMSG;
     }
     out->upload_uri_prefix = dup_string(o, "upload_uri_prefix");
     out->has_creds = rt_sentinel_parse_creds(rt_json_get_object(o, "upload_credentials"), &out->creds) == 0;

@@ -95,7 +95,7 @@ static int deflate_all(z_stream *z, const void *in, size_t len, char **out, size
         z->avail_out = (uInt)(*cap - z->total_out);
         int rc = deflate(z, flush);
         if (rc == Z_STREAM_ERROR)
-            return -1;
+            return -EIO;
         if (flush == Z_FINISH ? rc == Z_STREAM_END : (z->avail_in == 0 && z->avail_out != 0))
             return 0;
     }
@@ -106,7 +106,7 @@ static int gzip_batch(const char *rows, size_t len, char **out, size_t *outlen)
 {
     z_stream z = {0};
     if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-        return -1;
+        return -EIO;
     size_t cap = len / 4 + 8192;
     *out = rt_xmalloc(cap);
     int rc = deflate_all(&z, RT_CSV_HEADER, strlen(RT_CSV_HEADER), out, &cap, Z_NO_FLUSH);
@@ -127,7 +127,7 @@ int rt_gzip(const void *in, size_t len, char **out, size_t *outlen)
 {
     z_stream z = {0};
     if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-        return -1;
+        return -EIO;
     size_t cap = len / 4 + 8192;
     *out = rt_xmalloc(cap);
     int rc = deflate_all(&z, in, len, out, &cap, Z_FINISH);
@@ -140,7 +140,7 @@ int rt_gunzip(const void *in, size_t len, char **out, size_t *outlen)
 {
     z_stream z = {0};
     if (inflateInit2(&z, 15 + 16) != Z_OK)
-        return -1;
+        return -EIO;
     size_t cap = len * 4 + 4096;
     char *buf = rt_xmalloc(cap);
     z.next_in = (Bytef *)(uintptr_t)in;
@@ -157,7 +157,7 @@ int rt_gunzip(const void *in, size_t len, char **out, size_t *outlen)
     inflateEnd(&z);
     if (rc != Z_STREAM_END) {
         free(buf);
-        return -1;
+        return -EIO;
     }
     buf[n] = '\0';
     *out = buf;

@@ -3,6 +3,7 @@
  * worker thread's. */
 #include "upload/worker.h"
 
+#include "system/http_global.h"
 #include "system/log.h"
 #include "upload/spool.h"
 
@@ -56,7 +57,11 @@ struct rt_upload_worker *rt_upload_worker_new(const struct rt_upload_config *cfg
         rt_err("upload: cannot open the spool %s: %s", cfg->spool_dir, strerror(-fd));
         return NULL;
     }
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (!rt_http_global_init()) {
+        rt_err("upload: libcurl cannot be initialised; nothing is uploaded");
+        close(fd);
+        return NULL;
+    }
     struct rt_upload_worker *w = rt_xcalloc(1, sizeof(*w));
     w->spool_fd = fd;
     w->spool_dir = rt_xstrdup(cfg->spool_dir);
@@ -333,8 +338,7 @@ void rt_upload_worker_free(struct rt_upload_worker *w)
         w->jobs = j->next;
         rt_upload_job_destroy(j);
     }
-    rt_http_cleanup(&w->http);
-    curl_global_cleanup();
+    rt_http_cleanup(&w->http); /* libcurl's global state is main()'s (rt_http_global_cleanup) */
     if (w->spool_fd >= 0)
         close(w->spool_fd);
     pthread_cond_destroy(&w->cond);

@@ -198,7 +198,7 @@ static int parse_meta(struct rt_upload_job *j, const char *text)
     const char *token = rt_json_get_string(o, "token");
     if (!o || !token || !*token) {
         json_object_put(o);
-        return -1;
+        return -EINVAL;
     }
     j->token = rt_xstrdup(token);
     const char *url = rt_json_get_string(o, "api_url");

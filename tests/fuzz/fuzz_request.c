@@ -109,7 +109,7 @@ static void add_jobs(void)
     rt_sample_free(&s);
     rt_host_sampler_free(h);
     rt_roots_close(&roots);
-    if (rt_store_load(&F.d.store, &F.d.jobs) != 3)
+    if (rt_state_dir_load(&F.d.state, &F.d.jobs) != 3)
         abort();
 }
 
@@ -119,7 +119,7 @@ static void cleanup(void)
     rt_sampler_free(F.d.sampler);
     close(F.epfd);
     close(F.d.listen_fd);
-    rt_store_close(&F.d.store);
+    rt_state_dir_close(&F.d.state);
     rt_jobs_free(&F.d.jobs);
     rt_roots_close(&F.d.roots);
 }
@@ -135,7 +135,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     F.d.cfg.message_timeout_secs = 1;
     rt_jobs_init(&F.d.jobs);
     snprintf(path, sizeof(path), "%s/state", F.dir);
-    if (rt_store_open(&F.d.store, path, true, err, sizeof(err)) < 0)
+    if (rt_state_dir_open(&F.d.state, path, true, err, sizeof(err)) < 0)
         abort();
     char proc[512], sys[512];
     snprintf(proc, sizeof(proc), "%s/proc", F.dir);
@@ -144,7 +144,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         abort();
     add_jobs();
     struct rt_sampler_opts so = {.interval_secs = 1, .roots = &F.d.roots, .disable_gpu = true};
-    F.d.sampler = rt_sampler_new(&so, &F.d.jobs, &F.d.store);
+    F.d.sampler = rt_sampler_new(&so, &F.d.jobs, &F.d.state);
     snprintf(F.sock, sizeof(F.sock), "%s/sock", F.dir);
     F.d.listen_fd = rt_listen_unix(F.sock, 0600, err, sizeof(err));
     F.epfd = epoll_create1(EPOLL_CLOEXEC);

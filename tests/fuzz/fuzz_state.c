@@ -8,7 +8,7 @@
  * What cannot be read is skipped with a message, never a crash; what is
  * read is never anything but whole samples. */
 #include "fuzz_tree.h"
-#include "jobs/store.h"
+#include "jobs/state_dir.h"
 #include "store/samples.h"
 #include "system/log.h"
 
@@ -32,7 +32,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* A job's samples, by pages as GetJobSamples reads them: each JSON line
  * must parse. */
-static void read_samples(struct rt_store *s, const struct rt_job *j, bool csv)
+static void read_samples(struct rt_state_dir *s, const struct rt_job *j, bool csv)
 {
     if (!j->fig)
         return;
@@ -70,19 +70,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char dir[PATH_MAX + 16];
     snprintf(dir, sizeof(dir), "%s/state", base);
     rt_fuzz_tree_apply(dir, data, size);
-    struct rt_store s = {.dir_fd = -1, .jobs_fd = -1};
+    struct rt_state_dir s = {.dir_fd = -1, .jobs_fd = -1};
     struct rt_jobs jobs;
     rt_jobs_init(&jobs);
     char err[512];
-    if (rt_store_open(&s, dir, true, err, sizeof(err)) == 0) {
-        rt_store_load(&s, &jobs);
+    if (rt_state_dir_open(&s, dir, true, err, sizeof(err)) == 0) {
+        rt_state_dir_load(&s, &jobs);
         for (size_t i = 0; i < jobs.n; i++) {
             json_object_put(rt_job_to_json(jobs.v[i], 1e9));
             read_samples(&s, jobs.v[i], false);
             read_samples(&s, jobs.v[i], true);
             json_object_put(rt_job_to_record(jobs.v[i]));
         }
-        rt_store_close(&s);
+        rt_state_dir_close(&s);
     }
     rt_jobs_free(&jobs);
     rt_fuzz_tree_remove(dir);

@@ -4,7 +4,7 @@
  *   rt_store_dump STATE_DIR                  one JSON object: the host timeline and
  *                                            each job's samples and bytes (as retention counts them)
  *   rt_store_dump STATE_DIR --job ID [--csv] the job's samples as GetJobSamples makes them */
-#include "jobs/store.h"
+#include "jobs/state_dir.h"
 #include "jobs/usage.h"
 #include "rt/json.h"
 #include "rt/sample_csv.h"
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void summary(struct rt_store *st, struct rt_jobs *jobs)
+static void summary(struct rt_state_dir *st, struct rt_jobs *jobs)
 {
     struct rt_usage u;
     rt_usage_build(&u, st, jobs->v, jobs->n);
@@ -34,7 +34,7 @@ static void summary(struct rt_store *st, struct rt_jobs *jobs)
         char id[24];
         snprintf(id, sizeof(id), "%" PRIu64, j->id);
         json_object_object_add(x, "samples", rt_json_u64(j->summary.samples));
-        json_object_object_add(x, "own_bytes", rt_json_u64(rt_store_job_bytes(j)));
+        json_object_object_add(x, "own_bytes", rt_json_u64(rt_state_dir_job_bytes(j)));
         json_object_object_add(x, "bytes", json_object_new_double(rt_usage_of(&u, i)));
         json_object_object_add(x, "owner_uid", json_object_new_int64(j->owner_uid));
         json_object_object_add(x, "state", json_object_new_string(rt_job_state_name(j->state)));
@@ -47,7 +47,7 @@ static void summary(struct rt_store *st, struct rt_jobs *jobs)
     rt_usage_free(&u);
 }
 
-static int samples(struct rt_store *st, struct rt_jobs *jobs, uint64_t id, bool csv)
+static int samples(struct rt_state_dir *st, struct rt_jobs *jobs, uint64_t id, bool csv)
 {
     struct rt_job *j = rt_jobs_find(jobs, id);
     if (!j || !j->fig) {
@@ -77,16 +77,16 @@ int main(int argc, char **argv)
         return 2;
     }
     rt_log_init(RT_LOG_STDERR, LOG_WARNING);
-    struct rt_store st;
+    struct rt_state_dir st;
     struct rt_jobs jobs;
     char err[512];
-    if (rt_store_open(&st, argv[1], false, err, sizeof(err)) < 0) {
+    if (rt_state_dir_open(&st, argv[1], false, err, sizeof(err)) < 0) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
     rt_jobs_init(&jobs);
     int rc = 0;
-    if (rt_store_load(&st, &jobs) < 0) {
+    if (rt_state_dir_load(&st, &jobs) < 0) {
         rc = 1;
     } else if (argc == 2) {
         summary(&st, &jobs);
@@ -95,6 +95,6 @@ int main(int argc, char **argv)
         rc = rt_parse_u64(argv[3], &id) ? samples(&st, &jobs, id, argc > 4 && strcmp(argv[4], "--csv") == 0) : 2;
     }
     rt_jobs_free(&jobs);
-    rt_store_close(&st);
+    rt_state_dir_close(&st);
     return rc;
 }

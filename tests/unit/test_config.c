@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "rt/util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ static void expect_refused(const char *text, const char *message)
     rt_config_defaults(&c);
     before = c;
     err[0] = '\0';
-    if (rt_config_load(conf(text), &c, err, sizeof(err)) != -1)
+    if (rt_config_load(conf(text), &c, err, sizeof(err)) != -EINVAL)
         fail_msg("accepted: %s", text);
     char want[1024];
     snprintf(want, sizeof(want), "%s:%s", path, message);
@@ -136,7 +137,7 @@ static void test_missing_files(void **state)
     rt_config_defaults(&c);
     char missing[300];
     snprintf(missing, sizeof(missing), "%s/nope.conf", dir);
-    assert_int_equal(rt_config_load(missing, &c, err, sizeof(err)), -1);
+    assert_int_equal(rt_config_load(missing, &c, err, sizeof(err)), -ENOENT);
     char want[400];
     snprintf(want, sizeof(want), "%s: No such file or directory", missing);
     assert_string_equal(err, want);
@@ -200,7 +201,7 @@ static void test_unknown_keys(void **state)
     snprintf(text, sizeof(text), "log_level = \"info\";\n@include \"%s\"\n", inc);
     struct rt_config c;
     rt_config_defaults(&c);
-    assert_int_equal(rt_config_load(conf(text), &c, err, sizeof(err)), -1);
+    assert_int_equal(rt_config_load(conf(text), &c, err, sizeof(err)), -EINVAL);
     snprintf(want, sizeof(want), "%s:3: unknown key 'upload.retries'", inc);
     assert_string_equal(err, want);
     unlink(inc);
@@ -262,11 +263,11 @@ static void test_overrides_and_reload(void **state)
     assert_int_equal(rt_config_override_set(&o, "upload.spool_max_size", "2M", err, sizeof(err)), 0);
     assert_int_equal(o.set, RT_CFG_INTERVAL | RT_CFG_PROC_ROOT | RT_CFG_USER_MODE | RT_CFG_SPOOL_MAX_BYTES);
 
-    assert_int_equal(rt_config_override_set(&o, "interval", "fast", err, sizeof(err)), -1);
+    assert_int_equal(rt_config_override_set(&o, "interval", "fast", err, sizeof(err)), -EINVAL);
     assert_string_equal(err, "interval: fast is not a duration (units: ms s min h d w)");
-    assert_int_equal(rt_config_override_set(&o, "limits.max_connections", "lots", err, sizeof(err)), -1);
+    assert_int_equal(rt_config_override_set(&o, "limits.max_connections", "lots", err, sizeof(err)), -EINVAL);
     assert_string_equal(err, "limits.max_connections: expected an integer, got lots");
-    assert_int_equal(rt_config_override_set(&o, "nope", "1", err, sizeof(err)), -1);
+    assert_int_equal(rt_config_override_set(&o, "nope", "1", err, sizeof(err)), -EINVAL);
     assert_string_equal(err, "unknown key 'nope'");
     assert_int_equal(o.set, RT_CFG_INTERVAL | RT_CFG_PROC_ROOT | RT_CFG_USER_MODE | RT_CFG_SPOOL_MAX_BYTES);
 
@@ -284,7 +285,7 @@ static void test_overrides_and_reload(void **state)
     /* A bad file on reload keeps the running configuration. */
     struct rt_config running = c;
     conf("interval = 5; upload: { interval = 0; };\n");
-    assert_int_equal(rt_config_reload(path, &o, &c, err, sizeof(err)), -1);
+    assert_int_equal(rt_config_reload(path, &o, &c, err, sizeof(err)), -EINVAL);
     assert_int_equal(rt_config_diff(&c, &running), 0);
     char want[512];
     snprintf(want, sizeof(want), "%s:1: upload.interval: 0 is out of range 1s..1d", path);
@@ -315,7 +316,7 @@ static void test_overrides_and_reload(void **state)
     struct rt_config_overrides o2;
     memset(&o2, 0, sizeof(o2));
     assert_int_equal(rt_config_override_set(&o2, "limits.max_connections", "100", err, sizeof(err)), 0);
-    assert_int_equal(rt_config_reload(path, &o2, &c, err, sizeof(err)), -1);
+    assert_int_equal(rt_config_reload(path, &o2, &c, err, sizeof(err)), -EINVAL);
     assert_string_equal(err, "limits.max_connections_per_user: 256 exceeds limits.max_connections (100)");
 }
 

@@ -11,6 +11,7 @@
 #include "config/dropins.h"
 #include "rt/util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,7 +137,7 @@ static void test_a_bad_dropin_refuses_everything(void **state)
     struct rt_config c, before;
     rt_config_defaults(&c);
     before = c;
-    assert_int_equal(rt_config_load(main_file, &c, err, sizeof(err)), -1);
+    assert_int_equal(rt_config_load(main_file, &c, err, sizeof(err)), -EINVAL);
     char want[1024];
     snprintf(want, sizeof(want), "%s:2: limits.max_connections: 0 is out of range 1..65536", bad);
     assert_string_equal(err, want);
@@ -144,14 +145,14 @@ static void test_a_bad_dropin_refuses_everything(void **state)
 
     /* A syntax error and a directory named like a drop-in: refused, not fatal. */
     bad = dropin("20-bad.conf", "interval = ;\n");
-    assert_int_equal(rt_config_load(main_file, &c, err, sizeof(err)), -1);
+    assert_int_equal(rt_config_load(main_file, &c, err, sizeof(err)), -EINVAL);
     snprintf(want, sizeof(want), "%s:1: syntax error in 'interval = ;'", bad);
     assert_string_equal(err, want);
     unlink(bad);
     char sub[512];
     snprintf(sub, sizeof(sub), "%s/30-dir.conf", dropin_dir);
     assert_int_equal(mkdir(sub, 0755), 0);
-    assert_int_equal(rt_config_load(main_file, &c, err, sizeof(err)), -1);
+    assert_int_equal(rt_config_load(main_file, &c, err, sizeof(err)), -EISDIR);
     snprintf(want, sizeof(want), "%s: Is a directory", sub);
     assert_string_equal(err, want);
     assert_int_equal(rt_config_diff(&c, &before), 0);
@@ -165,7 +166,7 @@ static void test_cross_field_rules_apply_to_the_merge(void **state)
     dropin("50-small.conf", "limits: { max_connections = 5; };\n");
     struct rt_config c;
     rt_config_defaults(&c);
-    assert_int_equal(rt_config_load(main_file, &c, err, sizeof(err)), -1);
+    assert_int_equal(rt_config_load(main_file, &c, err, sizeof(err)), -EINVAL);
     char want[1024];
     snprintf(want, sizeof(want), "%s:2: limits.max_connections_per_user: 10 exceeds limits.max_connections (5)",
              main_file);
@@ -183,7 +184,7 @@ static void test_named_main_file_and_reload(void **state)
     dropin("10-x.conf", "interval = 3;\n");
     struct rt_config c;
     rt_config_defaults(&c);
-    assert_int_equal(rt_config_load(main_file, &c, err, sizeof(err)), -1);
+    assert_int_equal(rt_config_load(main_file, &c, err, sizeof(err)), -ENOENT);
     char want[1024];
     snprintf(want, sizeof(want), "%s: No such file or directory", main_file);
     assert_string_equal(err, want);

@@ -126,6 +126,13 @@ static void test_parameters_checked_before_handlers(void **state)
     assert_error(call(f, TRACKER("GetJobSamples"), "{\"id\":1,\"format\":\"xml\"}", 0), INVALID, "format");
     assert_error(call(f, TRACKER("GetJobSamples"), "{\"id\":1,\"name\":\"a\\u0000b\"}", 0), INVALID, "name");
     assert_error(call(f, TRACKER("StartJob"), "{\"name\":\"x\"}", 0), INVALID, "pid");
+    /* Ranges and checks of the tables, before the handler. */
+    assert_error(call(f, TRACKER("StartJob"), "{\"pid\":0}", 0), INVALID, "pid");
+    assert_error(call(f, TRACKER("StartJob"), "{\"pid\":1,\"interval_secs\":0.01}", 0), INVALID, "interval_secs");
+    assert_error(call(f, TRACKER("StartJob"), "{\"pid\":1,\"name\":\"12\"}", 0), INVALID, "name");
+    assert_error(call(f, TRACKER("FinishJob"), "{\"id\":1,\"exit_code\":256}", 0), INVALID, "exit_code");
+    assert_error(call(f, TRACKER("ListJobs"), "{\"limit\":0}", 0), INVALID, "limit");
+    assert_error(call(f, TRACKER("GetJob"), "{\"name\":\"a\",\"owner_uid\":-1}", 0), INVALID, "owner_uid");
     /* A null is an absent optional parameter, not a wrong type. */
     r = call(f, TRACKER("ListJobs"), "{\"name\":null}", 0);
     assert_null(rt_vl_reply_error(r));
@@ -333,6 +340,15 @@ static void check_interface(const char *idl, const char *iface)
 static void test_tables_match_the_idl(void **state)
 {
     (void)state;
+    /* Decoded arguments fit the call's buffer, each member inside its struct. */
+    for (const struct rt_method_table *const *t = rt_method_tables; *t; t++)
+        for (size_t i = 0; i < (*t)->n; i++) {
+            const struct rt_method *m = &(*t)->methods[i];
+            assert_true(m->args_size <= RT_METHOD_MAX_ARGS);
+            for (const struct rt_param *p = m->params; m->args_size && p < m->params + RT_METHOD_MAX_PARAMS && p->name;
+                 p++)
+                assert_true(p->off < m->args_size);
+        }
     check_interface(rt_idl_resource_tracker, RT_VL_INTERFACE);
     check_interface(rt_idl_varlink_service, "org.varlink.service");
 }

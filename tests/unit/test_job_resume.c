@@ -12,7 +12,7 @@
 
 #include "../gpu/gpu_test.h"
 #include "jobs/jobs.h"
-#include "jobs/store.h"
+#include "jobs/state_dir.h"
 #include "proc/procfs.h"
 #include "rt/json.h"
 #include "rt/sample.h"
@@ -110,7 +110,7 @@ static int teardown(void **state)
 
 struct daemon {
     struct rt_roots roots;
-    struct rt_store store;
+    struct rt_state_dir state;
     struct rt_jobs jobs;
     struct rt_sampler *sampler;
 };
@@ -119,18 +119,18 @@ static void daemon_start(struct daemon *d)
 {
     char err[256];
     assert_int_equal(rt_roots_open(&d->roots, NULL, NULL), 0);
-    assert_int_equal(rt_store_open(&d->store, state_dir, true, err, sizeof(err)), 0);
+    assert_int_equal(rt_state_dir_open(&d->state, state_dir, true, err, sizeof(err)), 0);
     rt_jobs_init(&d->jobs);
-    assert_true(rt_store_load(&d->store, &d->jobs) >= 0);
+    assert_true(rt_state_dir_load(&d->state, &d->jobs) >= 0);
     struct rt_sampler_opts o = {.interval_secs = INTERVAL, .roots = &d->roots, .with_pss = true, .nvml_library = lib};
-    d->sampler = rt_sampler_new(&o, &d->jobs, &d->store);
+    d->sampler = rt_sampler_new(&o, &d->jobs, &d->state);
 }
 
 static void daemon_stop(struct daemon *d)
 {
     rt_sampler_free(d->sampler);
     rt_jobs_free(&d->jobs);
-    rt_store_close(&d->store);
+    rt_state_dir_close(&d->state);
     rt_roots_close(&d->roots);
 }
 
@@ -198,7 +198,7 @@ static void test_totals_go_on_across_a_restart(void **state)
     struct rt_pstat st;
     assert_int_equal(rt_pstat_read(d.roots.proc_fd, worker, &st), 0);
     struct rt_job *j = rt_job_new();
-    assert_int_equal(rt_store_alloc_id(&d.store, &j->id), 0);
+    assert_int_equal(rt_state_dir_alloc_id(&d.state, &j->id), 0);
     j->owner_uid = getuid();
     j->pid = worker;
     j->starttime = st.starttime;

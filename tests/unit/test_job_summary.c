@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "jobs/jobs.h"
-#include "jobs/store.h"
+#include "jobs/state_dir.h"
 #include "store/figures.h"
 
 #include <json-c/json.h>

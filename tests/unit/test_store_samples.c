@@ -19,7 +19,7 @@
 #include "rt/util.h"
 #include "rt/varlink.h"
 #include "store/figures.h"
-#include "store/job_text.h"
+#include "store/job_sample.h"
 #include "store/migrate.h"
 #include "store/samples.h"
 

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -153,17 +154,17 @@ static void test_parse_replies(void **state)
     rt_s3_creds_free(&c);
 
     /* Bad replies fail without crashing. */
-    assert_int_equal(rt_sentinel_parse_run(NULL, &run), -1);
-    assert_int_equal(rt_sentinel_parse_run("not json", &run), -1);
-    assert_int_equal(rt_sentinel_parse_run("[1,2]", &run), -1);
-    assert_int_equal(rt_sentinel_parse_run("{\"run_id\":\"\"}", &run), -1);
+    assert_int_equal(rt_sentinel_parse_run(NULL, &run), -EBADMSG);
+    assert_int_equal(rt_sentinel_parse_run("not json", &run), -EBADMSG);
+    assert_int_equal(rt_sentinel_parse_run("[1,2]", &run), -EBADMSG);
+    assert_int_equal(rt_sentinel_parse_run("{\"run_id\":\"\"}", &run), -EBADMSG);
     assert_int_equal(rt_sentinel_parse_run("{\"run_id\":17}", &run), 0); /* numeric ids are kept as text */
     assert_string_equal(run.run_id, "17");
     assert_false(run.has_creds);
     assert_null(run.upload_uri_prefix);
     rt_sentinel_run_free(&run);
-    assert_int_equal(rt_sentinel_parse_refresh("{\"upload_credentials\":{\"access_key\":\"A\"}}", &c), -1);
-    assert_int_equal(rt_sentinel_parse_refresh("{}", &c), -1);
+    assert_int_equal(rt_sentinel_parse_refresh("{\"upload_credentials\":{\"access_key\":\"A\"}}", &c), -EBADMSG);
+    assert_int_equal(rt_sentinel_parse_refresh("{}", &c), -EBADMSG);
 
     char *p = rt_sentinel_run_path("run:1/x", "finish");
     assert_string_equal(p, "/runs/run%3A1%2Fx/finish");
@@ -188,12 +189,12 @@ static void test_s3_names(void **state)
     free(key);
     free(b);
     free(p);
-    assert_int_equal(rt_s3_parse_uri("https://bkt/p", &b, &p), -1);
-    assert_int_equal(rt_s3_parse_uri("s3://", &b, &p), -1);
-    assert_int_equal(rt_s3_parse_uri("s3://ab/p", &b, &p), -1);      /* too short */
-    assert_int_equal(rt_s3_parse_uri("s3://Bad_Bucket/p", &b, &p), -1);
-    assert_int_equal(rt_s3_parse_uri("s3://evil.com@x/p", &b, &p), -1);
-    assert_int_equal(rt_s3_parse_uri(NULL, &b, &p), -1);
+    assert_int_equal(rt_s3_parse_uri("https://bkt/p", &b, &p), -EINVAL);
+    assert_int_equal(rt_s3_parse_uri("s3://", &b, &p), -EINVAL);
+    assert_int_equal(rt_s3_parse_uri("s3://ab/p", &b, &p), -EINVAL);      /* too short */
+    assert_int_equal(rt_s3_parse_uri("s3://Bad_Bucket/p", &b, &p), -EINVAL);
+    assert_int_equal(rt_s3_parse_uri("s3://evil.com@x/p", &b, &p), -EINVAL);
+    assert_int_equal(rt_s3_parse_uri(NULL, &b, &p), -EINVAL);
 
     char *enc = rt_s3_encode_path("date=2026-11-22/t01:02/a b+c~_.-/ü");
     assert_string_equal(enc, "date%3D2026-11-22/t01%3A02/a%20b%2Bc~_.-/%C3%BC");

@@ -3,8 +3,8 @@
  * chart series. Samples come from GetJobSamples, streamed page by page and
  * never kept whole, and only when needed: for the charts, or when the
  * job's summary lacks a figure. */
-#ifndef RT_INSIGHT_RUN_H
-#define RT_INSIGHT_RUN_H
+#ifndef RT_INSIGHT_JOB_DATA_H
+#define RT_INSIGHT_JOB_DATA_H
 
 #include "insight/buckets.h"
 #include "insight/stats.h"

@@ -1,4 +1,4 @@
-#include "insight/run.h"
+#include "insight/job_data.h"
 
 #include "ctl.h"
 #include "rt/json.h"

@@ -3,8 +3,8 @@
  * the same bytes json-c wrote when the job fields were set on the host tree
  * and the tree serialised again, and the same CSV row. The sampler makes
  * live samples with it and the store rebuilds stored ones with it. */
-#ifndef RT_STORE_JOB_TEXT_H
-#define RT_STORE_JOB_TEXT_H
+#ifndef RT_STORE_JOB_SAMPLE_H
+#define RT_STORE_JOB_SAMPLE_H
 
 #include "rt/job_figures.h"
 #include "store/buf.h"

@@ -5,8 +5,8 @@
  *   last-id                  the last job id handed out
  * Samples are written with one write(2) per tick (no fsync): they survive a
  * crash or kill -9 of the daemon; records are fsynced on state changes. */
-#ifndef RT_STORE_H
-#define RT_STORE_H
+#ifndef RT_STATE_DIR_H
+#define RT_STATE_DIR_H
 
 #include "jobs/jobs.h"
 #include "store/samples.h"
@@ -18,21 +18,21 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct rt_store {
+struct rt_state_dir {
     int dir_fd;
     int jobs_fd;
     char path[PATH_MAX];
     mode_t file_mode, dir_mode;
     uint64_t last_id;
     size_t backlog_max;           /* sample bytes kept in memory per log on a full disk (0: 16 MiB) */
-    struct rt_samples samples;    /* opened by rt_store_load */
+    struct rt_samples samples;    /* opened by rt_state_dir_load */
     bool samples_open;
 };
 
 /* Create or open the state directory. private: 0700/0600 (user daemons),
  * else 0750/0640. -errno with a message in err. */
-int rt_store_open(struct rt_store *s, const char *dir, bool private_mode, char *err, size_t errlen);
-void rt_store_close(struct rt_store *s);
+int rt_state_dir_open(struct rt_state_dir *s, const char *dir, bool private_mode, char *err, size_t errlen);
+void rt_state_dir_close(struct rt_state_dir *s);
 
 /* The largest job id: the API's integers are signed 64-bit. */
 #define RT_JOB_ID_MAX ((uint64_t)INT64_MAX)
@@ -40,25 +40,25 @@ void rt_store_close(struct rt_store *s);
 /* Next job id in *id, persisted before it is returned: 0, -EOVERFLOW when every
  * id up to RT_JOB_ID_MAX has been used (ids are never reused: an id names
  * one job forever), or -errno when the counter cannot be written. */
-int rt_store_alloc_id(struct rt_store *s, uint64_t *id);
+int rt_state_dir_alloc_id(struct rt_state_dir *s, uint64_t *id);
 /* Create jobs/<id>/ and write its metadata and record. */
-int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *record, struct json_object *md);
+int rt_state_dir_create_job(struct rt_state_dir *s, uint64_t id, struct json_object *record, struct json_object *md);
 /* The job's metadata, or NULL when its file is missing or malformed. */
-struct json_object *rt_store_read_metadata(struct rt_store *s, uint64_t id);
+struct json_object *rt_state_dir_read_metadata(struct rt_state_dir *s, uint64_t id);
 /* sync: fsync (state changes); periodic refreshes of totals skip it. The
  * record's length, or -errno. */
-int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *record, bool sync);
+int rt_state_dir_save_record(struct rt_state_dir *s, uint64_t id, struct json_object *record, bool sync);
 /* Remove a job's files (fig: its samples, or NULL). */
-int rt_store_remove_job(struct rt_store *s, uint64_t id, struct rt_figlog *fig);
+int rt_state_dir_remove_job(struct rt_state_dir *s, uint64_t id, struct rt_figlog *fig);
 /* When the job's samples were last written (Unix seconds), 0 if never. */
-double rt_store_samples_mtime(struct rt_store *s, uint64_t id);
+double rt_state_dir_samples_mtime(struct rt_state_dir *s, uint64_t id);
 /* Bytes of the job's own files: record, metadata, figures. */
-uint64_t rt_store_job_bytes(const struct rt_job *j);
+uint64_t rt_state_dir_job_bytes(const struct rt_job *j);
 
 /* Open the sample store and load every job into the registry: its samples
  * indexed, totals rebuilt from those taken after its record was saved (the
  * one rule), samples files of an older daemon moved into the store.
  * Unreadable jobs are logged and skipped. The number loaded, or -errno. */
-int rt_store_load(struct rt_store *s, struct rt_jobs *jobs);
+int rt_state_dir_load(struct rt_state_dir *s, struct rt_jobs *jobs);
 
 #endif

@@ -1,4 +1,4 @@
-#include "store/job_text.h"
+#include "store/job_sample.h"
 
 #include "rt/json.h"
 #include "rt/sample.h"

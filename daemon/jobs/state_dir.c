@@ -1,4 +1,4 @@
-#include "jobs/store.h"
+#include "jobs/state_dir.h"
 
 #include "store/migrate.h"
 
@@ -52,7 +52,7 @@ static int probe_writable(int dirfd, mode_t mode)
     return -errno;
 }
 
-int rt_store_open(struct rt_store *s, const char *dir, bool private_mode, char *err, size_t errlen)
+int rt_state_dir_open(struct rt_state_dir *s, const char *dir, bool private_mode, char *err, size_t errlen)
 {
     memset(s, 0, sizeof(*s));
     s->dir_fd = s->jobs_fd = -1;
@@ -76,38 +76,38 @@ int rt_store_open(struct rt_store *s, const char *dir, bool private_mode, char *
     if (fstat(s->dir_fd, &st) == 0 && (st.st_mode & S_ISVTX) && (st.st_mode & 0002)) {
         snprintf(err, errlen, "state directory %s is shared by every user (sticky and world-writable): "
                  "name a directory of its own", dir);
-        rt_store_close(s);
+        rt_state_dir_close(s);
         return -EPERM;
     }
     if (fstat(s->dir_fd, &st) < 0 || ((st.st_mode & 0007) && fchmod(s->dir_fd, st.st_mode & ~(mode_t)0007) < 0)) {
         r = -errno;
         snprintf(err, errlen, "cannot make state directory %s private: %s", dir, strerror(errno));
-        rt_store_close(s);
+        rt_state_dir_close(s);
         return r;
     }
     if (mkdirat(s->dir_fd, "jobs", s->dir_mode) < 0 && errno != EEXIST) {
         r = -errno;
         snprintf(err, errlen, "cannot create %s/jobs: %s", dir, strerror(errno));
-        rt_store_close(s);
+        rt_state_dir_close(s);
         return r;
     }
     s->jobs_fd = openat(s->dir_fd, "jobs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s->jobs_fd < 0) {
         r = -errno;
         snprintf(err, errlen, "cannot open %s/jobs: %s", dir, strerror(errno));
-        rt_store_close(s);
+        rt_state_dir_close(s);
         return r;
     }
     if ((r = probe_writable(s->dir_fd, s->file_mode)) < 0 || (r = probe_writable(s->jobs_fd, s->file_mode)) < 0) {
         snprintf(err, errlen, "cannot write to the state directory %s: %s", dir, strerror(-r));
-        rt_store_close(s);
+        rt_state_dir_close(s);
         return r;
     }
     rt_read_u64_at(s->dir_fd, "last-id", &s->last_id);
     return 0;
 }
 
-void rt_store_close(struct rt_store *s)
+void rt_state_dir_close(struct rt_state_dir *s)
 {
     if (s->samples_open)
         rt_samples_close(&s->samples);
@@ -119,7 +119,7 @@ void rt_store_close(struct rt_store *s)
     s->jobs_fd = s->dir_fd = -1;
 }
 
-int rt_store_alloc_id(struct rt_store *s, uint64_t *id)
+int rt_state_dir_alloc_id(struct rt_state_dir *s, uint64_t *id)
 {
     if (s->last_id >= RT_JOB_ID_MAX)
         return -EOVERFLOW;
@@ -135,7 +135,7 @@ int rt_store_alloc_id(struct rt_store *s, uint64_t *id)
     return 0;
 }
 
-static int job_dir(struct rt_store *s, uint64_t id)
+static int job_dir(struct rt_state_dir *s, uint64_t id)
 {
     char name[32];
     snprintf(name, sizeof(name), "%" PRIu64, id);
@@ -144,7 +144,7 @@ static int job_dir(struct rt_store *s, uint64_t id)
 }
 
 /* A job's JSON file, replaced atomically: its length, or -errno. */
-static int save_json(struct rt_store *s, uint64_t id, const char *file, struct json_object *o, bool sync)
+static int save_json(struct rt_state_dir *s, uint64_t id, const char *file, struct json_object *o, bool sync)
 {
     int dfd = job_dir(s, id);
     if (dfd < 0)
@@ -157,30 +157,30 @@ static int save_json(struct rt_store *s, uint64_t id, const char *file, struct j
     return r < 0 ? r : (int)len;
 }
 
-int rt_store_save_record(struct rt_store *s, uint64_t id, struct json_object *record, bool sync)
+int rt_state_dir_save_record(struct rt_state_dir *s, uint64_t id, struct json_object *record, bool sync)
 {
     return save_json(s, id, "job.json", record, sync);
 }
 
-static int save_metadata(struct rt_store *s, uint64_t id, struct json_object *md)
+static int save_metadata(struct rt_state_dir *s, uint64_t id, struct json_object *md)
 {
     int r = save_json(s, id, "metadata.json", md, true);
     return r < 0 ? r : 0;
 }
 
-int rt_store_create_job(struct rt_store *s, uint64_t id, struct json_object *record, struct json_object *md)
+int rt_state_dir_create_job(struct rt_state_dir *s, uint64_t id, struct json_object *record, struct json_object *md)
 {
     char name[32];
     snprintf(name, sizeof(name), "%" PRIu64, id);
     if (mkdirat(s->jobs_fd, name, s->dir_mode) < 0 && errno != EEXIST)
         return -errno;
     int r = save_metadata(s, id, md);
-    return r < 0 ? r : rt_store_save_record(s, id, record, true);
+    return r < 0 ? r : rt_state_dir_save_record(s, id, record, true);
 }
 
 /* A small JSON file of a job (its record or metadata), parsed; NULL when
  * missing, unreadable or malformed. */
-static struct json_object *read_json(struct rt_store *s, uint64_t id, const char *file, size_t max, uint64_t *size)
+static struct json_object *read_json(struct rt_state_dir *s, uint64_t id, const char *file, size_t max, uint64_t *size)
 {
     char path[64], err[128];
     snprintf(path, sizeof(path), "%" PRIu64 "/%s", id, file);
@@ -202,7 +202,7 @@ static struct json_object *read_json(struct rt_store *s, uint64_t id, const char
     return o;
 }
 
-struct json_object *rt_store_read_metadata(struct rt_store *s, uint64_t id)
+struct json_object *rt_state_dir_read_metadata(struct rt_state_dir *s, uint64_t id)
 {
     struct json_object *md = read_json(s, id, "metadata.json", 2 * RT_JOB_METADATA_MAX, NULL);
     if (!json_object_is_type(md, json_type_object) || rt_job_metadata_check(md)) {
@@ -212,7 +212,7 @@ struct json_object *rt_store_read_metadata(struct rt_store *s, uint64_t id)
     return md;
 }
 
-int rt_store_remove_job(struct rt_store *s, uint64_t id, struct rt_figlog *fig)
+int rt_state_dir_remove_job(struct rt_state_dir *s, uint64_t id, struct rt_figlog *fig)
 {
     if (fig)
         rt_figlog_remove(fig);
@@ -229,7 +229,7 @@ int rt_store_remove_job(struct rt_store *s, uint64_t id, struct rt_figlog *fig)
     return unlinkat(s->jobs_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
-double rt_store_samples_mtime(struct rt_store *s, uint64_t id)
+double rt_state_dir_samples_mtime(struct rt_state_dir *s, uint64_t id)
 {
     char name[32];
     snprintf(name, sizeof(name), "%" PRIu64, id);
@@ -248,7 +248,7 @@ double rt_store_samples_mtime(struct rt_store *s, uint64_t id)
     return t;
 }
 
-uint64_t rt_store_job_bytes(const struct rt_job *j)
+uint64_t rt_state_dir_job_bytes(const struct rt_job *j)
 {
     return j->record_bytes + j->metadata_bytes + (j->fig ? rt_seglog_bytes(&j->fig->log) : 0);
 }
@@ -257,7 +257,7 @@ uint64_t rt_store_job_bytes(const struct rt_job *j)
  * memory as well, an ended one only on disk. Records from before that file
  * carry it; it is copied to the file here (the record drops its copy when
  * it is next saved; an ended job's record is left as it was). */
-static void load_metadata(struct rt_store *s, struct rt_job *j)
+static void load_metadata(struct rt_state_dir *s, struct rt_job *j)
 {
     char path[64];
     snprintf(path, sizeof(path), "%" PRIu64 "/metadata.json", j->id);
@@ -271,7 +271,7 @@ static void load_metadata(struct rt_store *s, struct rt_job *j)
         json_object_put(j->metadata);
         j->metadata = NULL;
     } else if (!j->metadata) {
-        j->metadata = rt_store_read_metadata(s, j->id);
+        j->metadata = rt_state_dir_read_metadata(s, j->id);
         if (!j->metadata) {
             rt_warn("state: job %" PRIu64 ": its metadata is unreadable; it has none now", j->id);
             j->metadata = json_object_new_object();
@@ -286,7 +286,7 @@ static void add_figures(void *summary, const struct rt_job_figures *f)
 
 /* The job's samples: moved from an older daemon's samples file, or the
  * figures log indexed; totals after its record added by the one rule. */
-static void load_samples(struct rt_store *s, struct rt_job *j, struct rt_migration **mig)
+static void load_samples(struct rt_state_dir *s, struct rt_job *j, struct rt_migration **mig)
 {
     struct rt_samples *sm = &s->samples;
     uint64_t recorded = j->summary.samples;
@@ -311,7 +311,7 @@ static void load_samples(struct rt_store *s, struct rt_job *j, struct rt_migrati
         j->summary.samples = rt_samples_job_load(sm, j->fig, recorded, add_figures, &j->summary, j->interval_secs);
 }
 
-int rt_store_load(struct rt_store *s, struct rt_jobs *jobs)
+int rt_state_dir_load(struct rt_state_dir *s, struct rt_jobs *jobs)
 {
     char err[256];
     int r = rt_samples_open(&s->samples, s->dir_fd, s->jobs_fd, s->dir_mode, s->file_mode,
