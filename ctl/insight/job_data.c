@@ -147,7 +147,7 @@ int insight_run_load(struct rt_vl_client *c, struct json_object *job, bool with_
     }
     if (!complete) { /* a daemon or a job record from before the summary's means */
         insight_set(&r->st, "avg_pss_bytes", a.n_mem ? a.mem_sum / (double)a.n_mem : 0);
-        if (insight_has(&r->st, "gpu_avg_usage")) {
+        if (insight_has_gpu(&r->st)) {
             insight_set(&r->st, "gpu_avg_vram_bytes", a.n_gpu ? a.vram_sum / (double)a.n_gpu : 0);
             insight_set(&r->st, "gpu_peak_usage", a.gpu_peak);
         }

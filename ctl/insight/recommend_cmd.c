@@ -51,7 +51,7 @@ static void print_row(const char *label, const struct insight_stats *s, bool gpu
     printf("  %-12s %10.2f %12s", label, insight_fig(s, "avg_cores"), pss);
     if (gpu) {
         ctl_fmt_bytes(vram, sizeof(vram), insight_fig(s, "gpu_peak_vram_bytes"));
-        if (insight_has(s, "gpu_avg_usage"))
+        if (insight_has_gpu(s))
             printf(" %10.2f %12s", insight_fig(s, "gpu_peak_usage"), vram);
         else
             printf(" %10s %12s", "-", "-");
@@ -68,7 +68,7 @@ static void print_people(const struct insight_analysis *a)
     else
         printf("this run only (%s)\n",
                name ? "no earlier ended runs with its name" : "no name to find earlier runs by");
-    bool gpu = insight_has(&a->combined, "gpu_avg_usage");
+    bool gpu = insight_has_gpu(&a->combined);
     printf("  %-12s %10s %12s", "", "mean cores", "peak PSS");
     if (gpu)
         printf(" %10s %12s", "peak GPUs", "peak VRAM");

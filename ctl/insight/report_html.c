@@ -377,7 +377,7 @@ static void recommendation_section(FILE *f, const struct insight_report *r)
     fprintf(f, "From %zu run%s: CPUs are the mean cores rounded (at least 1); memory the peak PSS × 1.2 rounded "
                "up to 128, 256, 512, 1024, 2048 MiB or whole GiB",
             a->nhist + 1, a->nhist ? "s" : "");
-    if (insight_has(&a->combined, "gpu_avg_usage"))
+    if (insight_has_gpu(&a->combined))
         fputs("; GPUs the peak GPU use rounded (at least 1 when used); VRAM the peak × 1.2 rounded the same way", f);
     fputs(".</p>\n<dl class=\"requests\">", f);
     insight_rec_slurm(&a->rec, buf, sizeof(buf));

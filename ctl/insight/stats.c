@@ -26,6 +26,11 @@ bool insight_has(const struct insight_stats *st, const char *key)
     return st->has_fig[row_of(key)];
 }
 
+bool insight_has_gpu(const struct insight_stats *st)
+{
+    return insight_has(st, "gpu_avg_usage");
+}
+
 void insight_set(struct insight_stats *st, const char *key, double v)
 {
     size_t row = row_of(key);
@@ -45,7 +50,7 @@ bool insight_stats_from_job(struct json_object *job, struct insight_stats *st)
             st->has_fig[i] = rt_json_get_double(s, rt_fig_totals[i].key, &st->fig[i]);
     /* What the summary lacks (a record from before its means), the samples
      * have: only for the figures a run has (the GPU ones with a GPU backend). */
-    bool gpu = insight_has(st, "gpu_avg_usage");
+    bool gpu = insight_has_gpu(st);
     for (size_t i = 0; i < rt_fig_ntotals; i++) {
         const struct rt_fig_total *t = &rt_fig_totals[i];
         bool wanted = t->stat && (t->src < 0 || !rt_fig_samples[t->src].gate || gpu);

@@ -30,6 +30,8 @@ struct insight_stats {
 double insight_fig(const struct insight_stats *st, const char *key);
 bool insight_has(const struct insight_stats *st, const char *key);
 void insight_set(struct insight_stats *st, const char *key, double v);
+/* The run was sampled on a host with a GPU backend: it has GPU figures. */
+bool insight_has_gpu(const struct insight_stats *st);
 
 /* The summary figures of a Job object (the varlink type); false when the
  * summary lacks a mean or peak (a daemon or job record from before them):
