@@ -220,15 +220,18 @@ int rt_cg_path_normalize(const struct rt_cg_host *h, const char *in, char *out, 
     return 0;
 }
 
-int rt_cg_open_dir(const struct rt_cg_host *h, enum rt_cg_hier hier, const char *path)
+const char *rt_cg_path_in(const struct rt_cg_host *h, enum rt_cg_hier hier, const char *path)
 {
     const struct rt_cg_mount *m = &h->m[hier];
-    if (m->fd < 0)
-        return -ENOENT;
-    const char *rel = below(path, m->root);
+    return m->fd >= 0 ? below(path, m->root) : NULL;
+}
+
+int rt_cg_open_dir(const struct rt_cg_host *h, enum rt_cg_hier hier, const char *path)
+{
+    const char *rel = rt_cg_path_in(h, hier, path);
     if (!rel)
         return -ENOENT;
-    int fd = openat(m->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = openat(h->m[hier].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     for (const char *p = rel; *p;) {

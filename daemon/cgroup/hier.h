@@ -67,6 +67,11 @@ const char *rt_cg_hier_name(enum rt_cg_hier hier);
  * with "." or ".." components, -ENAMETOOLONG when out is too small. */
 int rt_cg_path_normalize(const struct rt_cg_host *h, const char *in, char *out, size_t size);
 
+/* The part of cgroup `path` (normalised) below the mount of `hier`: "" for
+ * the mounted subtree's root, "/a/b" below it; NULL when the hierarchy is
+ * not mounted or the path lies outside its subtree. */
+const char *rt_cg_path_in(const struct rt_cg_host *h, enum rt_cg_hier hier, const char *path);
+
 /* The directory of cgroup `path` (normalised) in one hierarchy, opened
  * O_RDONLY|O_DIRECTORY one component at a time with O_NOFOLLOW, so no
  * symbolic link is followed. An fd, or -ENOENT when the hierarchy is not

@@ -9,8 +9,10 @@
 
 #include "fixture.h"
 #include "cgroup/cgroup.h"
+#include "cgroup/make.h"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/inotify.h>
 
 #define ID1 "3f1c2d4e5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d"
@@ -462,6 +464,104 @@ static void test_watch(void **state)
     fx_rmtree(dir);
 }
 
+static bool is_dir(const char *dir, const char *rel, mode_t *mode)
+{
+    char *p = rt_xasprintf("%s/%s", dir, rel);
+    struct stat st;
+    bool ok = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+    if (ok && mode)
+        *mode = st.st_mode & 07777;
+    free(p);
+    return ok;
+}
+
+static char *slurp(const char *dir, const char *rel)
+{
+    char *p = rt_xasprintf("%s/%s", dir, rel), buf[256];
+    ssize_t n = rt_read_file_at(AT_FDCWD, p, buf, sizeof(buf));
+    free(p);
+    return n < 0 ? NULL : rt_xstrdup(buf);
+}
+
+/* Made in v2 and the v1 memory, cpuacct, blkio and pids hierarchies, not
+ * in v1 cpu; attached in each; removed with what is below it. */
+static void test_make(void **state)
+{
+    (void)state;
+    static const char *const made[] = {"unified", "memory", "cpuacct", "blkio", "pids"};
+    char *dir = fx_copy("cgroup/hybrid");
+    struct host x;
+    open_host(&x, dir);
+    assert_int_equal(rt_cg_make(&x.h, "/tracker/job-7.scope"), 0);
+    for (size_t i = 0; i < RT_ARRAY_SIZE(made); i++) {
+        char *rel = rt_xasprintf("sys/fs/cgroup/%s/tracker/job-7.scope", made[i]);
+        mode_t mode = 0;
+        assert_true(is_dir(dir, rel, &mode));
+        assert_int_equal(mode, 0755);
+        /* what the kernel would show in a new cgroup */
+        char *procs = rt_xasprintf("%s/cgroup.procs", rel);
+        fx_write(dir, procs, "");
+        free(procs);
+        free(rel);
+    }
+    assert_false(is_dir(dir, "sys/fs/cgroup/cpu/tracker", NULL));
+    assert_int_equal(rt_cg_make(&x.h, "/tracker/job-7.scope"), -EEXIST);
+    assert_int_equal(rt_cg_make(&x.h, "/"), -EINVAL);
+    assert_int_equal(rt_cg_make(&x.h, "/tracker/../x"), -EINVAL);
+
+    struct rt_cgroup cg;
+    assert_int_equal(rt_cgroup_open(&cg, &x.h, "/tracker/job-7.scope"), 0);
+    assert_int_equal(rt_cg_attach(&cg, 4321), 0);
+    for (size_t i = 0; i < RT_ARRAY_SIZE(made); i++) {
+        char *rel = rt_xasprintf("sys/fs/cgroup/%s/tracker/job-7.scope/cgroup.procs", made[i]);
+        char *text = slurp(dir, rel);
+        assert_string_equal(text, "4321\n");
+        free(text);
+        fx_remove(dir, rel);
+        free(rel);
+    }
+    rt_cgroup_close(&cg);
+    char *sub = rt_xasprintf("mkdir -p '%s/sys/fs/cgroup/memory/tracker/job-7.scope/a/b'", dir);
+    fx_sh(sub);
+    free(sub);
+    assert_int_equal(rt_cg_remove(&x.h, "/tracker/job-7.scope"), 0);
+    for (size_t i = 0; i < RT_ARRAY_SIZE(made); i++) {
+        char *rel = rt_xasprintf("sys/fs/cgroup/%s/tracker/job-7.scope", made[i]);
+        assert_false(is_dir(dir, rel, NULL));
+        free(rel);
+        rel = rt_xasprintf("sys/fs/cgroup/%s/tracker", made[i]);
+        assert_true(is_dir(dir, rel, NULL)); /* the parent stays */
+        free(rel);
+    }
+    assert_int_equal(rt_cg_remove(&x.h, "/tracker/job-7.scope"), 0);
+    assert_int_equal(rt_cg_remove(&x.h, "/"), -EINVAL);
+    close_host(&x);
+    fx_rmtree(dir);
+
+    /* v2: memory, io and pids enabled for children down from the root
+     * where available (cpu is not asked for). */
+    dir = fx_copy("cgroup/v2");
+    fx_write(dir, "sys/fs/cgroup/cgroup.subtree_control", "cpu\n");
+    open_host(&x, dir);
+    assert_int_equal(rt_cg_make(&x.h, "/sys/fs/cgroup/tracker.slice/j1"), 0);
+    assert_true(is_dir(dir, "sys/fs/cgroup/tracker.slice/j1", NULL));
+    char *text = slurp(dir, "sys/fs/cgroup/cgroup.subtree_control");
+    assert_string_equal(text, "+memory +io +pids");
+    free(text);
+    close_host(&x);
+    fx_rmtree(dir);
+
+    /* v1 with cpu,cpuacct co-mounted: one directory there. */
+    dir = fx_copy("cgroup/v1");
+    open_host(&x, dir);
+    assert_int_equal(rt_cg_make(&x.h, "/tracker/j2"), 0);
+    assert_true(is_dir(dir, "sys/fs/cgroup/cpu,cpuacct/tracker/j2", NULL));
+    assert_true(is_dir(dir, "sys/fs/cgroup/memory/tracker/j2", NULL));
+    assert_false(is_dir(dir, "sys/fs/cgroup/cpuset/tracker", NULL));
+    close_host(&x);
+    fx_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_v2_figures),   cmocka_unit_test(test_v2_older_kernel),
         cmocka_unit_test(test_garbage),      cmocka_unit_test(test_v1_figures),
         cmocka_unit_test(test_hybrid),       cmocka_unit_test(test_watch),
+        cmocka_unit_test(test_make),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
