@@ -3,8 +3,10 @@ tests/tools/rt_cgroup: cgroups made in the v2 tree and the v1 hierarchies
 (the hybrid rule: one path in each), CPU and CPU pressure of burners, the end
 seen through inotify, a v1 memory limit that OOM-kills, a v1-only cgroup as
 Slurm's v1 plugin makes them, I/O through v1 blkio, and a cgroup removed
-under an open handle. Every cgroup made here is /rt-test-PID-NAME in each
-hierarchy, removed by the test (and by the next run when a run crashed).
+under an open handle; container and Slurm layouts made by hand, found and
+recognised. Every cgroup made here is /rt-test-PID-NAME, /slurm_rtPID or
+/system.slice/docker-5eedPID….scope in each hierarchy, removed by the test
+(and by the next run when a run crashed).
 Root only; what this host lacks (a v2 tree, a v1 memory hierarchy) skips."""
 
 import glob
@@ -76,19 +78,33 @@ def rmdir_tree(d):
             pass
 
 
+STALE = ((PREFIX + "*", PREFIX + r"(\d+)-"), ("slurm_rt*", r"slurm_rt(\d+)$"),
+         ("system.slice/docker-5eed*.scope", r"docker-5eed([0-9a-f]{8})0{52}\.scope$"))
+
+
+def docker_id():
+    return "5eed%08x" % os.getpid() + "0" * 52
+
+
 def purge_stale():
     """Cgroups of earlier runs whose test process is gone."""
     for point in set(p for p in MOUNTS["mounts"].values() if p):
-        for d in glob.glob(os.path.join(point, PREFIX + "*")):
-            m = re.match(PREFIX + r"(\d+)-", os.path.basename(d))
-            if m and not alive(int(m.group(1))):
-                for procs in glob.glob(d + "/**/cgroup.procs", recursive=True):
-                    for pid in read(procs).split():
-                        try:
-                            os.kill(int(pid), signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
-                rmdir_tree(d)
+        for pattern, owner in STALE:
+            for d in glob.glob(os.path.join(point, pattern)):
+                m = re.match(owner, os.path.basename(d))
+                pid = m and int(m.group(1), 16 if "docker" in pattern else 10)
+                if pid and not alive(pid):
+                    kill_all_in(d)
+                    rmdir_tree(d)
+
+
+def kill_all_in(d):
+    for procs in glob.glob(d + "/**/cgroup.procs", recursive=True):
+        for pid in read(procs).split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root (makes cgroups)")
@@ -101,9 +117,9 @@ class RealCgroups(unittest.TestCase):
     def setUp(self):
         self.procs = []
 
-    def cgroup(self, name):
+    def cgroup(self, name, path=None):
         """A path for this test; whatever exists there at the end is removed."""
-        path = "/%s%d-%s" % (PREFIX, os.getpid(), name)
+        path = path or "/%s%d-%s" % (PREFIX, os.getpid(), name)
 
         def cleanup():
             for p in self.procs:
@@ -317,6 +333,55 @@ class RealCgroups(unittest.TestCase):
         self.assertTrue(f["gone"])
         self.assertEqual(f["populated_rc"], -19)  # -ENODEV
         self.assertFalse(any(os.path.exists(hier_dir(h, path)) for h, pt in MOUNTS["mounts"].items() if pt))
+
+    def test_container_and_slurm_layouts(self):
+        """A docker container's cgroup (systemd driver) and a Slurm v1 job's,
+        made by hand as the runtimes make them: found by id and name, and
+        recognised from a process's cgroups with the job's memory limit."""
+        cid = docker_id()
+        scope = "/system.slice/docker-%s.scope" % cid
+        points = set(p for h, p in MOUNTS["mounts"].items() if p and h != "cpu")
+        for point in points:
+            if not os.path.isdir(point + "/system.slice"):
+                self.addCleanup(lambda d=point + "/system.slice": os.path.isdir(d) and os.rmdir(d))
+        self.cgroup("docker", scope)
+        for point in points:
+            os.makedirs(point + scope)
+        state = tempfile.mkdtemp(prefix="rt-cgstate-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", state]))
+        os.makedirs("%s/var/lib/docker/containers/%s" % (state, cid))
+        name = "rt-web-%d" % os.getpid()
+        write("%s/var/lib/docker/containers/%s/config.v2.json" % (state, cid),
+              json.dumps({"ID": cid, "Name": "/" + name, "Config": {"Image": "busybox:1.36"}}))
+        sleeper = self.spawn_in(scope, "exec sleep 60")
+        wait_for(lambda: self.members(scope) == [sleeper.pid], what="the container's process")
+        want = {"id": cid, "runtime": "docker", "cgroup": scope, "name": name, "image": "busybox:1.36"}
+        self.assertEqual(tool_json("container", cid[:12], state), want)
+        self.assertEqual(tool_json("container", name, state), want)
+        self.assertEqual(tool("container", "5eed", state, check=False).returncode, 1)  # too short for an id
+        where = tool_json("where", sleeper.pid)
+        top = "v2" if MOUNTS["mounts"].get("v2") else "memory"
+        self.assertEqual(where["classes"][top], {"kind": "container", "cgroup": scope, "name": "docker",
+                                                 "id": cid, "job": 0, "uid": -1})
+        self.assertIsNotNone(tool_json("read", scope)["cpu_usage_usec"])
+
+        if not (MOUNTS["mounts"].get("memory") and MOUNTS["mounts"].get("cpuacct")):
+            return
+        top = "/slurm_rt%d" % os.getpid()
+        job = top + "/uid_0/job_42"
+        self.cgroup("slurm", top)
+        for h in ("memory", "cpuacct"):
+            os.makedirs(hier_dir(h, job) + "/step_0/task_0")
+        write(hier_dir("memory", job) + "/memory.limit_in_bytes", str(512 << 20))
+        task = subprocess.Popen(["sh", "-c", 'for h in "$@"; do echo $$ > "$h"/cgroup.procs; done; exec sleep 60',
+                                 "sh"] + [hier_dir(h, job + "/step_0/task_0") for h in ("memory", "cpuacct")])
+        self.procs.append(task)
+        wait_for(lambda: str(task.pid) in tool("pids", job).stdout.split(), what="the task")
+        where = tool_json("where", task.pid)
+        self.assertEqual(where["paths"]["memory"], job + "/step_0/task_0")
+        self.assertEqual(where["classes"]["memory"], {"kind": "slurm", "cgroup": job, "name": "job_42", "id": "",
+                                                      "job": 42, "uid": 0})
+        self.assertEqual(where["mem_max"], {"value": 512 << 20, "at": job})
 
 
 if __name__ == "__main__":

@@ -12,9 +12,11 @@
  *     pids PATH | owner PATH | kill PATH | populated PATH
  *     make PATH | attach PATH PID | remove PATH
  *     where PID                   its cgroups, their limits, and whose they are
- *     classify PATH */
+ *     classify PATH
+ *     container ID|NAME [STATE_ROOT]  a running container: id, runtime, cgroup, name, image */
 #include "cgroup/cgroup.h"
 #include "cgroup/classify.h"
+#include "cgroup/container.h"
 #include "cgroup/make.h"
 #include "cgroup/place.h"
 #include "rt/json.h"
@@ -287,6 +289,22 @@ int main(int argc, char **argv)
         char norm[4096];
         rc = rt_cg_path_normalize(&h, argv[i], norm, sizeof(norm));
         status = rc < 0 ? fail(rc) : (print(class_json(norm)), 0);
+    } else if (strcmp(verb, "container") == 0 && (rest == 1 || rest == 2)) {
+        struct rt_container c;
+        rc = rt_container_find(&h, rest == 2 ? argv[i + 1] : NULL, argv[i], &c);
+        if (rc < 0) {
+            status = fail(rc);
+        } else {
+            struct json_object *o = json_object_new_object();
+            json_object_object_add(o, "id", json_object_new_string(c.id));
+            json_object_object_add(o, "runtime", json_object_new_string(c.runtime));
+            json_object_object_add(o, "cgroup", json_object_new_string(c.cgroup));
+            json_object_object_add(o, "name", rt_json_string_or_null(c.name));
+            json_object_object_add(o, "image", rt_json_string_or_null(c.image));
+            print(o);
+            rt_container_free(&c);
+            status = 0;
+        }
     } else if (rest >= 1)
         status = on_cgroup(&h, rest, argv + i);
     else {

@@ -10,11 +10,15 @@
 #include "fixture.h"
 #include "cgroup/cgroup.h"
 #include "cgroup/classify.h"
+#include "cgroup/container.h"
 #include "cgroup/place.h"
+
+#include <pwd.h>
 
 #define ID1 "3f1c2d4e5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d"
 #define ID2 "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
 #define ID3 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define ID4 "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 #define JOB42 "/slurm_node1/uid_1000/job_42"
 
 struct host {
@@ -217,12 +221,97 @@ static void test_classify(void **state)
     }
 }
 
+static void expect_container(const struct rt_cg_host *h, const char *state, const char *key, const char *id,
+                             const char *runtime, const char *cgroup, const char *name, const char *image)
+{
+    struct rt_container c;
+    int rc = rt_container_find(h, state, key, &c);
+    if (rc != 0)
+        fail_msg("%s: %d", key, rc);
+    if (strcmp(c.id, id) != 0 || strcmp(c.runtime, runtime) != 0 || strcmp(c.cgroup, cgroup) != 0)
+        fail_msg("%s: %s %s %s", key, c.id, c.runtime, c.cgroup);
+    if (!name != !c.name || (name && strcmp(name, c.name) != 0) || !image != !c.image ||
+        (image && strcmp(image, c.image) != 0))
+        fail_msg("%s: name %s image %s", key, c.name ? c.name : "-", c.image ? c.image : "-");
+    rt_container_free(&c);
+}
+
+static void expect_no_container(const struct rt_cg_host *h, const char *state, const char *key, int want)
+{
+    struct rt_container c;
+    int rc = rt_container_find(h, state, key, &c);
+    if (rc != want)
+        fail_msg("%s: %d, not %d", key, rc, want);
+    assert_null(c.cgroup);
+}
+
+static void test_containers(void **state)
+{
+    (void)state;
+    struct host x;
+    char *st = fx_path("cgroup/state");
+    open_fixture(&x, "cgroup/v2");
+    const char *docker1 = "/system.slice/docker-" ID1 ".scope", *pod2 = "/machine.slice/libpod-" ID2 ".scope";
+    /* by id, a prefix of at least 12 digits (any case), or a name */
+    expect_container(&x.h, st, ID1, ID1, "docker", docker1, "web", "nginx:1.25");
+    expect_container(&x.h, st, "3f1c2d4e5a6b", ID1, "docker", docker1, "web", "nginx:1.25");
+    expect_container(&x.h, st, "3F1C2D4E5A6B7C", ID1, "docker", docker1, "web", "nginx:1.25");
+    expect_container(&x.h, st, "web", ID1, "docker", docker1, "web", "nginx:1.25");
+    expect_container(&x.h, st, "a1b2c3d4e5f6071", ID2, "podman", pod2, "db", "docker.io/library/postgres:16");
+    expect_container(&x.h, st, "db", ID2, "podman", pod2, "db", "docker.io/library/postgres:16");
+    expect_container(&x.h, st, ID3, ID3, "containerd",
+                     "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234_5678.slice/"
+                     "cri-containerd-" ID3 ".scope",
+                     NULL, NULL);
+    expect_no_container(&x.h, st, "3f1c2d4e5a6", -ENOENT); /* 11 digits: a name, and none has it */
+    expect_no_container(&x.h, st, "555555555555", -ENOTUNIQ);
+    expect_no_container(&x.h, st, "twin", -ENOTUNIQ);          /* a docker and a podman container */
+    expect_no_container(&x.h, st, "nosuch", -ENOENT);
+    expect_no_container(&x.h, st, "", -EINVAL);
+    /* rootless podman: the name and image come from the user's own files */
+    const char *user4 = "/user.slice/user-65534.slice/user@65534.service/user.slice/libpod-" ID4 ".scope";
+    expect_container(&x.h, st, ID4, ID4, "podman", user4, NULL, NULL);
+    expect_no_container(&x.h, st, "mine", -ENOENT);
+    close_host(&x);
+
+    char *dir = fx_copy("cgroup/state");
+    struct passwd *pw = getpwuid(65534);
+    assert_non_null(pw);
+    char *rel = rt_xasprintf("%s/.local/share/containers/storage/overlay-containers/containers.json", pw->pw_dir);
+    fx_write(dir, rel,
+             "[{\"id\":\"" ID4 "\",\"names\":[\"mine\"],\"image\":\"eeee\","
+             "\"metadata\":\"{\\\"image-name\\\":\\\"quay.io/me/tool:1\\\",\\\"name\\\":\\\"mine\\\"}\"}]");
+    open_fixture(&x, "cgroup/v2");
+    expect_container(&x.h, dir, ID4, ID4, "podman", user4, NULL, NULL); /* root's file, not the user's */
+    char *path = rt_xasprintf("%s/%s", dir, rel);
+    assert_int_equal(chown(path, 65534, 65534), 0);
+    expect_container(&x.h, dir, ID4, ID4, "podman", user4, "mine", "quay.io/me/tool:1");
+    expect_container(&x.h, dir, "mine", ID4, "podman", user4, "mine", "quay.io/me/tool:1");
+    /* a state file that is a link is not read */
+    char *cfg = rt_xasprintf("%s/var/lib/docker/containers/%s/config.v2.json", dir, ID1);
+    assert_int_equal(rename(cfg, path), 0);
+    assert_int_equal(symlink(path, cfg), 0);
+    expect_container(&x.h, dir, ID1, ID1, "docker", docker1, NULL, NULL);
+    free(cfg);
+    free(path);
+    free(rel);
+    close_host(&x);
+
+    /* docker's cgroupfs driver on a v1 host: /docker/ID in v1 memory */
+    open_fixture(&x, "cgroup/v1");
+    expect_container(&x.h, st, "3f1c2d4e5a6b", ID1, "docker", "/docker/" ID1, "web", "nginx:1.25");
+    close_host(&x);
+    fx_rmtree(dir);
+    free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pid_paths),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_containers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
