@@ -1,0 +1,257 @@
+#include "cgroup/cgroup.h"
+
+#include "cgroup/sources.h"
+#include "rt/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Bounds of a walk through a cgroup's descendants. */
+#define WALK_DIRS 4096
+#define WALK_DEPTH 32
+
+int rt_cgroup_open(struct rt_cgroup *cg, const struct rt_cg_host *h, const char *path)
+{
+    memset(cg, 0, sizeof(*cg));
+    for (int i = 0; i < RT_CG_NHIER; i++)
+        cg->dir[i] = -1;
+    for (int i = 0; i < RT_CG_NSRC; i++)
+        cg->src[i][0] = cg->src[i][1] = -1;
+    char norm[4096];
+    int rc = rt_cg_path_normalize(h, path, norm, sizeof(norm));
+    if (rc < 0)
+        return rc;
+    bool any = false;
+    for (int i = 0; i < RT_CG_NHIER; i++) {
+        int fd = rt_cg_open_dir(h, (enum rt_cg_hier)i, norm);
+        if (fd >= 0) {
+            cg->dir[i] = fd;
+            any = true;
+        } else if (fd != -ENOENT) {
+            rt_cgroup_close(cg);
+            return fd;
+        }
+    }
+    if (!any)
+        return -ENOENT;
+    cg->path = rt_xstrdup(norm);
+    rt_cg_sources_open(cg);
+    return 0;
+}
+
+void rt_cgroup_close(struct rt_cgroup *cg)
+{
+    for (int i = 0; i < RT_CG_NHIER; i++) {
+        if (cg->dir[i] >= 0)
+            close(cg->dir[i]);
+        cg->dir[i] = -1;
+    }
+    for (int i = 0; i < RT_CG_NSRC; i++) {
+        for (int part = 0; part < 2; part++) {
+            if (cg->src[i][part] >= 0)
+                close(cg->src[i][part]);
+            cg->src[i][part] = -1;
+        }
+        cg->use[i] = 0;
+    }
+    free(cg->path);
+    cg->path = NULL;
+}
+
+int rt_cgroup_read(struct rt_cgroup *cg, struct rt_cg_figures *out)
+{
+    return rt_cg_sources_read(cg, UINT32_MAX, out);
+}
+
+/* The directory the tree walks go through: v2's, else the first v1 one. */
+static int main_dir(const struct rt_cgroup *cg)
+{
+    static const enum rt_cg_hier order[] = {RT_CG_V2,      RT_CG_MEMORY, RT_CG_PIDS,
+                                            RT_CG_CPUACCT, RT_CG_BLKIO,  RT_CG_CPU};
+    for (size_t i = 0; i < RT_ARRAY_SIZE(order); i++)
+        if (cg->dir[order[i]] >= 0)
+            return cg->dir[order[i]];
+    return -1;
+}
+
+/* Calls visit(dir, ctx) for dir and each directory below it, depth first,
+ * until visit returns non-zero (returned), or the bounds are hit (-E2BIG).
+ * A child removed meanwhile is skipped; dir itself removed gives -ENODEV. */
+static int walk(int dir, int depth, int *budget, int (*visit)(int dir, void *ctx), void *ctx)
+{
+    if (--*budget < 0 || depth > WALK_DEPTH)
+        return -E2BIG;
+    int rc = visit(dir, ctx);
+    if (rc != 0)
+        return rc;
+    int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        rc = errno == ENOENT ? -ENODEV : -errno;
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        int child = openat(dir, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (child < 0)
+            continue; /* removed since readdir */
+        rc = walk(child, depth + 1, budget, visit, ctx);
+        if (rc == -ENODEV)
+            rc = 0; /* the child went while we read it */
+        close(child);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* 1 when dir's cgroup.procs names a process. */
+static int procs_any(int dir, void *ctx)
+{
+    (void)ctx;
+    int fd = openat(dir, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? -ENODEV : -errno;
+    char c;
+    ssize_t n = read(fd, &c, 1);
+    int e = errno;
+    close(fd);
+    if (n < 0)
+        return e == ENODEV ? -ENODEV : -e;
+    return n > 0;
+}
+
+int rt_cgroup_populated(struct rt_cgroup *cg)
+{
+    struct rt_cg_figures f;
+    int rc = rt_cg_sources_read(cg, RT_CGF_POPULATED, &f);
+    if (rc < 0)
+        return rc;
+    if (f.have & RT_CGF_POPULATED)
+        return f.populated;
+    rc = rt_cg_sources_read(cg, RT_CGF_PIDS, &f);
+    if (rc < 0)
+        return rc;
+    if (f.have & RT_CGF_PIDS)
+        return f.pids_current > 0;
+    int budget = WALK_DIRS;
+    rc = walk(main_dir(cg), 0, &budget, procs_any, NULL);
+    return rc == -E2BIG ? 1 : rc;
+}
+
+int rt_cgroup_watch(const struct rt_cgroup *cg, int inotify_fd)
+{
+    if (cg->dir[RT_CG_V2] < 0 || faccessat(cg->dir[RT_CG_V2], "cgroup.events", F_OK, 0) != 0)
+        return -EOPNOTSUPP;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d/cgroup.events", cg->dir[RT_CG_V2]);
+    int wd = inotify_add_watch(inotify_fd, path, IN_MODIFY);
+    return wd >= 0 ? wd : -errno;
+}
+
+struct pid_list {
+    pid_t *v;
+    size_t max, n;
+};
+
+static int cmp_pid(const void *a, const void *b)
+{
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sort and drop duplicates (a process is listed in each hierarchy). */
+static void compact(struct pid_list *l)
+{
+    qsort(l->v, l->n, sizeof(*l->v), cmp_pid);
+    size_t u = 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (u == 0 || l->v[u - 1] != l->v[i])
+            l->v[u++] = l->v[i];
+    l->n = u;
+}
+
+static int collect_pids(int dir, void *ctx)
+{
+    struct pid_list *l = ctx;
+    int fd = openat(dir, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? -ENODEV : -errno;
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return -ENOMEM;
+    }
+    long pid;
+    int rc = 0;
+    while (rc == 0 && fscanf(f, "%ld", &pid) == 1) {
+        if (l->n == l->max)
+            compact(l);
+        if (l->n == l->max)
+            rc = -E2BIG;
+        else if (pid > 0)
+            l->v[l->n++] = (pid_t)pid;
+    }
+    if (rc == 0 && ferror(f))
+        rc = errno == ENODEV ? -ENODEV : -EIO;
+    fclose(f);
+    return rc;
+}
+
+int rt_cgroup_pids(const struct rt_cgroup *cg, pid_t *pids, size_t max, size_t *n)
+{
+    struct pid_list l = {pids, max, 0};
+    int budget = WALK_DIRS, rc = 0;
+    for (int i = 0; i < RT_CG_NHIER && rc == 0; i++) {
+        if (cg->dir[i] < 0)
+            continue;
+        rc = walk(cg->dir[i], 0, &budget, collect_pids, &l);
+    }
+    compact(&l);
+    *n = l.n;
+    return rc;
+}
+
+int rt_cgroup_owner(const struct rt_cgroup *cg, uid_t *uid)
+{
+    bool any = false;
+    for (int i = 0; i < RT_CG_NHIER; i++) {
+        struct stat st;
+        if (cg->dir[i] < 0)
+            continue;
+        if (fstat(cg->dir[i], &st) != 0)
+            return -errno;
+        if (any && st.st_uid != *uid)
+            return -ENOTUNIQ;
+        *uid = st.st_uid;
+        any = true;
+    }
+    return any ? 0 : -ENOENT;
+}
+
+int rt_cgroup_kill(const struct rt_cgroup *cg)
+{
+    if (cg->dir[RT_CG_V2] < 0)
+        return -EOPNOTSUPP;
+    int fd = openat(cg->dir[RT_CG_V2], "cgroup.kill", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? -EOPNOTSUPP : -errno;
+    int rc = write(fd, "1", 1) == 1 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+int rt_cgroup_reset_peak(struct rt_cgroup *cg)
+{
+    return rt_cg_sources_reset_peak(cg);
+}
