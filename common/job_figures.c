@@ -6,6 +6,7 @@
 #include "rt/util.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,18 +28,29 @@
  * order keys are added in, and samples list them sorted). Slots 0 to 2 and
  * 11 of a stored record are its host sample, timestamp, interval and gates;
  * a new figure takes the next free slot (RT_FIG_NUMS). */
-enum { CHILDREN, CORES, DISK_READ, DISK_WRITE, GPU_USAGE, GPU_UTILIZED, GPU_VRAM, PSS, RSS, STIME, UTIME, GPU_ENERGY,
-       NSAMPLES, NONE = -1 };
+enum {
+    CG_ANON, CG_MEM, CG_FILE, CG_KERNEL, CG_PEAK, CG_SHMEM, CHILDREN, CORES, DISK_READ, DISK_WRITE, GPU_USAGE,
+    GPU_UTILIZED, GPU_VRAM, MEM, OOM_KILLS, PSI_CPU_SOME, PSI_IO_FULL, PSI_IO_SOME, PSI_MEM_FULL, PSI_MEM_SOME, PSS,
+    RSS, STIME, THROTTLED, UTIME, GPU_ENERGY, MEM_HWM, NSAMPLES, NONE = -1
+};
+#define CG(m, g, s) SAMPLE(m, U64, RT_GATE_CG_##g, BYTES, s, 0)
+#define PSI(m, s) SAMPLE(m, F64, RT_GATE_PSI, PCT, s, 4)
 
 const struct rt_fig_sample rt_fig_samples[] = {
-    [CHILDREN] = {SAMPLE(child_count, U32, 0, COUNT, 3, 0), SHOWN("process_child_count", 23, INT, 0)},
+    [CG_ANON] = {CG(cg_anon_bytes, STAT, 20), SHOWN("process_cgroup_memory_anon_bytes", 0, INT, 0)},
+    [CG_MEM] = {CG(cg_mem_bytes, MEM, 16), SHOWN("process_cgroup_memory_bytes", 0, INT, 0)},
+    [CG_FILE] = {CG(cg_file_bytes, STAT, 21), SHOWN("process_cgroup_memory_file_bytes", 0, INT, 0)},
+    [CG_KERNEL] = {CG(cg_kernel_bytes, STAT, 23), SHOWN("process_cgroup_memory_kernel_bytes", 0, INT, 0)},
+    [CG_PEAK] = {CG(cg_peak_bytes, PEAK, 19), SHOWN("process_cgroup_memory_peak_bytes", 0, INT, 0)},
+    [CG_SHMEM] = {CG(cg_shmem_bytes, STAT, 22), SHOWN("process_cgroup_memory_shmem_bytes", 0, INT, 0)},
+    [CHILDREN] = {SAMPLE(child_count, U32, RT_GATE_TREE, COUNT, 3, 0), SHOWN("process_child_count", 23, INT, 0)},
     [CORES] = {SAMPLE(cores_used, F64, 0, CORES, 4, 4), SHOWN("process_cores_used", 26, DEC, RT_DEC_CORES),
                NOW("cores", VALUE, 4),
                GAUGE("job_cpu_busy_cores", "CPUs the running job kept busy over its last sampling interval.")},
-    [DISK_READ] = {SAMPLE(disk_read_bytes, U64, 0, BYTES, 9, 0), SHOWN("process_disk_read_bytes", 28, INT, 0),
-                   NOW("disk_read_bytes_per_sec", RATE, 1)},
-    [DISK_WRITE] = {SAMPLE(disk_write_bytes, U64, 0, BYTES, 10, 0), SHOWN("process_disk_write_bytes", 29, INT, 0),
-                    NOW("disk_write_bytes_per_sec", RATE, 1)},
+    [DISK_READ] = {SAMPLE(disk_read_bytes, U64, RT_GATE_DISK, BYTES, 9, 0),
+                   SHOWN("process_disk_read_bytes", 28, INT, 0), NOW("disk_read_bytes_per_sec", RATE, 1)},
+    [DISK_WRITE] = {SAMPLE(disk_write_bytes, U64, RT_GATE_DISK, BYTES, 10, 0),
+                    SHOWN("process_disk_write_bytes", 29, INT, 0), NOW("disk_write_bytes_per_sec", RATE, 1)},
     [GPU_USAGE] = {SAMPLE(gpu_usage, F64, RT_GATE_GPU, GPUS, 12, 4), SHOWN("process_gpu_usage", 30, DEC, RT_DEC_CORES),
                    NOW("gpu_usage", VALUE, 4),
                    GAUGE("job_gpu_busy_gpus", "GPUs the running job kept busy (1 = one GPU fully busy).")},
@@ -47,14 +59,27 @@ const struct rt_fig_sample rt_fig_samples[] = {
     [GPU_VRAM] = {SAMPLE(gpu_vram_bytes, U64, RT_GATE_GPU, BYTES, 14, 0),
                   SHOWN("process_gpu_vram_mib", 31, MIB_DEC, RT_DEC_MIB), NOW("gpu_vram_bytes", VALUE, 0),
                   GAUGE("job_gpu_memory_used_bytes", "GPU memory (VRAM) the running job's processes hold.")},
-    [PSS] = {SAMPLE(pss_bytes, U64, 0, BYTES, 8, 0), SHOWN("process_pss_mib", 27, MIB, 0), NOW("pss_bytes", VALUE, 0),
+    [MEM] = {SAMPLE(mem_bytes, U64, RT_GATE_MEM, BYTES, 17, 0), SHOWN("process_memory_bytes", 0, INT, 0),
+             NOW("memory_bytes", VALUE, 0),
+             GAUGE("job_memory_bytes", "Memory the running job holds that cannot be reclaimed (docs/jobs.md).")},
+    [OOM_KILLS] = {SAMPLE(oom_kills, U32, RT_GATE_OOM, COUNT, 24, 0), SHOWN("process_oom_kills", 0, INT, 0)},
+    [PSI_CPU_SOME] = {PSI(psi_cpu_some, 25), SHOWN("process_pressure_cpu_some_pct", 0, DEC, 2)},
+    [PSI_IO_FULL] = {PSI(psi_io_full, 29), SHOWN("process_pressure_io_full_pct", 0, DEC, 2)},
+    [PSI_IO_SOME] = {PSI(psi_io_some, 28), SHOWN("process_pressure_io_some_pct", 0, DEC, 2)},
+    [PSI_MEM_FULL] = {PSI(psi_mem_full, 27), SHOWN("process_pressure_memory_full_pct", 0, DEC, 2)},
+    [PSI_MEM_SOME] = {PSI(psi_mem_some, 26), SHOWN("process_pressure_memory_some_pct", 0, DEC, 2)},
+    [PSS] = {SAMPLE(pss_bytes, U64, RT_GATE_TREE, BYTES, 8, 0), SHOWN("process_pss_mib", 27, MIB, 0),
+             NOW("pss_bytes", VALUE, 0),
              GAUGE("job_memory_pss_bytes", "Proportional set size (PSS) of the running job's processes together.")},
-    [RSS] = {SAMPLE(rss_bytes, U64, 0, BYTES, 7, 0), SHOWN("process_rss_mib", 0, MIB, 0), NOW("rss_bytes", VALUE, 0),
+    [RSS] = {SAMPLE(rss_bytes, U64, RT_GATE_TREE, BYTES, 7, 0), SHOWN("process_rss_mib", 0, MIB, 0),
+             NOW("rss_bytes", VALUE, 0),
              GAUGE("job_memory_rss_bytes", "Resident memory (RSS) of the running job's processes together.")},
     [STIME] = {SAMPLE(stime_secs, F64, 0, SECS, 6, 4), SHOWN("process_stime_secs", 25, DEC, RT_DEC_SECS)},
+    [THROTTLED] = {SAMPLE(throttled_pct, F64, RT_GATE_THROTTLE, PCT, 30, 4), SHOWN("process_throttled_pct", 0, DEC, 2)},
     [UTIME] = {SAMPLE(utime_secs, F64, 0, SECS, 5, 4), SHOWN("process_utime_secs", 24, DEC, RT_DEC_SECS)},
-    /* Not in samples: the job's totals and the upload read it. */
+    /* Not in samples: the job's totals and the upload read them. */
     [GPU_ENERGY] = {SAMPLE(gpu_energy_joules, F64, RT_GATE_GPU | RT_GATE_GPU_ENERGY, JOULES, 15, 6)},
+    [MEM_HWM] = {SAMPLE(mem_hwm_bytes, U64, RT_GATE_HWM, BYTES, 18, 0)},
 };
 const size_t rt_fig_nsamples = RT_ARRAY_SIZE(rt_fig_samples);
 _Static_assert(RT_ARRAY_SIZE(rt_fig_samples) == NSAMPLES, "a row for each figure");
@@ -84,6 +109,13 @@ const struct rt_fig_total rt_fig_totals[] = {
      .unit = RT_UNIT_CORES, .label = "cores at peak", STAT("cores_peak", "CPU cores, peak")},
     {TOTAL("peak_children", PEAK, CHILDREN, NONE, U32, peak_children), .unit = RT_UNIT_COUNT,
      .label = "children at peak"},
+    {TOTAL("memory_peak_bytes", PEAK, MEM, MEM_HWM, U64, memory_peak_bytes), .later = true, .unit = RT_UNIT_BYTES,
+     .label = "peak memory", STAT("memory_peak_bytes", "Memory, peak (what it could not do without)"),
+     PROM("job_memory_peak_bytes", "gauge", "The most memory the job held that cannot be reclaimed (docs/jobs.md)."),
+     JOURNAL("MEMORY_PEAK_BYTES", 1, -1, "MEMORY_PEAK")},
+    {TOTAL("cgroup_memory_peak_bytes", PEAK, CG_PEAK, NONE, U64, cgroup_memory_peak_bytes), .unit = RT_UNIT_BYTES,
+     .label = "cgroup peak", STAT("memory_cgroup_peak_bytes", "Memory of its cgroup, peak (page cache included)"),
+     JOURNAL("MEMORY_CGROUP_PEAK_BYTES", 1, -1, NULL)},
     {TOTAL("avg_pss_bytes", MEAN, PSS, NONE, F64, pss_sum_bytes), .record = "pss_sum_bytes", .later = true,
      .unit = RT_UNIT_BYTES, .label = "mean PSS", STAT("memory_pss_mean_bytes", "Memory (PSS), mean")},
     {TOTAL("peak_pss_bytes", PEAK, PSS, NONE, U64, peak_pss_bytes), .unit = RT_UNIT_BYTES, .label = "peak PSS",
@@ -113,12 +145,40 @@ const struct rt_fig_total rt_fig_totals[] = {
      .label = "written", STAT("disk_write_bytes", "Disk written by the job"),
      PROM("job_disk_written_bytes_total", "counter", "Bytes the job's processes wrote to storage."),
      JOURNAL("IO_METRIC_WRITE_BYTES", 1, -1, "IO_WRITE")},
+    {TOTAL("oom_kills", SUM, OOM_KILLS, NONE, U64, oom_kills), .unit = RT_UNIT_COUNT, .label = "OOM kills",
+     STAT("oom_kills", "Processes the kernel's OOM killer killed"),
+     PROM("job_oom_kills_total", "counter", "Processes of the job the kernel's OOM killer killed."),
+     JOURNAL("OOM_KILLS", 1, -1, NULL)},
+    {TOTAL("pressure.cpu_some_pct", TIME_MEAN, PSI_CPU_SOME, NONE, F64, psi_cpu_some_secs),
+     .record = "pressure_cpu_some_secs", .decimals = 2, .unit = RT_UNIT_PCT, .label = "CPU pressure",
+     STAT("pressure_cpu_some_pct", "CPU pressure: time some of it waited for a CPU (%)")},
+    {TOTAL("pressure.memory_some_pct", TIME_MEAN, PSI_MEM_SOME, NONE, F64, psi_mem_some_secs),
+     .record = "pressure_memory_some_secs", .decimals = 2, .unit = RT_UNIT_PCT, .label = "memory pressure",
+     STAT("pressure_memory_some_pct", "Memory pressure: time some of it waited for memory (%)")},
+    {TOTAL("pressure.memory_full_pct", TIME_MEAN, PSI_MEM_FULL, NONE, F64, psi_mem_full_secs),
+     .record = "pressure_memory_full_secs", .decimals = 2, .unit = RT_UNIT_PCT, .label = "memory pressure (full)",
+     STAT("pressure_memory_full_pct", "Memory pressure: time all of it waited for memory (%)")},
+    {TOTAL("pressure.io_some_pct", TIME_MEAN, PSI_IO_SOME, NONE, F64, psi_io_some_secs),
+     .record = "pressure_io_some_secs", .decimals = 2, .unit = RT_UNIT_PCT, .label = "I/O pressure",
+     STAT("pressure_io_some_pct", "I/O pressure: time some of it waited for I/O (%)")},
+    {TOTAL("pressure.io_full_pct", TIME_MEAN, PSI_IO_FULL, NONE, F64, psi_io_full_secs),
+     .record = "pressure_io_full_secs", .decimals = 2, .unit = RT_UNIT_PCT, .label = "I/O pressure (full)",
+     STAT("pressure_io_full_pct", "I/O pressure: time all of it waited for I/O (%)")},
+    {TOTAL("throttled_pct", TIME_MEAN, THROTTLED, NONE, F64, throttled_secs), .record = "throttled_secs",
+     .decimals = 2, .unit = RT_UNIT_PCT, .label = "throttled",
+     STAT("cpu_throttled_pct", "CPU periods throttled by its quota (%)")},
 };
 const size_t rt_fig_ntotals = RT_ARRAY_SIZE(rt_fig_totals);
 _Static_assert(RT_ARRAY_SIZE(rt_fig_totals) <= 64, "rt_job_summary.unknown has a bit per total");
 
-const char *const rt_fig_gate_keys[RT_NGATES] = {"has_gpu", "has_gpu_energy"};
-const char *const rt_fig_gate_secs_keys[RT_NGATES] = {"gpu_secs", NULL};
+const struct rt_fig_gate rt_fig_gates[RT_NGATES] = {
+    {"has_gpu", "gpu_secs", false},        {"has_gpu_energy", NULL, false},
+    {"has_tree", NULL, true},              {"has_disk", NULL, true},
+    {"has_memory", NULL, false},           {"has_hwm", NULL, false},
+    {"has_cgroup_memory", NULL, false},    {"has_cgroup_stat", NULL, false},
+    {"has_cgroup_peak", NULL, false},      {"has_oom", NULL, false},
+    {"has_pressure", "pressure_secs", false}, {"has_throttle", "throttle_secs", false},
+};
 
 int rt_fig_sample_find(const char *name)
 {
@@ -283,7 +343,8 @@ bool rt_fig_total_value(const struct rt_job_summary *s, size_t row, double durat
         return true;
     }
     uint32_t gate = rt_fig_samples[t->src].gate;
-    if ((s->gates & gate) != gate || (s->unknown >> row & 1))
+    uint32_t gate2 = t->src2 >= 0 ? rt_fig_samples[t->src2].gate : gate;
+    if (((s->gates & gate) != gate && (s->gates & gate2) != gate2) || (s->unknown >> row & 1))
         return false;
     *v = rt_fig_get(s, t->type, t->off);
     if (t->rule == RT_RULE_MEAN)
@@ -296,3 +357,30 @@ bool rt_fig_total_value(const struct rt_job_summary *s, size_t row, double durat
     return true;
 }
 
+
+void rt_fig_summary_put(struct json_object *summary, const char *key, struct json_object *v)
+{
+    const char *dot = strchr(key, '.');
+    if (!dot) {
+        json_object_object_add(summary, key, v);
+        return;
+    }
+    char group[64];
+    snprintf(group, sizeof(group), "%.*s", (int)(dot - key), key);
+    struct json_object *g = rt_json_get_object(summary, group);
+    if (!g) {
+        g = json_object_new_object();
+        json_object_object_add(summary, group, g);
+    }
+    json_object_object_add(g, dot + 1, v);
+}
+
+bool rt_fig_summary_get(struct json_object *summary, const char *key, double *v)
+{
+    const char *dot = strchr(key, '.');
+    if (!dot)
+        return rt_json_get_double(summary, key, v);
+    char group[64];
+    snprintf(group, sizeof(group), "%.*s", (int)(dot - key), key);
+    return rt_json_get_double(rt_json_get_object(summary, group), dot + 1, v);
+}

@@ -17,7 +17,7 @@ bool ctl_total(struct json_object *summary, const char *key, double *v)
 {
     if (rt_fig_total_find(key) < 0)
         abort();
-    return rt_json_get_double(summary, key, v);
+    return rt_fig_summary_get(summary, key, v);
 }
 
 double ctl_total0(struct json_object *summary, const char *key)

@@ -47,7 +47,7 @@ bool insight_stats_from_job(struct json_object *job, struct insight_stats *st)
     rt_json_get_u64(s, "samples", &st->samples);
     for (size_t i = 0; i < rt_fig_ntotals; i++)
         if (rt_fig_totals[i].stat)
-            st->has_fig[i] = rt_json_get_double(s, rt_fig_totals[i].key, &st->fig[i]);
+            st->has_fig[i] = rt_fig_summary_get(s, rt_fig_totals[i].key, &st->fig[i]);
     /* What the summary lacks (a record from before its means), the samples
      * have: only for the figures a run has (the GPU ones with a GPU backend). */
     bool gpu = insight_has_gpu(st);

@@ -256,7 +256,7 @@ static bool job_value(struct json_object *job, const struct job_family *fam, dou
     struct json_object *o = fam->section == SUMMARY   ? rt_json_get_object(job, "summary")
                             : fam->section == CURRENT ? rt_json_get_object(job, "current")
                                                       : job;
-    return rt_json_get_double(o, fam->key, v);
+    return fam->section == SUMMARY ? rt_fig_summary_get(o, fam->key, v) : rt_json_get_double(o, fam->key, v);
 }
 
 struct job_labels {

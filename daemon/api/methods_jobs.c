@@ -210,6 +210,8 @@ static void m_start_job(struct rt_call *c)
     j->interval_secs = interval;
     j->metadata = md ? json_object_get(md) : json_object_new_object();
     j->metadata_bytes = rt_job_metadata_size(j->metadata);
+    /* What a process tree always has: 0, not null, before its first sample. */
+    j->summary.gates = RT_GATE_TREE | RT_GATE_DISK | RT_GATE_MEM;
     j->pidfd = rt_take_fd(&pidfd);
     j->wants_upload = d->upload && (token || d->has_default_token);
     rt_jobs_lock(&d->jobs);

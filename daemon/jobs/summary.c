@@ -16,11 +16,12 @@ void rt_job_summary_add(struct rt_job_summary *s, const struct rt_job_figures *f
             s->gate_secs[g] += span;
     for (size_t i = 0; i < rt_fig_ntotals; i++) {
         const struct rt_fig_total *t = &rt_fig_totals[i];
-        double v, v2;
-        if (t->rule == RT_RULE_PER_SEC || !rt_fig_sample_value(f, (size_t)t->src, &v))
+        double v = 0, v2 = 0;
+        bool has = t->rule != RT_RULE_PER_SEC && rt_fig_sample_value(f, (size_t)t->src, &v);
+        bool has2 = t->src2 >= 0 && rt_fig_sample_value(f, (size_t)t->src2, &v2);
+        if (!has && !has2)
             continue;
-        if (t->src2 >= 0 && rt_fig_sample_value(f, (size_t)t->src2, &v2))
-            v += v2;
+        v = t->rule == RT_RULE_PEAK ? fmax(v, v2) : v + v2;
         double now = rt_fig_get(s, t->type, t->off);
         switch (t->rule) {
         case RT_RULE_SUM: now += v; break;
@@ -67,7 +68,7 @@ struct json_object *rt_job_summary_json(const struct rt_job_summary *s, double d
     for (size_t i = 0; i < rt_fig_ntotals; i++) {
         double v;
         bool known = rt_fig_total_value(s, i, duration_secs, &v);
-        json_object_object_add(o, rt_fig_totals[i].key, known ? value_json(&rt_fig_totals[i], v) : NULL);
+        rt_fig_summary_put(o, rt_fig_totals[i].key, known ? value_json(&rt_fig_totals[i], v) : NULL);
     }
     bool gpu = s->gates & RT_GATE_GPU;
     json_object_object_add(o, "gpus", gpu ? (s->gpus ? json_object_get(s->gpus) : json_object_new_array()) : NULL);
@@ -89,9 +90,9 @@ struct json_object *rt_job_summary_to_record(const struct rt_job_summary *s)
     struct json_object *t = json_object_new_object();
     json_object_object_add(t, "samples", rt_json_u64(s->samples));
     for (int g = 0; g < RT_NGATES; g++) {
-        json_object_object_add(t, rt_fig_gate_keys[g], json_object_new_boolean(s->gates >> g & 1));
-        if (rt_fig_gate_secs_keys[g])
-            json_object_object_add(t, rt_fig_gate_secs_keys[g], json_object_new_double(s->gate_secs[g]));
+        json_object_object_add(t, rt_fig_gates[g].record, json_object_new_boolean(s->gates >> g & 1));
+        if (rt_fig_gates[g].secs_record)
+            json_object_object_add(t, rt_fig_gates[g].secs_record, json_object_new_double(s->gate_secs[g]));
     }
     for (size_t i = 0; i < rt_fig_ntotals; i++) {
         const struct rt_fig_total *r = &rt_fig_totals[i];
@@ -124,11 +125,11 @@ void rt_job_summary_from_record(struct rt_job_summary *s, struct json_object *t,
     rt_json_get_u64(t, "samples", &s->samples);
     bool secs_known[RT_NGATES] = {false};
     for (int g = 0; g < RT_NGATES; g++) {
-        bool on = false;
-        rt_json_get_bool(t, rt_fig_gate_keys[g], &on);
+        bool on = rt_fig_gates[g].implied;
+        rt_json_get_bool(t, rt_fig_gates[g].record, &on);
         s->gates = (s->gates & ~(1u << g)) | (uint32_t)on << g;
-        if (rt_fig_gate_secs_keys[g])
-            secs_known[g] = rt_json_get_double(t, rt_fig_gate_secs_keys[g], &s->gate_secs[g]);
+        if (rt_fig_gates[g].secs_record)
+            secs_known[g] = rt_json_get_double(t, rt_fig_gates[g].secs_record, &s->gate_secs[g]);
     }
     s->unknown = 0;
     for (size_t i = 0; i < rt_fig_ntotals; i++) {

@@ -75,12 +75,14 @@ static struct rt_job_figures job_figures(struct rt_job *j, const struct rt_ptree
     double tck = (double)rt_clk_tck();
     struct rt_job_figures f = {
         .interval_ms = (uint64_t)llround(elapsed * 1000.0),
-        .gates = (g->present ? RT_GATE_GPU : 0) | (gs->has_energy ? RT_GATE_GPU_ENERGY : 0),
+        .gates = RT_GATE_TREE | RT_GATE_DISK | RT_GATE_MEM | (g->present ? RT_GATE_GPU : 0) |
+                 (gs->has_energy ? RT_GATE_GPU_ENERGY : 0),
         .child_count = r->nprocs ? r->nprocs - 1 : 0,
         .utime_secs = (double)r->d_utime / tck,
         .stime_secs = (double)r->d_stime / tck,
         .rss_bytes = r->rss_bytes,
         .pss_bytes = r->pss_bytes,
+        .mem_bytes = r->pss_bytes, /* a tree's memory is its PSS: shared pages counted once */
         .disk_read_bytes = r->d_read_bytes,
         .disk_write_bytes = r->d_write_bytes,
         .gpu_usage = g->usage,

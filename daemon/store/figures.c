@@ -36,15 +36,16 @@ void rt_figures_encode(const struct rt_job_figures *f, uint64_t hseq, uint64_t t
 
 bool rt_figures_decode(const struct rt_rec *r, struct rt_job_figures *f, uint64_t *hseq, uint64_t *timestamp_ms)
 {
-    if (r->n < RT_FIG_NUMS_MIN || r->tlen != strlen(RT_FIG_TEMPLATE) ||
-        memcmp(r->tmpl, RT_FIG_TEMPLATE, r->tlen) != 0)
+    bool first = r->tlen == strlen(RT_FIG_TEMPLATE_FIRST) && memcmp(r->tmpl, RT_FIG_TEMPLATE_FIRST, r->tlen) == 0;
+    if (r->n < RT_FIG_NUMS_MIN ||
+        (!first && (r->tlen != strlen(RT_FIG_TEMPLATE) || memcmp(r->tmpl, RT_FIG_TEMPLATE, r->tlen) != 0)))
         return false;
     const int64_t *v = r->v;
     *hseq = (uint64_t)v[HSEQ];
     *timestamp_ms = (uint64_t)v[TIMESTAMP];
     memset(f, 0, sizeof(*f));
     f->interval_ms = (uint64_t)v[INTERVAL];
-    f->gates = (uint32_t)v[GATES];
+    f->gates = (uint32_t)v[GATES] | (first ? RT_GATES_FIRST_RECORDS : 0);
     for (size_t i = 0; i < rt_fig_nsamples; i++) {
         const struct rt_fig_sample *s = &rt_fig_samples[i];
         if (s->slot >= r->n)

@@ -14,12 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RT_FIG_TEMPLATE "f1"        /* a figures record */
+#define RT_FIG_TEMPLATE "f2"        /* a figures record */
+#define RT_FIG_TEMPLATE_FIRST "f1"  /* one of the first layout: TREE and DISK gates implied */
 #define RT_FIG_VERBATIM 'v'         /* "v" + a sample line kept as it was */
 /* Numbers of a record: the host sample, timestamp, interval and gates, and
  * each figure at its rt_fig_samples slot. Records of older daemons may have
  * fewer (never fewer than RT_FIG_NUMS_MIN): figures past their end are 0. */
-#define RT_FIG_NUMS 16
+#define RT_FIG_NUMS 31
 #define RT_FIG_NUMS_MIN 16
 
 /* The record's numbers (the figures at their precision are kept exactly). */

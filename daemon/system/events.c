@@ -273,13 +273,13 @@ static void human_total(const struct rt_fig_total *t, double v, char *buf, size_
         snprintf(buf, size, "%.2f", v);
 }
 
-/* The journal fields of the totals with a gate (gated) or without; the
- * ones for people are also said in the message. */
-static void total_fields(struct rec *r, const struct rt_event_job_end *e, bool gated, const char **sep)
+/* The journal fields of the GPU totals or the others; the ones for people
+ * are also said in the message. */
+static void total_fields(struct rec *r, const struct rt_event_job_end *e, bool gpu, const char **sep)
 {
     for (size_t i = 0; i < rt_fig_ntotals; i++) {
         const struct rt_fig_total *t = &rt_fig_totals[i];
-        if (!t->journal || (t->src >= 0 && rt_fig_samples[t->src].gate) != gated)
+        if (!t->journal || (t->src >= 0 && (rt_fig_samples[t->src].gate & RT_GATE_GPU)) != gpu)
             continue;
         double v;
         bool known = rt_fig_total_value(e->totals, i, (double)e->duration_usec / 1e6, &v);

@@ -17,9 +17,21 @@
 
 /* Gates: a gated figure is there (not null) only where its gate is on. The
  * bits are stored with each sample: never renumber them. */
-#define RT_GATE_GPU 0x1u        /* the host has a GPU backend */
-#define RT_GATE_GPU_ENERGY 0x2u /* and its GPUs count energy */
-#define RT_NGATES 2
+#define RT_GATE_GPU 0x1u         /* the host has a GPU backend */
+#define RT_GATE_GPU_ENERGY 0x2u  /* and its GPUs count energy */
+#define RT_GATE_TREE 0x4u        /* the job's processes were read one by one (a process tree) */
+#define RT_GATE_DISK 0x8u        /* its storage I/O is known */
+#define RT_GATE_MEM 0x10u        /* its memory (mem_bytes) is known */
+#define RT_GATE_HWM 0x20u        /* its processes' high-water marks were read */
+#define RT_GATE_CG_MEM 0x40u     /* its cgroup's memory.current */
+#define RT_GATE_CG_STAT 0x80u    /* its cgroup's memory split (memory.stat) */
+#define RT_GATE_CG_PEAK 0x100u   /* its cgroup's memory peak (memory.peak, max_usage_in_bytes) */
+#define RT_GATE_OOM 0x200u       /* the kernel's OOM kills in its (memory-limited) cgroup */
+#define RT_GATE_PSI 0x400u       /* pressure stall information of its cgroup */
+#define RT_GATE_THROTTLE 0x800u  /* throttling by its CPU quota */
+#define RT_NGATES 12
+/* Records stored before TREE and DISK were gates had them. */
+#define RT_GATES_FIRST_RECORDS (RT_GATE_TREE | RT_GATE_DISK)
 
 /* One sample of a job as it is stored: everything its totals need. Values
  * have the precision the sample shows (cores, times and GPU use to 4
@@ -36,6 +48,16 @@ struct rt_job_figures {
     uint32_t gpu_utilized;         /* GPUs in use */
     uint64_t gpu_vram_bytes;
     double gpu_energy_joules;      /* the job's share of device energy in the interval */
+    /* Memory: what the job holds that cannot be reclaimed (a cgroup's anon +
+     * shmem + kernel; a tree's PSS), and the largest high-water mark of a
+     * tree's live processes (VmHWM). */
+    uint64_t mem_bytes, mem_hwm_bytes;
+    /* A cgroup job's cgroup: memory now, its split and its peak. */
+    uint64_t cg_mem_bytes, cg_anon_bytes, cg_file_bytes, cg_shmem_bytes, cg_kernel_bytes, cg_peak_bytes;
+    uint32_t oom_kills;            /* in the interval */
+    /* Per cent of the interval stalled (PSI), and of CPU periods throttled. */
+    double psi_cpu_some, psi_mem_some, psi_mem_full, psi_io_some, psi_io_full;
+    double throttled_pct;
 };
 
 /* A job's totals. */
@@ -55,12 +77,16 @@ struct rt_job_summary {
     double pss_sum_bytes;          /* sums for means */
     double gpu_peak_usage;
     double gpu_vram_sum_bytes;
+    uint64_t memory_peak_bytes, cgroup_memory_peak_bytes;
+    uint64_t oom_kills;
+    double psi_cpu_some_secs, psi_mem_some_secs, psi_mem_full_secs, psi_io_some_secs, psi_io_full_secs;
+    double throttled_secs;         /* per cent x seconds, as the means' weights */
     struct json_object *gpus;      /* UUIDs of the GPUs the job used (array), or NULL */
 };
 
 enum rt_fig_type { RT_FT_U32, RT_FT_U64, RT_FT_F64 };
 
-enum rt_fig_unit { RT_UNIT_COUNT, RT_UNIT_BYTES, RT_UNIT_SECS, RT_UNIT_CORES, RT_UNIT_GPUS, RT_UNIT_JOULES };
+enum rt_fig_unit { RT_UNIT_COUNT, RT_UNIT_BYTES, RT_UNIT_SECS, RT_UNIT_CORES, RT_UNIT_GPUS, RT_UNIT_JOULES, RT_UNIT_PCT };
 
 /* How a sample shows a value: in the JSON sample and the CSV row alike. */
 enum rt_fig_show {
@@ -103,10 +129,11 @@ enum rt_fig_rule {
 };
 
 struct rt_fig_total {
-    const char *key;               /* in Job.summary; the name to look it up by */
+    const char *key;               /* in Job.summary ("a.b": b in its object a); the name to look it up by */
     const char *record;            /* in the job record's totals when not key: the sum of a mean */
     enum rt_fig_rule rule;
-    int src, src2;                 /* rt_fig_samples rows it is made of (src2 added too), or -1 */
+    int src, src2;                 /* rt_fig_samples rows it is made of, or -1: a sum adds src2 to src, a
+                                      peak takes the larger; it is there when either is */
     const char *of;                /* RT_RULE_PER_SEC: the total it is the rate of */
     const char *at_least;          /* shown never below this total (the whole job is a span too) */
     enum rt_fig_type type;
@@ -128,9 +155,14 @@ extern const size_t rt_fig_nsamples;
 extern const struct rt_fig_total rt_fig_totals[];
 extern const size_t rt_fig_ntotals;
 
-/* Gates by bit position: the record keys of a gate and of its seconds. */
-extern const char *const rt_fig_gate_keys[RT_NGATES];
-extern const char *const rt_fig_gate_secs_keys[RT_NGATES];
+/* Gates by bit position: their keys in the job record, of the gate and of the
+ * seconds sampled with it (for time-weighted means), and whether a record
+ * from before the key existed had the gate. */
+struct rt_fig_gate {
+    const char *record, *secs_record;
+    bool implied;
+};
+extern const struct rt_fig_gate rt_fig_gates[RT_NGATES];
 
 /* Rows by name: the index, or -1. */
 int rt_fig_sample_find(const char *name);
@@ -144,6 +176,11 @@ double rt_fig_gate_secs(const struct rt_job_summary *s, uint32_t gate);
 /* Minimum span of a cores figure: CPU time moves in clock ticks (10 ms),
  * cores are measured over at least ten of them. */
 #define RT_CORES_MIN_SPAN_SECS 0.1
+
+/* A total in a Job.summary object by its key ("a.b" is b of its object a):
+ * put one there (v taken), and get it (false when absent or null). */
+void rt_fig_summary_put(struct json_object *summary, const char *key, struct json_object *v);
+bool rt_fig_summary_get(struct json_object *summary, const char *key, double *v);
 
 /* A member as a double, and set from one (rounded to the member's type). */
 double rt_fig_get(const void *base, enum rt_fig_type type, size_t off);

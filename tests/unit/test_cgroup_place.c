@@ -93,7 +93,8 @@ static void test_pid_paths(void **state)
 
 static void expect_limit(uint64_t v, const char *at, uint64_t want, const char *want_at)
 {
-    if (v != want || !at != !want_at || (at && strcmp(at, want_at) != 0))
+    bool same_at = at && want_at ? strcmp(at, want_at) == 0 : at == want_at;
+    if (v != want || !same_at)
         fail_msg("%llu at %s, not %llu at %s", (unsigned long long)v, at ? at : "-", (unsigned long long)want,
                  want_at ? want_at : "-");
 }

@@ -37,9 +37,10 @@ static void test_job_finished(void **state)
     (void)state;
     struct rt_job_summary t = {
         .samples = 76,
-        .gates = RT_GATE_GPU | RT_GATE_GPU_ENERGY,
+        .gates = RT_GATE_GPU | RT_GATE_GPU_ENERGY | RT_GATE_TREE | RT_GATE_DISK | RT_GATE_MEM,
         .gate_secs = {10},
         .cpu_secs = 12.3,
+        .memory_peak_bytes = 1073741824ULL + 104857600ULL,
         .peak_rss_bytes = 1288490189ULL,
         .peak_pss_bytes = 1073741824ULL,
         .disk_read_bytes = 10485760,
@@ -69,6 +70,8 @@ static void test_job_finished(void **state)
                         "JOB_PROCESSES_MAX=5\n"
                         "CPU_USAGE_NSEC=12300000000\n"
                         "CPU_USAGE=12.3s\n"
+                        "MEMORY_PEAK_BYTES=1178599424\n"
+                        "MEMORY_PEAK=1.1 GiB\n"
                         "MEMORY_PSS_PEAK_BYTES=1073741824\n"
                         "MEMORY_PSS_PEAK=1.0 GiB\n"
                         "MEMORY_RSS_PEAK_BYTES=1288490189\n"
@@ -83,7 +86,7 @@ static void test_job_finished(void **state)
                         "GPU_MEM_PEAK_BYTES=3221225472\n"
                         "GPU_ENERGY_J=1234.500\n"
                         "MESSAGE=Job 42 (train) of uid 1000 finished after 1min 15s, exit status 0: CPU 12.3s, "
-                        "peak PSS 1.0 GiB, peak RSS 1.2 GiB, read 10.0 MiB, written 2.0 MiB, 2 GPUs, 1234.5 J, "
+                        "peak memory 1.1 GiB, peak PSS 1.0 GiB, peak RSS 1.2 GiB, read 10.0 MiB, written 2.0 MiB, 2 GPUs, 1234.5 J, "
                         "GPU memory peak 3.0 GiB, GPU utilization 87.2%\n"
                         "MESSAGE_ID=" RT_MSGID_JOB_FINISHED "\n"
                         "PRIORITY=6\n"
@@ -116,6 +119,7 @@ static void test_job_finished_unknowns(void **state)
                         "JOB_PROCESSES_MAX=1\n"
                         "CPU_USAGE_NSEC=1500000000\n"
                         "CPU_USAGE=1.5s\n"
+                        "MEMORY_PEAK=unknown\n"
                         "MEMORY_PSS_PEAK=unknown\n"
                         "MEMORY_RSS_PEAK=unknown\n"
                         "IO_READ=unknown\n"

@@ -64,11 +64,18 @@ static void test_json_exact(void **state)
     struct json_object *o = rt_sample_to_json(&s);
     const char *expect =
         "{\"actual_interval_ms\":1000,\"cpu\":{\"cgroup_usage_secs\":null,\"cgroup_utilization_pct\":null,"
-        "\"per_core_pct\":[100.0,25.0],\"process_child_count\":null,\"process_cores_used\":null,"
+        "\"per_core_pct\":[100.0,25.0],\"process_cgroup_memory_anon_bytes\":null,"
+        "\"process_cgroup_memory_bytes\":null,\"process_cgroup_memory_file_bytes\":null,"
+        "\"process_cgroup_memory_kernel_bytes\":null,\"process_cgroup_memory_peak_bytes\":null,"
+        "\"process_cgroup_memory_shmem_bytes\":null,\"process_child_count\":null,\"process_cores_used\":null,"
         "\"process_count\":77,\"process_disk_read_bytes\":null,\"process_disk_write_bytes\":null,"
         "\"process_gpu_usage\":null,\"process_gpu_utilized\":null,\"process_gpu_vram_mib\":null,"
+        "\"process_memory_bytes\":null,\"process_oom_kills\":null,\"process_pressure_cpu_some_pct\":null,"
+        "\"process_pressure_io_full_pct\":null,\"process_pressure_io_some_pct\":null,"
+        "\"process_pressure_memory_full_pct\":null,\"process_pressure_memory_some_pct\":null,"
         "\"process_pss_mib\":null,\"process_rss_mib\":null,\"process_stime_secs\":null,"
-        "\"process_utime_secs\":null,\"stime_secs\":0.25,\"utilization_pct\":1.25,\"utime_secs\":1.0},"
+        "\"process_throttled_pct\":null,\"process_utime_secs\":null,\"stime_secs\":0.25,\"utilization_pct\":1.25,"
+        "\"utime_secs\":1.0},"
         "\"disk\":[{\"capacity_bytes\":null,\"device\":\"dm-0\",\"device_type\":null,\"model\":null,"
         "\"mounts\":[{\"available_bytes\":1400000000,\"filesystem\":\"ext4\",\"mount_point\":\"/\","
         "\"total_bytes\":2000000000,\"used_bytes\":500000000,\"used_pct\":25.0}],"
@@ -99,7 +106,7 @@ static void test_json_job_fields_and_roundtrip(void **state)
     s.job_name = "train";
     s.has_job = true;
     s.tracked_pid = 4242;
-    s.job = (struct rt_job_figures){.gates = RT_GATE_GPU, .child_count = 3, .cores_used = 1.5, .utime_secs = 1.25,
+    s.job = (struct rt_job_figures){.gates = RT_GATE_GPU | RT_GATE_TREE | RT_GATE_DISK, .child_count = 3, .cores_used = 1.5, .utime_secs = 1.25,
                                     .stime_secs = 0.25, .pss_bytes = 31 * RT_MIB, .rss_bytes = 40 * RT_MIB,
                                     .disk_read_bytes = 1, .disk_write_bytes = 4096, .gpu_usage = 0.5,
                                     .gpu_vram_bytes = (uint64_t)(811.6875 * RT_MIB), .gpu_utilized = 1};
@@ -161,11 +168,11 @@ static void test_csv(void **state)
 
     s.has_job = true;
     s.tracked_pid = 9;
-    s.job = (struct rt_job_figures){.child_count = 0, .cores_used = 0.99, .utime_secs = 0.99, .pss_bytes = 31 * RT_MIB,
+    s.job = (struct rt_job_figures){.gates = RT_GATE_TREE | RT_GATE_DISK, .child_count = 0, .cores_used = 0.99, .utime_secs = 0.99, .pss_bytes = 31 * RT_MIB,
                                     .disk_write_bytes = 4096};
     rt_sample_to_csv(&s, row, sizeof(row));
     assert_non_null(strstr(row, ",9,0,0.9900,0.0000,0.9900,31,0,4096,,,\n"));
-    s.job.gates = RT_GATE_GPU;
+    s.job.gates |= RT_GATE_GPU;
     s.job.gpu_usage = 0.25;
     s.job.gpu_vram_bytes = 1024 * RT_MIB;
     s.job.gpu_utilized = 1;
@@ -215,7 +222,7 @@ static void test_csv_same_from_json(void **state)
         s.nets[0].rx_bytes_per_sec = (double)rand() / 7.0;
         s.has_job = true;
         s.tracked_pid = 7;
-        s.job = (struct rt_job_figures){.gates = RT_GATE_GPU, .utime_secs = r * 0.00015, .stime_secs = r / 3.0,
+        s.job = (struct rt_job_figures){.gates = RT_GATE_GPU | RT_GATE_TREE | RT_GATE_DISK, .utime_secs = r * 0.00015, .stime_secs = r / 3.0,
                                         .cores_used = r * 2.00005, .gpu_usage = r * 0.30005,
                                         .gpu_vram_bytes = (uint64_t)(r * 811.69875 * RT_MIB)};
         char a[1024], b[1024];
@@ -295,7 +302,7 @@ static void test_csv_decimals_as_printf(void **state)
         /* utime, stime, utilization; one disk with one mount (space). */
         double h[] = {5, x[0], x[1], x[2], 1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, x[3] * 1e9, fabs(x[4]) * 1e8, 0, 0};
         uint64_t vram = (uint64_t)llround(fabs(x[4]) * RT_MIB);
-        struct rt_job_figures f = {.gates = RT_GATE_GPU, .utime_secs = x[1], .stime_secs = x[2], .cores_used = x[0],
+        struct rt_job_figures f = {.gates = RT_GATE_GPU | RT_GATE_TREE | RT_GATE_DISK, .utime_secs = x[1], .stime_secs = x[2], .cores_used = x[0],
                                    .gpu_usage = x[3], .gpu_vram_bytes = vram};
         struct rt_csv_job job = {.has_job = true, .pid = 1, .f = &f};
         char row[1024], want[1024];
