@@ -124,7 +124,7 @@ static void serve(int lfd)
     if (rt_str_starts_with(line, "job ")) {
         struct rt_event_job j = {.id = "1", .name = line + 4, .owner_uid = 0, .root_pid = getpid(),
                                  .command = "standin"};
-        struct rt_job_summary t = {.samples = 2, .cpu_secs = 1, .peak_rss_bytes = 8192, .peak_pss_bytes = 4096,
+        struct rt_job_summary t = {.samples = 2, .gates = RT_GATE_TREE | RT_GATE_DISK, .cpu_secs = 1, .peak_rss_bytes = 8192, .peak_pss_bytes = 4096,
                                    .disk_read_bytes = 512, .disk_write_bytes = 1024};
         struct rt_event_job_end end = {.state = "finished", .exit_status = 0, .duration_usec = 1500000,
                                        .processes_max = 1, .totals = &t};
