@@ -133,6 +133,13 @@ double ctl_total0(struct json_object *summary, const char *key);
 const char *ctl_fig_json(const char *name);
 const char *ctl_fig_now(const char *name);
 
+/* A job's memory for people: the peak it could not do without, its limit,
+ * its cgroup's peak or its tree's PSS and RSS, after head (no newline). */
+void ctl_print_job_memory(FILE *f, const char *head, struct json_object *job);
+/* What the kernel saw that explains a slow or killed job (OOM kills,
+ * pressure, throttling), a line each after head, in words people act on. */
+void ctl_print_job_kernel(FILE *f, const char *head, struct json_object *job);
+
 /* A job's summary for people (summary.c): result, CPU, memory, I/O, GPU,
  * upload; `run` prints it at the end. */
 void ctl_print_job_summary(FILE *f, struct json_object *job);

@@ -31,6 +31,61 @@ static void result(char *buf, size_t size, struct json_object *job)
         snprintf(buf, size, "exit status unknown");
 }
 
+void ctl_print_job_memory(FILE *f, const char *head, struct json_object *job)
+{
+    struct json_object *s = rt_json_get_object(job, "summary");
+    char b[32];
+    double v, limit = 0;
+    rt_json_get_double(job, "memory_limit_bytes", &limit);
+    fputs(head, f);
+    const char *sep = "";
+    if (!ctl_total(s, "memory_peak_bytes", &v) && !ctl_total(s, "cgroup_memory_peak_bytes", &v) &&
+        !ctl_total(s, "peak_pss_bytes", &v))
+        fputs("unknown (the kernel does not account for it here)", f);
+    if (ctl_total(s, "memory_peak_bytes", &v)) { /* what it could not do without */
+        ctl_fmt_bytes(b, sizeof(b), v);
+        fprintf(f, "peak %s", b);
+        sep = ", ";
+    }
+    if (limit > 0) {
+        ctl_fmt_bytes(b, sizeof(b), limit);
+        fprintf(f, " of a %s limit", b);
+    }
+    if (ctl_total(s, "cgroup_memory_peak_bytes", &v)) {
+        ctl_fmt_bytes(b, sizeof(b), v);
+        fprintf(f, "%scgroup peak %s (page cache included)", sep, b);
+    }
+    if (ctl_total(s, "peak_pss_bytes", &v)) {
+        ctl_fmt_bytes(b, sizeof(b), v);
+        fprintf(f, "%speak PSS %s", sep, b);
+        sep = ", ";
+    }
+    if (ctl_total(s, "peak_rss_bytes", &v)) {
+        ctl_fmt_bytes(b, sizeof(b), v);
+        fprintf(f, "%speak RSS %s", sep, b);
+    }
+}
+
+void ctl_print_job_kernel(FILE *f, const char *head, struct json_object *job)
+{
+    struct json_object *s = rt_json_get_object(job, "summary");
+    double v;
+    if (ctl_total(s, "oom_kills", &v) && v > 0)
+        fprintf(f, "%sthe kernel's OOM killer killed %.0f of its processes: it needed more memory than it was "
+                   "allowed\n", head, v);
+    if (ctl_total(s, "pressure.memory_some_pct", &v) && v >= 10)
+        fprintf(f, "%smemory pressure %.0f %%: it waited for memory that much of the time; it needed more "
+                   "memory than it had\n", head, v);
+    if (ctl_total(s, "throttled_pct", &v) && v >= 10)
+        fprintf(f, "%sthrottled %.0f %% of the time by its CPU quota: it needed more CPU than it was allowed\n",
+                head, v);
+    if (ctl_total(s, "pressure.cpu_some_pct", &v) && v >= 20)
+        fprintf(f, "%sCPU pressure %.0f %%: its processes waited for a CPU that much of the time (more "
+                   "processes than CPUs, or a busy host)\n", head, v);
+    if (ctl_total(s, "pressure.io_some_pct", &v) && v >= 20)
+        fprintf(f, "%sI/O pressure %.0f %%: it waited for storage that much of the time\n", head, v);
+}
+
 void ctl_print_job_summary(FILE *f, struct json_object *job)
 {
     struct json_object *s = rt_json_get_object(job, "summary");
@@ -45,9 +100,8 @@ void ctl_print_job_summary(FILE *f, struct json_object *job)
     ctl_fmt_duration(b1, sizeof(b1), ctl_total0(s, "cpu_secs"));
     fprintf(f, "  CPU      %s in total, %.2f cores on average, %.2f at peak\n", b1, ctl_total0(s, "avg_cores"),
             ctl_total0(s, "peak_cores"));
-    ctl_fmt_bytes(b1, sizeof(b1), ctl_total0(s, "peak_rss_bytes"));
-    ctl_fmt_bytes(b2, sizeof(b2), ctl_total0(s, "peak_pss_bytes"));
-    fprintf(f, "  Memory   peak RSS %s, peak PSS %s\n", b1, b2);
+    ctl_print_job_memory(f, "  Memory   ", job);
+    fputc('\n', f);
     ctl_fmt_bytes(b1, sizeof(b1), ctl_total0(s, "disk_read_bytes"));
     ctl_fmt_bytes(b2, sizeof(b2), ctl_total0(s, "disk_write_bytes"));
     fprintf(f, "  Disk     read %s, written %s\n", b1, b2);
@@ -59,6 +113,7 @@ void ctl_print_job_summary(FILE *f, struct json_object *job)
             fprintf(f, ", %.1f J", v);
         fprintf(f, "\n");
     }
+    ctl_print_job_kernel(f, "  Note     ", job);
     struct json_object *up = rt_json_get_object(job, "upload");
     if (up) {
         const char *run = rt_json_get_string(up, "run_id"), *err = rt_json_get_string(up, "last_error");

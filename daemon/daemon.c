@@ -385,8 +385,8 @@ static void reload(struct rt_daemon *d)
         rt_notify_ready();
         return;
     }
-    uint32_t changed = rt_config_diff(&d->cfg, &next.cfg);
-    uint32_t waiting = rt_config_adopt(&d->cfg, &next.cfg);
+    uint64_t changed = rt_config_diff(&d->cfg, &next.cfg);
+    uint64_t waiting = rt_config_adopt(&d->cfg, &next.cfg);
     rt_log_set_level(d->cfg.log_level);
     resolve_admin_group(d);
     rt_process_fit_descriptors(d->cfg.max_connections);
@@ -502,12 +502,17 @@ int rt_daemon_run(struct rt_daemon *d)
     rt_jobs_init(&d->jobs);
     d->state.dir_fd = d->state.jobs_fd = -1;
     d->roots.proc_fd = d->roots.sys_fd = -1;
+    for (int i = 0; i < RT_CG_NHIER; i++)
+        d->cg_host.m[i].fd = -1;
 
     int r = rt_roots_open(&d->roots, d->cfg.proc_root, d->cfg.sys_root);
     if (r < 0) {
         rt_err("cannot open %s or %s: %s", d->cfg.proc_root, d->cfg.sys_root, strerror(-r));
         goto out;
     }
+    /* Without the hierarchies every job is a process tree: tracking goes on. */
+    if ((r = rt_cg_host_open(&d->cg_host, &d->roots)) < 0)
+        rt_warn("cannot read the cgroup hierarchies: %s; jobs are process trees", strerror(-r));
     /* The socket before the state: a second daemon started at the same time
      * stops here, before it reads job files the first one is writing. */
     d->listen_fd = rt_listen_fd_from_systemd(d->cfg.socket_path);
@@ -532,6 +537,7 @@ int rt_daemon_run(struct rt_daemon *d)
     struct rt_sampler_opts so = {
         .interval_secs = d->cfg.interval_secs,
         .roots = &d->roots,
+        .cg_host = &d->cg_host,
         .with_pss = true,
         .stall_file = getenv("RESOURCE_TRACKERD_TEST_STALL_FILE"),
         .retention_max_age_secs = d->cfg.retention_max_age_secs,
@@ -598,6 +604,7 @@ out:
         close(tfd);
     rt_state_dir_close(&d->state);
     rt_jobs_free(&d->jobs);
+    rt_cg_host_close(&d->cg_host);
     rt_roots_close(&d->roots);
     return rc;
 }

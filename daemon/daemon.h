@@ -5,6 +5,7 @@
 #include "facts/cloud.h"
 #include "facts/hostinfo.h"
 #include "collect/roots.h"
+#include "cgroup/hier.h"
 #include "config/config.h"
 #include "jobs/jobs.h"
 #include "sampler/sampler.h"
@@ -22,6 +23,7 @@ struct rt_daemon {
     char config_path[PATH_MAX];     /* "" when none */
     struct rt_config_overrides overrides; /* command-line flags, re-applied on reload */
     struct rt_roots roots;
+    struct rt_cg_host cg_host;      /* the host's cgroup hierarchies (mode NONE: none) */
     struct rt_state_dir state;
     struct rt_jobs jobs;
     struct rt_sampler *sampler;

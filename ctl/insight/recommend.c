@@ -26,7 +26,7 @@ void insight_recommend(const struct insight_stats *c, struct insight_rec *out)
 {
     double cpus = insight_round_half_even(insight_fig(c, "avg_cores"));
     out->cpus = cpus >= 1 ? (unsigned)cpus : 1;
-    out->memory_mib = insight_round_memory(insight_fig(c, "peak_pss_bytes") / 1048576.0 * 1.2);
+    out->memory_mib = insight_round_memory(insight_memory_peak(c) / 1048576.0 * 1.2);
     out->gpus = 0;
     out->vram_mib = 0;
     double gpu_peak = insight_fig(c, "gpu_peak_usage"), vram_peak = insight_fig(c, "gpu_peak_vram_bytes");

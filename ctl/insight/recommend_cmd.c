@@ -47,7 +47,7 @@ int ctl_insight_recommend_line(struct rt_vl_client *c, struct json_object *job, 
 static void print_row(const char *label, const struct insight_stats *s, bool gpu)
 {
     char pss[32], vram[32];
-    ctl_fmt_bytes(pss, sizeof(pss), insight_fig(s, "peak_pss_bytes"));
+    ctl_fmt_bytes(pss, sizeof(pss), insight_memory_peak(s));
     printf("  %-12s %10.2f %12s", label, insight_fig(s, "avg_cores"), pss);
     if (gpu) {
         ctl_fmt_bytes(vram, sizeof(vram), insight_fig(s, "gpu_peak_vram_bytes"));
@@ -69,7 +69,7 @@ static void print_people(const struct insight_analysis *a)
         printf("this run only (%s)\n",
                name ? "no earlier ended runs with its name" : "no name to find earlier runs by");
     bool gpu = insight_has_gpu(&a->combined);
-    printf("  %-12s %10s %12s", "", "mean cores", "peak PSS");
+    printf("  %-12s %10s %12s", "", "mean cores", "peak memory");
     if (gpu)
         printf(" %10s %12s", "peak GPUs", "peak VRAM");
     printf("\n");
@@ -85,7 +85,7 @@ static void print_people(const struct insight_analysis *a)
     char buf[512];
     insight_rec_people(&a->rec, buf, sizeof(buf));
     printf("\nNext run: %s\n", buf);
-    printf("  CPUs: the mean cores rounded (at least 1); memory: the peak PSS x 1.2, rounded up\n");
+    printf("  CPUs: the mean cores rounded (at least 1); memory: the peak memory (what it could not do without) x 1.2, rounded up\n");
     if (gpu)
         printf("  GPUs: the peak GPU use rounded (at least 1 if used); VRAM: the peak x 1.2, rounded up\n");
     insight_rec_slurm(&a->rec, buf, sizeof(buf));

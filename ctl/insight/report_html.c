@@ -374,7 +374,7 @@ static void recommendation_section(FILE *f, const struct insight_report *r)
     fputs("<p class=\"big\" id=\"rec-people\">", f);
     html_text(f, buf);
     fputs("</p>\n<p class=\"muted\">", f);
-    fprintf(f, "From %zu run%s: CPUs are the mean cores rounded (at least 1); memory the peak PSS × 1.2 rounded "
+    fprintf(f, "From %zu run%s: CPUs are the mean cores rounded (at least 1); memory the peak memory (what it could not do without) × 1.2 rounded "
                "up to 128, 256, 512, 1024, 2048 MiB or whole GiB",
             a->nhist + 1, a->nhist ? "s" : "");
     if (insight_has_gpu(&a->combined))

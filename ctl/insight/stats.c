@@ -26,6 +26,11 @@ bool insight_has(const struct insight_stats *st, const char *key)
     return st->has_fig[row_of(key)];
 }
 
+double insight_memory_peak(const struct insight_stats *st)
+{
+    return insight_has(st, "memory_peak_bytes") ? insight_fig(st, "memory_peak_bytes") : insight_fig(st, "peak_pss_bytes");
+}
+
 bool insight_has_gpu(const struct insight_stats *st)
 {
     return insight_has(st, "gpu_avg_usage");

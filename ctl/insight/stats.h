@@ -30,6 +30,9 @@ struct insight_stats {
 double insight_fig(const struct insight_stats *st, const char *key);
 bool insight_has(const struct insight_stats *st, const char *key);
 void insight_set(struct insight_stats *st, const char *key, double v);
+/* The memory a run could not do without (memory_peak_bytes; the peak PSS
+ * of runs recorded before it). */
+double insight_memory_peak(const struct insight_stats *st);
 /* The run was sampled on a host with a GPU backend: it has GPU figures. */
 bool insight_has_gpu(const struct insight_stats *st);
 

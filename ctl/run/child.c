@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,6 +88,20 @@ void run_child_exec_result(struct run_child *ch, const char *name)
         ch->exec_errno = 0;
 }
 
+/* The command's peak between samples, while it is a zombie: the kernel's
+ * waitid with WNOWAIT reports its rusage (its own and what it waited for)
+ * without reaping it; the orphans we reaped are in ours. */
+static void note_max_rss(struct run_child *ch)
+{
+    siginfo_t w;
+    struct rusage zombie = {0}, reaped = {0};
+    if (syscall(SYS_waitid, P_PID, ch->pid, &w, WEXITED | WNOWAIT, &zombie) < 0)
+        zombie.ru_maxrss = 0;
+    getrusage(RUSAGE_CHILDREN, &reaped);
+    long kib = zombie.ru_maxrss > reaped.ru_maxrss ? zombie.ru_maxrss : reaped.ru_maxrss;
+    ch->max_rss_bytes = kib > 0 ? (uint64_t)kib * 1024 : 0;
+}
+
 /* Reap the ended children other than the command (adopted orphans); true
  * when the command itself has ended (si filled, left a zombie). */
 static bool reap_orphans(struct run_child *ch, siginfo_t *si)
@@ -96,6 +112,7 @@ static bool reap_orphans(struct run_child *ch, siginfo_t *si)
             return false;
         if (w.si_pid == ch->pid) {
             *si = w;
+            note_max_rss(ch);
             return true; /* the daemon's final sample still needs the zombie */
         }
         waitpid(w.si_pid, NULL, 0);

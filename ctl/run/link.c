@@ -309,7 +309,7 @@ static bool interrupted(int sfd)
     return stop;
 }
 
-int run_link_finish(struct run_link *l, const siginfo_t *si, int sfd)
+int run_link_finish(struct run_link *l, const siginfo_t *si, int sfd, uint64_t max_rss_bytes)
 {
     uint64_t deadline = ms_from_now(FINISH_WAIT_MS);
     if (!l->up && !l->gone)
@@ -345,6 +345,8 @@ int run_link_finish(struct run_link *l, const siginfo_t *si, int sfd)
             json_object_object_add(p, "exit_code", json_object_new_int64(si->si_status));
         else
             json_object_object_add(p, "signal", json_object_new_int64(si->si_status));
+        if (max_rss_bytes)
+            json_object_object_add(p, "max_rss_bytes", rt_json_u64(max_rss_bytes));
         int e = rt_vl_client_call(&l->ctrl, M("FinishJob"), p, &reply, 30000);
         if (e < 0) {
             json_object_put(reply);

@@ -23,6 +23,7 @@ struct run_child {
     int execerr_r;       /* read end: errno of a failed exec */
     int exec_errno;      /* 0 when the exec worked (or is not known yet) */
     bool exec_known;
+    uint64_t max_rss_bytes; /* once it ended: the largest RSS of it or a process waited for (0: unknown) */
     sigset_t old_mask;
 };
 
@@ -84,7 +85,7 @@ void run_link_service(struct run_link *l, const struct pollfd pfd[2]);
 /* The command ended: FinishJob with its status, reconnecting (bounded) if
  * the daemon is away; stops early on SIGINT/SIGTERM in sfd. 0 when the
  * daemon has the status. */
-int run_link_finish(struct run_link *l, const siginfo_t *si, int sfd);
+int run_link_finish(struct run_link *l, const siginfo_t *si, int sfd, uint64_t max_rss_bytes);
 /* Print the samples still coming, until the daemon ends the stream. */
 void run_link_drain(struct run_link *l);
 void run_link_close(struct run_link *l);

@@ -105,8 +105,10 @@ static struct json_object *start_params(struct run *r, pid_t pid, int64_t startt
 {
     struct json_object *p = json_object_new_object();
     json_object_object_add(p, "pid", json_object_new_int64(pid));
-    /* We are the command's parent and its orphans' subreaper (run/child.c). */
+    /* We are the command's parent and its orphans' subreaper (run/child.c);
+     * it waits, held, for the daemon to put it in a cgroup of its own. */
     json_object_object_add(p, "adopt_orphans", json_object_new_boolean(1));
+    json_object_object_add(p, "own_cgroup", json_object_new_boolean(1));
     json_object_object_add(p, "start_time", json_object_new_int64(starttime));
     if (r->meta.job_name)
         json_object_object_add(p, "name", json_object_new_string(r->meta.job_name));
@@ -250,7 +252,7 @@ int ctl_run(struct ctl *ctl, int argc, char **argv)
     siginfo_t si = {0};
     supervise(&r, &ch, &l, &si);
     /* The command ended but is not reaped: the daemon still sees the zombie. */
-    int frc = run_link_finish(&l, &si, ch.sfd);
+    int frc = run_link_finish(&l, &si, ch.sfd, ch.max_rss_bytes);
     rc = run_child_reap(&ch);
     if (frc == 0)
         run_link_drain(&l);

@@ -1,6 +1,8 @@
 /* status: the host's live figures, or a job's summary, metadata and last sample. */
 #include "verbs/verbs.h"
 
+#include <string.h>
+
 #include "live/follow.h"
 
 #include <stdint.h>
@@ -152,8 +154,10 @@ static void print_job(struct json_object *j, struct json_object *last)
     printf("\n");
     ctl_fmt_time(started, sizeof(started), dbl(j, "started_at"));
     ctl_fmt_duration(dur, sizeof(dur), dbl(s, "duration_secs"));
-    printf("Owner    %s, root pid %lld\n", ctl_fmt_user(i64(j, "owner_uid"), user, sizeof(user)),
-           (long long)i64(j, "pid"));
+    printf("Owner    %s", ctl_fmt_user(i64(j, "owner_uid"), user, sizeof(user)));
+    if (i64(j, "pid"))
+        printf(", root pid %lld", (long long)i64(j, "pid"));
+    printf("\n");
     printf("Started  %s, ran %s, %lld samples every %.3gs\n", started, dur, (long long)i64(s, "samples"),
            dbl(j, "interval_secs"));
     print_metadata(md);
@@ -163,21 +167,23 @@ static void print_job(struct json_object *j, struct json_object *last)
     if (cpu)
         printf(", last %.2f", dbl(cpu, ctl_fig_json("cores_used")));
     printf("\n");
-    ctl_fmt_bytes(b1, sizeof(b1), ctl_total0(s, "peak_rss_bytes"));
-    ctl_fmt_bytes(b2, sizeof(b2), ctl_total0(s, "peak_pss_bytes"));
-    printf("Memory   peak RSS %s, peak PSS %s", b1, b2);
-    if (cpu) {
-        ctl_fmt_bytes(b1, sizeof(b1), dbl(cpu, ctl_fig_json("rss_bytes")) * 1048576.0);
-        printf(", last RSS %s", b1);
+    ctl_print_job_memory(stdout, "Memory   ", j);
+    double now;
+    if (cpu && rt_json_get_double(cpu, ctl_fig_json("mem_bytes"), &now)) {
+        ctl_fmt_bytes(b1, sizeof(b1), now);
+        printf(", last %s", b1);
     }
     printf("\n");
     ctl_fmt_bytes(b1, sizeof(b1), ctl_total0(s, "disk_read_bytes"));
     ctl_fmt_bytes(b2, sizeof(b2), ctl_total0(s, "disk_write_bytes"));
     printf("Disk     read %s, written %s\n", b1, b2);
-    printf("Children peak %.0f", ctl_total0(s, "peak_children"));
-    if (cpu)
-        printf(", last %lld", (long long)i64(cpu, ctl_fig_json("child_count")));
-    printf("\n");
+    double kids;
+    if (ctl_total(s, "peak_children", &kids)) { /* a process tree's */
+        printf("Children peak %.0f", kids);
+        if (cpu)
+            printf(", last %lld", (long long)i64(cpu, ctl_fig_json("child_count")));
+        printf("\n");
+    }
     double v;
     if (ctl_total(s, "gpu_avg_usage", &v)) {
         ctl_fmt_bytes(b1, sizeof(b1), ctl_total0(s, "gpu_peak_vram_bytes"));
@@ -187,6 +193,12 @@ static void print_job(struct json_object *j, struct json_object *last)
         else
             printf("unknown\n");
     }
+    struct json_object *tr = rt_json_get_object(j, "tracking");
+    const char *kind = rt_json_get_string(tr, "kind"), *cg = rt_json_get_string(tr, "cgroup");
+    const char *why = rt_json_get_string(tr, "why");
+    printf("Tracked  %s%s%s%s%s\n", kind && strcmp(kind, "cgroup") == 0 ? "as the cgroup " : "as a process tree",
+           cg ? cg : "", why ? " (no cgroup: " : "", why ? why : "", why ? ")" : "");
+    ctl_print_job_kernel(stdout, "Note     ", j);
     struct json_object *up = rt_json_get_object(j, "upload");
     if (up) {
         const char *err = rt_json_get_string(up, "last_error");

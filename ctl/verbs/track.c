@@ -1,13 +1,20 @@
-/* start and stop: tracking a process tree that runs already. */
+/* start and stop: tracking a process tree, a cgroup or a container that
+ * runs already. */
 #include "verbs/verbs.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>
 
 static const char start_usage[] =
-    "Usage: resource-trackerctl start [OPTIONS] --pid PID\n"
-    "Track the process tree of an existing process you own as a job; print its id.\n\n"
+    "Usage: resource-trackerctl start [OPTIONS] --pid PID | --cgroup PATH | --container ID\n"
+    "Track what runs already as a job; print its id: the process tree of a process\n"
+    "you own, or a cgroup (its processes, however they started), or a docker or\n"
+    "podman container's cgroup. A cgroup job ends when its cgroup empties.\n\n"
     "  -p, --pid PID           the tree's root process\n"
+    "  --cgroup PATH           a cgroup: a path in the cgroup tree (/system.slice/x.scope)\n"
+    "                          or under its mount (/sys/fs/cgroup/...)\n"
+    "  --container ID          a running container: its id, a unique prefix of 12 or\n"
+    "                          more hex digits, or its name\n"
     "  --name NAME             the job's name, as --job-name\n" CTL_META_USAGE
     "  -f, --format FORMAT     text (the job's id) or json; --json is --format json\n"
     "  -h, --help              this help\n";
@@ -15,6 +22,8 @@ static const char start_usage[] =
 static const struct ctl_opt start_opts[] = {
     {"pid", 'p', "PID", CTL_RULE_PID, CTL_KIND_PID},
     {"name", CTL_OPT_LONG + 1, "NAME", CTL_RULE_NAME, CTL_KIND_NONE},
+    {"cgroup", CTL_OPT_LONG + 2, "PATH", "an absolute cgroup path", CTL_KIND_NONE},
+    {"container", CTL_OPT_LONG + 3, "ID", "a container id, its prefix or name", CTL_KIND_NONE},
     {NULL, 0, NULL, NULL, CTL_KIND_NONE},
 };
 
@@ -31,6 +40,7 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
     struct ctl_meta meta;
     ctl_meta_init(&meta);
     int64_t pid = 0;
+    const char *cgroup = NULL, *container = NULL;
     int rc = RT_EXIT_USAGE;
     struct ctl_args a;
     ctl_args_init(&a, ctl, &ctl_start_spec);
@@ -50,17 +60,27 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
         } else if (o == CTL_OPT_LONG + 1) {
             meta.job_name = optarg;
             ctl_args_source("name", "--name", optarg);
+        } else if (o == CTL_OPT_LONG + 2 && optarg[0] != '/') {
+            ctl_args_invalid(&a, o, optarg);
+            goto out;
+        } else if (o == CTL_OPT_LONG + 2) {
+            cgroup = optarg;
+        } else if (o == CTL_OPT_LONG + 3) {
+            container = optarg;
         }
     }
     if (ctl_args_operands(&a, argc, argv, NULL, 0, 0))
         goto out;
-    if (!pid) {
-        ctl_args_error(&a, "needs --pid PID: the process whose tree to track");
+    if ((pid != 0) + (cgroup != NULL) + (container != NULL) != 1) {
+        ctl_args_error(&a, "needs one of --pid PID, --cgroup PATH, --container ID: what to track");
         goto out;
     }
     ctl_meta_from_env(&meta);
     struct json_object *p = json_object_new_object();
-    json_object_object_add(p, "pid", json_object_new_int64(pid));
+    if (pid)
+        json_object_object_add(p, "pid", json_object_new_int64(pid));
+    else
+        json_object_object_add(p, cgroup ? "cgroup" : "container", json_object_new_string(cgroup ? cgroup : container));
     if (meta.job_name)
         json_object_object_add(p, "name", json_object_new_string(meta.job_name));
     if (meta.interval > 0)
@@ -70,7 +90,7 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
     /* The process, pinned now: the daemon then tracks this one even if it
      * ends and its PID is reused before the call arrives. Without pidfds
      * (kernel < 5.3, seccomp) the daemon goes by the PID. */
-    int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    int pidfd = pid ? (int)syscall(SYS_pidfd_open, (pid_t)pid, 0) : -1;
     if (pidfd >= 0)
         json_object_object_add(p, "pidfd", json_object_new_int(0));
     struct rt_vl_client c = {.fd = -1};

@@ -46,7 +46,7 @@ enum {
     RT_M_NEEDS_MORE = 1 << 1, /* only with "more" (a stream) */
 };
 
-#define RT_METHOD_MAX_PARAMS 12
+#define RT_METHOD_MAX_PARAMS 16
 
 struct rt_call;
 

@@ -1,15 +1,40 @@
 #include "api/job_access.h"
 
 #include "daemon.h"
+#include "proc/procfs.h"
 #include "rt/json.h"
 #include "rt/util.h"
 #include "upload/upload.h"
 
+#include <errno.h>
 #include <string.h>
 
 bool rt_api_can_see(const struct rt_peer *peer, const struct rt_job *j)
 {
     return peer->admin || j->owner_uid == peer->uid;
+}
+
+const char *rt_api_may_track_cgroup(const struct rt_peer *peer, const struct rt_roots *roots,
+                                    const struct rt_cgroup *cg)
+{
+    if (peer->admin)
+        return NULL;
+    uid_t owner;
+    if (rt_cgroup_owner(cg, &owner) < 0 || owner != peer->uid)
+        return "the cgroup is not the caller's (only administrators may track another user's or root's cgroup)";
+    pid_t pids[4096];
+    size_t n = 0;
+    if (rt_cgroup_pids(cg, pids, RT_ARRAY_SIZE(pids), &n) < 0)
+        return "the cgroup holds too many processes to check that they are all the caller's";
+    for (size_t i = 0; i < n; i++) {
+        struct rt_pcreds creds;
+        int r = rt_pcreds_read(roots->proc_fd, pids[i], &creds);
+        if (r == 0 && creds.uid[0] != peer->uid)
+            return "another user's process is in the cgroup";
+        if (r < 0 && r != -ENOENT)
+            return "a process of the cgroup cannot be checked";
+    }
+    return NULL;
 }
 
 static void no_such_job(struct rt_call *c)

@@ -4,6 +4,8 @@
 #define RT_API_JOB_ACCESS_H
 
 #include "api/call.h"
+#include "cgroup/cgroup.h"
+#include "collect/roots.h"
 #include "jobs/jobs.h"
 
 #include <stdbool.h>
@@ -11,6 +13,12 @@
 struct rt_daemon;
 
 bool rt_api_can_see(const struct rt_peer *peer, const struct rt_job *j);
+/* NULL when the caller may track cgroup cg, else why not: administrators
+ * any; a user one they own in every hierarchy whose processes are all
+ * theirs (no other user's process can be seen through it, and only they
+ * and root can put processes in it). */
+const char *rt_api_may_track_cgroup(const struct rt_peer *peer, const struct rt_roots *roots,
+                                    const struct rt_cgroup *cg);
 /* The parameters that name a job: its id, or its name (a name resolves
  * among the caller's jobs, or owner_uid's for an administrator). */
 #define RT_API_JOB_PARAMS \

@@ -4,6 +4,8 @@
 #include "api/job_access.h"
 #include "api/methods.h"
 #include "daemon.h"
+#include "cgroup/container.h"
+#include "jobs/placement.h"
 #include "proc/access.h"
 #include "proc/pidfd.h"
 #include "proc/procfs.h"
@@ -48,14 +50,14 @@ static const char *check_api_url(struct json_object *v)
 
 struct start_args {
     int64_t pid, pidfd, start_time, upload_interval_secs;
-    const char *name, *sentinel_token, *sentinel_api_url;
+    const char *name, *sentinel_token, *sentinel_api_url, *cgroup, *container;
     double interval_secs;
     struct json_object *metadata;
-    bool adopt_orphans;
+    bool adopt_orphans, own_cgroup;
 };
 
 struct finish_args {
-    int64_t id, exit_code, signal;
+    int64_t id, exit_code, signal, max_rss_bytes;
 };
 
 struct list_args {
@@ -90,13 +92,151 @@ static bool same_api_url(const char *a, const char *b)
     return na == nb && strncmp(a, b, na) == 0;
 }
 
+/* What a new job tracks: a root process, pinned, or a cgroup. */
+struct start_target {
+    int pidfd;
+    struct rt_pstat st, reaper;
+    char *cgroup;
+    char *name, *image;            /* a container's, where its runtime says */
+};
+
+/* Pin the process first, then check who it is: a PID reused after the
+ * pidfd was opened shows up as the pidfd becoming readable. The caller's
+ * pidfd, sent with the call, pins the process it meant; one opened here pins
+ * whatever has the PID now, which within the start time's clock tick may be
+ * another. Without pidfd_open (ENOSYS, EPERM from seccomp) the starttime
+ * check remains (poll ignores fd -1); other errors (ESRCH, EINVAL for a
+ * thread) mean no such process. False after replying the error. */
+static bool pin_root(struct rt_call *c, const struct start_args *a, struct start_target *t)
+{
+    struct rt_daemon *d = rt_call_daemon(c);
+    const struct rt_peer *peer = rt_call_peer(c);
+    int64_t pid = a->pid;
+    t->pidfd = rt_call_take_fd(c, "pidfd");
+    pid_t pinned = t->pidfd >= 0 ? rt_pidfd_pid(t->pidfd) : -1;
+    if (t->pidfd == -2 || (t->pidfd >= 0 && pinned != pid && pinned != 0)) {
+        rt_call_invalid_param(c, "pidfd"); /* no descriptor, not a pidfd, or another process's */
+        return false;
+    }
+    if (pinned == 0) { /* the process it pins has exited */
+        no_such_process(c, pid);
+        return false;
+    }
+    if (t->pidfd == -1)
+        t->pidfd = rt_pidfd_open((pid_t)pid);
+    if (t->pidfd < 0 && errno != ENOSYS && errno != EPERM) {
+        no_such_process(c, pid);
+        return false;
+    }
+    struct rt_pcreds creds;
+    struct rt_reader reader = {.all = peer->admin, .uid = peer->uid, .gid = peer->gid};
+    struct pollfd pfd = {.fd = t->pidfd, .events = POLLIN};
+    int readable = 0;
+    if (rt_pstat_read(d->roots.proc_fd, (int32_t)pid, &t->st) < 0 ||
+        rt_pcreds_read(d->roots.proc_fd, (int32_t)pid, &creds) < 0 || t->st.state == 'Z' ||
+        (readable = rt_reader_may_read(&reader, d->roots.proc_fd, (int32_t)pid)) < 0 || poll(&pfd, 1, 0) != 0 ||
+        (rt_call_has(c, "start_time") && (uint64_t)a->start_time != t->st.starttime)) {
+        no_such_process(c, pid);
+        return false;
+    }
+    if (creds.uid[0] != peer->uid && !peer->admin) {
+        rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "the process belongs to another user");
+        return false;
+    }
+    /* The kernel's rule for /proc/PID/io: a process that runs setuid or
+     * setgid, or is not dumpable, is not its user's to read. */
+    if (!readable) {
+        rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied",
+                             "the process runs with other ids than the caller's (setuid or setgid) or is not "
+                             "dumpable: the kernel does not let the caller read it");
+        return false;
+    }
+    /* The caller adopts the root's orphans (a child subreaper): only the
+     * root's parent may, and it must be the caller itself. */
+    if (a->adopt_orphans &&
+        (peer->pid <= 0 || t->st.ppid != peer->pid || rt_pstat_read(d->roots.proc_fd, peer->pid, &t->reaper) < 0)) {
+        rt_call_invalid_param(c, "adopt_orphans");
+        return false;
+    }
+    return true;
+}
+
+static void no_such_cgroup(struct rt_call *c, const char *reason)
+{
+    struct json_object *p = json_object_new_object();
+    json_object_object_add(p, "cgroup", json_object_get(rt_call_object(c, "cgroup")));
+    json_object_object_add(p, "container", json_object_get(rt_call_object(c, "container")));
+    json_object_object_add(p, "reason", json_object_new_string(reason));
+    rt_call_error(c, RT_E_PREFIX "NoSuchCgroup", p);
+}
+
+/* The cgroup named by cgroup or container, and whether the caller may
+ * track it. False after replying the error. */
+static bool find_cgroup(struct rt_call *c, const struct start_args *a, struct start_target *t)
+{
+    struct rt_daemon *d = rt_call_daemon(c);
+    char path[4096];
+    int r;
+    if (d->cg_host.mode == RT_CG_MODE_NONE) {
+        no_such_cgroup(c, "no cgroup file system is mounted");
+        return false;
+    }
+    if (a->container) {
+        struct rt_container ct;
+        r = rt_container_find(&d->cg_host, "/", a->container, &ct);
+        if (r < 0) {
+            no_such_cgroup(c, r == -ENOTUNIQ ? "more than one container matches" : "no running container matches");
+            return false;
+        }
+        rt_strlcpy(path, ct.cgroup, sizeof(path));
+        t->name = ct.name ? rt_xstrdup(ct.name) : NULL;
+        t->image = ct.image ? rt_xstrdup(ct.image) : NULL;
+        rt_container_free(&ct);
+    } else if ((r = rt_cg_path_normalize(&d->cg_host, a->cgroup, path, sizeof(path))) < 0) {
+        rt_call_invalid_param(c, "cgroup");
+        return false;
+    }
+    struct rt_cgroup cg;
+    if ((r = rt_cgroup_open(&cg, &d->cg_host, path)) < 0) {
+        no_such_cgroup(c, strerror(-r));
+        return false;
+    }
+    const char *why = rt_api_may_track_cgroup(rt_call_peer(c), &d->roots, &cg);
+    rt_cgroup_close(&cg);
+    if (why && a->container) { /* names are the runtime's secret: another user's reads as none */
+        no_such_cgroup(c, "no running container matches");
+        return false;
+    }
+    if (why) {
+        rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", why);
+        return false;
+    }
+    t->cgroup = rt_xstrdup(path);
+    return true;
+}
+
+static void start_target_free(struct start_target *t)
+{
+    if (t->pidfd >= 0)
+        close(t->pidfd);
+    free(t->cgroup);
+    free(t->name);
+    free(t->image);
+}
+
 static void m_start_job(struct rt_call *c)
 {
     struct rt_daemon *d = rt_call_daemon(c);
     const struct rt_peer *peer = rt_call_peer(c);
     const struct start_args *a = rt_call_args(c);
-    int64_t pid = a->pid;
-    const char *name = a->name;
+    if (rt_call_has(c, "pid") + rt_call_has(c, "cgroup") + rt_call_has(c, "container") != 1) {
+        rt_call_invalid_param(c, rt_call_has(c, "pid") ? "cgroup" : "pid"); /* exactly one of them */
+        return;
+    }
+    if (a->own_cgroup && !rt_call_has(c, "pid")) {
+        rt_call_invalid_param(c, "own_cgroup");
+        return;
+    }
     double interval = rt_call_has(c, "interval_secs") ? a->interval_secs : d->cfg.interval_secs;
     struct json_object *md = a->metadata;
     if (md && rt_job_metadata_size(md) > RT_JOB_METADATA_MAX) {
@@ -114,62 +254,9 @@ static void m_start_job(struct rt_call *c)
         rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "only administrators may choose the Sentinel API URL");
         return;
     }
-
-    /* Pin the process first, then check who it is: a PID reused after the
-     * pidfd was opened shows up as the pidfd becoming readable. The
-     * caller's pidfd, sent with the call, pins the process it meant; one
-     * opened here pins whatever has the PID now, which within the start
-     * time's clock tick may be another. Without pidfd_open (ENOSYS, EPERM
-     * from seccomp) the starttime check remains (poll ignores fd -1); other
-     * errors (ESRCH, EINVAL for a thread) mean no such process. */
-    _cleanup_close_ int pidfd = rt_call_take_fd(c, "pidfd");
-    pid_t pinned = pidfd >= 0 ? rt_pidfd_pid(pidfd) : -1;
-    if (pidfd == -2 || (pidfd >= 0 && pinned != pid && pinned != 0)) {
-        rt_call_invalid_param(c, "pidfd"); /* no descriptor, not a pidfd, or another process's */
+    _cleanup_(start_target_free) struct start_target t = {.pidfd = -1};
+    if (rt_call_has(c, "pid") ? !pin_root(c, a, &t) : !find_cgroup(c, a, &t))
         return;
-    }
-    if (pinned == 0) { /* the process it pins has exited */
-        no_such_process(c, pid);
-        return;
-    }
-    if (pidfd == -1)
-        pidfd = rt_pidfd_open((pid_t)pid);
-    if (pidfd < 0 && errno != ENOSYS && errno != EPERM) {
-        no_such_process(c, pid);
-        return;
-    }
-    struct rt_pstat st;
-    struct rt_pcreds creds;
-    struct rt_reader reader = {.all = peer->admin, .uid = peer->uid, .gid = peer->gid};
-    struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
-    int readable = 0;
-    if (rt_pstat_read(d->roots.proc_fd, (int32_t)pid, &st) < 0 ||
-        rt_pcreds_read(d->roots.proc_fd, (int32_t)pid, &creds) < 0 || st.state == 'Z' ||
-        (readable = rt_reader_may_read(&reader, d->roots.proc_fd, (int32_t)pid)) < 0 || poll(&pfd, 1, 0) != 0 ||
-        (rt_call_has(c, "start_time") && (uint64_t)a->start_time != st.starttime)) {
-        no_such_process(c, pid);
-        return;
-    }
-    if (creds.uid[0] != peer->uid && !peer->admin) {
-        rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "the process belongs to another user");
-        return;
-    }
-    /* The kernel's rule for /proc/PID/io: a process that runs setuid or
-     * setgid, or is not dumpable, is not its user's to read. */
-    if (!readable) {
-        rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied",
-                             "the process runs with other ids than the caller's (setuid or setgid) or is not "
-                             "dumpable: the kernel does not let the caller read it");
-        return;
-    }
-    /* The caller adopts the root's orphans (a child subreaper): only the
-     * root's parent may, and it must be the caller itself. */
-    struct rt_pstat reaper = {0};
-    if (a->adopt_orphans &&
-        (peer->pid <= 0 || st.ppid != peer->pid || rt_pstat_read(d->roots.proc_fd, peer->pid, &reaper) < 0)) {
-        rt_call_invalid_param(c, "adopt_orphans");
-        return;
-    }
 
     /* A name is a label: jobs of one user or many may share it. */
     rt_jobs_lock(&d->jobs);
@@ -193,7 +280,13 @@ static void m_start_job(struct rt_call *c)
                              r == -EOVERFLOW ? "every job id has been used" : "cannot write to the state directory");
         return;
     }
+    struct rt_placement place = {0};
+    if (a->own_cgroup && (r = rt_place_command(&d->cg_host, &d->roots, &d->cfg, (pid_t)a->pid, id, &place)) < 0) {
+        no_such_process(c, a->pid);
+        return;
+    }
     const char *token = a->sentinel_token;
+    const char *name = a->name ? a->name : t.name;
     struct rt_job *j = rt_job_new();
     j->id = id;
     j->name = name ? rt_xstrdup(name) : NULL;
@@ -201,18 +294,26 @@ static void m_start_job(struct rt_call *c)
     j->owner_uid = peer->uid;
     j->owner_gid = peer->gid;
     j->reads_all = peer->admin;
-    j->pid = (int32_t)pid;
-    j->starttime = st.starttime;
-    j->reaper_pid = reaper.pid;
-    j->reaper_starttime = reaper.starttime;
+    j->pid = (int32_t)a->pid;
+    j->starttime = t.st.starttime;
+    j->reaper_pid = t.reaper.pid;
+    j->reaper_starttime = t.reaper.starttime;
+    j->cgroup = place.cgroup ? place.cgroup : t.cgroup;
+    if (j->cgroup == t.cgroup)
+        t.cgroup = NULL;
+    j->cgroup_made = place.made;
+    j->tracking_why = a->own_cgroup && !place.cgroup ? rt_xstrdup(place.why) : NULL;
     j->state = RT_JOB_RUNNING;
     j->started_at = (double)rt_real_ns() / 1e9;
     j->interval_secs = interval;
     j->metadata = md ? json_object_get(md) : json_object_new_object();
+    if (t.image && !rt_json_get_string(j->metadata, "container_image"))
+        json_object_object_add(j->metadata, "container_image", json_object_new_string(t.image));
     j->metadata_bytes = rt_job_metadata_size(j->metadata);
     /* What a process tree always has: 0, not null, before its first sample. */
-    j->summary.gates = RT_GATE_TREE | RT_GATE_DISK | RT_GATE_MEM;
-    j->pidfd = rt_take_fd(&pidfd);
+    if (!j->cgroup)
+        j->summary.gates = RT_GATE_TREE | RT_GATE_DISK | RT_GATE_MEM;
+    j->pidfd = rt_take_fd(&t.pidfd);
     j->wants_upload = d->upload && (token || d->has_default_token);
     rt_jobs_lock(&d->jobs);
     rt_jobs_add(&d->jobs, j);
@@ -233,6 +334,7 @@ static void m_finish_job(struct rt_call *c)
 {
     struct rt_sreq q0 = {0};
     const struct finish_args *a = rt_call_args(c);
+    q0.max_rss_bytes = (uint64_t)a->max_rss_bytes;
     if (rt_call_has(c, "signal")) {
         q0.has_exit = true;
         q0.signal = (int)a->signal;
@@ -404,7 +506,8 @@ void rt_job_methods_request_done(struct rt_server *srv, struct rt_sreq *q)
 
 static const struct rt_method methods[] = {
     {.name = "StartJob", .fn = m_start_job, .args_size = sizeof(struct start_args),
-     .params = {START(pid, RT_P_INT, .required = true, RT_RANGE(1, INT32_MAX)), START(pidfd, RT_P_FD),
+     .params = {START(pid, RT_P_INT, RT_RANGE(1, INT32_MAX)), START(cgroup, RT_P_STRING),
+                START(container, RT_P_STRING), START(own_cgroup, RT_P_BOOL), START(pidfd, RT_P_FD),
                 START(name, RT_P_STRING, .check = check_name), START(start_time, RT_P_INT),
                 START(interval_secs, RT_P_FLOAT, RT_RANGE(RT_JOB_INTERVAL_MIN, RT_JOB_INTERVAL_MAX)),
                 START(metadata, RT_P_OBJECT, .check = rt_job_metadata_check), START(sentinel_token, RT_P_STRING),
@@ -412,7 +515,7 @@ static const struct rt_method methods[] = {
                 START(upload_interval_secs, RT_P_INT, RT_RANGE(1, 86400)), START(adopt_orphans, RT_P_BOOL)}},
     {.name = "FinishJob", .fn = m_finish_job, .args_size = sizeof(struct finish_args),
      .params = {FINISH(id, RT_P_INT, .required = true), FINISH(exit_code, RT_P_INT, RT_RANGE(0, 255)),
-                FINISH(signal, RT_P_INT, RT_RANGE(1, 64))}},
+                FINISH(signal, RT_P_INT, RT_RANGE(1, 64)), FINISH(max_rss_bytes, RT_P_INT, RT_RANGE(0, INT64_MAX))}},
     {.name = "StopJob", .fn = m_stop_job, .params = {RT_API_JOB_PARAMS}},
     {.name = "ListJobs", .fn = m_list_jobs, .args_size = sizeof(struct list_args),
      .params = {LIST(running_only, RT_P_BOOL), LIST(name, RT_P_STRING),

@@ -322,9 +322,9 @@ int rt_config_reload(const char *path, const struct rt_config_overrides *o, stru
     return 0;
 }
 
-uint32_t rt_config_diff(const struct rt_config *a, const struct rt_config *b)
+uint64_t rt_config_diff(const struct rt_config *a, const struct rt_config *b)
 {
-    uint32_t bits = 0;
+    uint64_t bits = 0;
     for (size_t i = 0; i < rt_config_nkeys; i++) {
         const struct key *k = &rt_config_keys[i];
         const char *pa = (const char *)a + k->offset, *pb = (const char *)b + k->offset;
@@ -341,9 +341,9 @@ uint32_t rt_config_diff(const struct rt_config *a, const struct rt_config *b)
     return bits;
 }
 
-uint32_t rt_config_adopt(struct rt_config *running, const struct rt_config *next)
+uint64_t rt_config_adopt(struct rt_config *running, const struct rt_config *next)
 {
-    uint32_t changed = rt_config_diff(running, next), waiting = 0;
+    uint64_t changed = rt_config_diff(running, next), waiting = 0;
     for (size_t i = 0; i < rt_config_nkeys; i++) {
         const struct key *k = &rt_config_keys[i];
         if (!(changed & k->bit))
@@ -356,7 +356,7 @@ uint32_t rt_config_adopt(struct rt_config *running, const struct rt_config *next
     return waiting;
 }
 
-const char *rt_config_key_name(uint32_t bit)
+const char *rt_config_key_name(uint64_t bit)
 {
     for (size_t i = 0; i < rt_config_nkeys; i++)
         if (rt_config_keys[i].bit == bit)

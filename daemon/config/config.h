@@ -46,6 +46,9 @@ struct rt_config {
     uint64_t spool_max_bytes;
     char s3_endpoint[512];             /* "" = AWS; else path-style S3-compatible store */
     char s3_region[64];                /* region to sign for with s3_endpoint */
+    /* cgroups */
+    bool cgroup_run;                   /* `run` puts its command in a cgroup of its own */
+    char cgroup_parent[PATH_MAX];      /* where the daemon makes them when systemd does not */
     /* logging */
     int log_level;                     /* syslog level */
     /* modes */
@@ -63,43 +66,45 @@ void rt_config_defaults(struct rt_config *c);
 /* One bit per setting: which ones came from the command line, and which
  * ones differ between two configurations (rt_config_diff). */
 enum {
-    RT_CFG_INTERVAL = 1u << 0,
-    RT_CFG_SOCKET_PATH = 1u << 1,
-    RT_CFG_STATE_DIR = 1u << 2,
-    RT_CFG_ADMIN_GROUP = 1u << 3,
-    RT_CFG_LOG_LEVEL = 1u << 4,
-    RT_CFG_RETENTION_MAX_AGE = 1u << 5,
-    RT_CFG_RETENTION_MAX_BYTES = 1u << 6,
-    RT_CFG_MAX_CONNECTIONS = 1u << 7,
-    RT_CFG_MAX_CONNECTIONS_PER_UID = 1u << 8,
-    RT_CFG_MAX_JOBS_PER_UID = 1u << 9,
-    RT_CFG_MAX_MESSAGE_BYTES = 1u << 10,
-    RT_CFG_API_URL = 1u << 11,
-    RT_CFG_UPLOAD_INTERVAL = 1u << 12,
-    RT_CFG_TOKEN_CREDENTIAL = 1u << 13,
-    RT_CFG_SPOOL_MAX_BYTES = 1u << 14,
+    RT_CFG_INTERVAL = 1ull << 0,
+    RT_CFG_SOCKET_PATH = 1ull << 1,
+    RT_CFG_STATE_DIR = 1ull << 2,
+    RT_CFG_ADMIN_GROUP = 1ull << 3,
+    RT_CFG_LOG_LEVEL = 1ull << 4,
+    RT_CFG_RETENTION_MAX_AGE = 1ull << 5,
+    RT_CFG_RETENTION_MAX_BYTES = 1ull << 6,
+    RT_CFG_MAX_CONNECTIONS = 1ull << 7,
+    RT_CFG_MAX_CONNECTIONS_PER_UID = 1ull << 8,
+    RT_CFG_MAX_JOBS_PER_UID = 1ull << 9,
+    RT_CFG_MAX_MESSAGE_BYTES = 1ull << 10,
+    RT_CFG_API_URL = 1ull << 11,
+    RT_CFG_UPLOAD_INTERVAL = 1ull << 12,
+    RT_CFG_TOKEN_CREDENTIAL = 1ull << 13,
+    RT_CFG_SPOOL_MAX_BYTES = 1ull << 14,
     /* command line only */
-    RT_CFG_PROC_ROOT = 1u << 15,
-    RT_CFG_SYS_ROOT = 1u << 16,
-    RT_CFG_USER_MODE = 1u << 17,
-    RT_CFG_EXIT_ON_IDLE = 1u << 18,
-    RT_CFG_S3_ENDPOINT = 1u << 19,
-    RT_CFG_S3_REGION = 1u << 20,
-    RT_CFG_MAX_SAMPLE_RATE_PER_UID = 1u << 21,
-    RT_CFG_RESERVED_CONNECTIONS = 1u << 22,
-    RT_CFG_MAX_BUFFER_PER_UID = 1u << 23,
-    RT_CFG_MAX_BUFFER_TOTAL = 1u << 24,
-    RT_CFG_IDLE_TIMEOUT = 1u << 25,
-    RT_CFG_MESSAGE_TIMEOUT = 1u << 26,
-    RT_CFG_REPLY_TIMEOUT = 1u << 27,
-    RT_CFG_RETENTION_MAX_JOBS = 1u << 28,
+    RT_CFG_PROC_ROOT = 1ull << 15,
+    RT_CFG_SYS_ROOT = 1ull << 16,
+    RT_CFG_USER_MODE = 1ull << 17,
+    RT_CFG_EXIT_ON_IDLE = 1ull << 18,
+    RT_CFG_S3_ENDPOINT = 1ull << 19,
+    RT_CFG_S3_REGION = 1ull << 20,
+    RT_CFG_MAX_SAMPLE_RATE_PER_UID = 1ull << 21,
+    RT_CFG_RESERVED_CONNECTIONS = 1ull << 22,
+    RT_CFG_MAX_BUFFER_PER_UID = 1ull << 23,
+    RT_CFG_MAX_BUFFER_TOTAL = 1ull << 24,
+    RT_CFG_IDLE_TIMEOUT = 1ull << 25,
+    RT_CFG_MESSAGE_TIMEOUT = 1ull << 26,
+    RT_CFG_REPLY_TIMEOUT = 1ull << 27,
+    RT_CFG_RETENTION_MAX_JOBS = 1ull << 28,
+    RT_CFG_CGROUP_RUN = 1ull << 29,
+    RT_CFG_CGROUP_PARENT = 1ull << 30,
 };
 
 /* Command-line flags: the values in .values whose bits are in .set win over
  * the file, at start and again on every reload. */
 struct rt_config_overrides {
     struct rt_config values;
-    uint32_t set;
+    uint64_t set;
 };
 
 /* Read a configuration file, then its drop-ins (PATH.d/NAME.conf in lexical
@@ -134,13 +139,13 @@ int rt_config_reload(const char *path, const struct rt_config_overrides *o, stru
 int rt_config_validate(const struct rt_config *c, char *err, size_t errlen);
 
 /* RT_CFG_* bits of the settings that differ. */
-uint32_t rt_config_diff(const struct rt_config *a, const struct rt_config *b);
+uint64_t rt_config_diff(const struct rt_config *a, const struct rt_config *b);
 /* A reload: copy into running the settings that a running daemon applies at
  * once (the key table says which); the bits of those that differ but wait
  * for a restart are returned. */
-uint32_t rt_config_adopt(struct rt_config *running, const struct rt_config *next);
+uint64_t rt_config_adopt(struct rt_config *running, const struct rt_config *next);
 /* The file key of a single RT_CFG_* bit ("upload.interval"), for messages. */
-const char *rt_config_key_name(uint32_t bit);
+const char *rt_config_key_name(uint64_t bit);
 
 /* Write c in the file's syntax (what --check-config prints); the output
  * loads back to the same configuration. Command-line-only settings are

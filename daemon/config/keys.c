@@ -48,6 +48,9 @@ const struct key rt_config_keys[] = {
      3600 * USEC_PER_SEC, FILE_KEY, "10s", LIVE},
     {IN("limits", "reply_timeout"), K_SECS_UINT, RT_CFG_REPLY_TIMEOUT, F(reply_timeout_secs), USEC_PER_SEC, DAY,
      FILE_KEY, "1min", LIVE},
+    {IN("cgroups", "run"), K_BOOL, RT_CFG_CGROUP_RUN, F(cgroup_run), 0, 0, FILE_KEY, "true", LIVE},
+    {IN("cgroups", "parent"), K_PATH, RT_CFG_CGROUP_PARENT, F(cgroup_parent), 0, 0, FILE_KEY, "/resource-tracker",
+     LIVE},
     {IN("upload", "api_url"), K_URL, RT_CFG_API_URL, F(api_url), 0, 0, FILE_KEY, RT_DEFAULT_API_URL, RESTART},
     {IN("upload", "interval"), K_SECS_UINT, RT_CFG_UPLOAD_INTERVAL, F(upload_interval_secs), USEC_PER_SEC,
      DAY, FILE_KEY, "60s", RESTART},
@@ -67,5 +70,5 @@ const struct key rt_config_keys[] = {
 const size_t rt_config_nkeys = RT_ARRAY_SIZE(rt_config_keys);
 _Static_assert(RT_ARRAY_SIZE(rt_config_keys) <= RT_CONFIG_MAX_KEYS, "raise RT_CONFIG_MAX_KEYS");
 
-const char *const rt_config_groups[] = {"retention", "limits", "upload"};
+const char *const rt_config_groups[] = {"retention", "limits", "cgroups", "upload"};
 const size_t rt_config_ngroups = RT_ARRAY_SIZE(rt_config_groups);

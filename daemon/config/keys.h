@@ -48,7 +48,7 @@ struct key {
     const char *group;   /* NULL: top level */
     const char *name;
     enum kind kind;
-    uint32_t bit;
+    uint64_t bit;
     size_t offset, size;
     uint64_t min, max;   /* usec for durations, bytes for sizes, count */
     enum where where;

@@ -13,7 +13,7 @@
 enum {
     OPT_CONFIG = 1000, OPT_CHECK, OPT_USER, OPT_SOCKET, OPT_STATE, OPT_PROC, OPT_SYS,
     OPT_INTERVAL, OPT_LOG_LEVEL, OPT_LOG_TARGET, OPT_IDLE, OPT_ADMIN_GROUP, OPT_VERSION,
-    OPT_S3_ENDPOINT, OPT_S3_REGION, OPT_RET_AGE, OPT_RET_SIZE, OPT_LOG_FILE,
+    OPT_S3_ENDPOINT, OPT_S3_REGION, OPT_RET_AGE, OPT_RET_SIZE, OPT_LOG_FILE, OPT_SET,
 };
 
 void rt_options_usage(FILE *f)
@@ -42,6 +42,8 @@ void rt_options_usage(FILE *f)
             "  --log-target TARGET     auto, stderr or journal (default auto)\n"
             "  --log-file FILE         once serving, log to FILE (relative: in the state\n"
             "                          directory) in place of stderr, which is then closed\n"
+            "  --set KEY=VALUE         set any configuration key (\"cgroups.run=false\"); like the\n"
+            "                          flags above, it holds over the file and across reloads\n"
             "  -h, --help              show this help\n"
             "  --version               show the version\n"
             "Durations: 1, 0.5, \"500ms\", \"30s\", \"5min\", \"2h\", \"30d\"; sizes: \"64K\", \"1G\".\n");
@@ -77,6 +79,7 @@ int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_optio
         {"admin-group", required_argument, NULL, OPT_ADMIN_GROUP},
         {"s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT},
         {"s3-region", required_argument, NULL, OPT_S3_REGION},
+        {"set", required_argument, NULL, OPT_SET},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -133,6 +136,17 @@ int rt_options_parse(int argc, char **argv, struct rt_daemon *d, struct rt_optio
             if (!*optarg || rt_strlcpy(d->log_file, optarg, sizeof(d->log_file)) >= sizeof(d->log_file))
                 return usage_error("invalid --log-file: %s", optarg);
             break;
+        case OPT_SET: {
+            char key[128];
+            const char *eq = strchr(optarg, '=');
+            if (!eq || eq == optarg || (size_t)(eq - optarg) >= sizeof(key))
+                return usage_error("invalid --set: %s (KEY=VALUE)", optarg);
+            memcpy(key, optarg, (size_t)(eq - optarg));
+            key[eq - optarg] = '\0';
+            if (rt_config_override_set(&d->overrides, key, eq + 1, err, sizeof(err)) < 0)
+                return usage_error("invalid --set: %s", err);
+            break;
+        }
         case 'h': o->help = true; break;
         case OPT_VERSION: o->version = true; break;
         default: return usage_error("unknown option %s", argv[optind - 1]);

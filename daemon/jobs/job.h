@@ -1,9 +1,11 @@
-/* A job: a tracked process tree with its metadata, state and running totals.
+/* A job: a tracked cgroup or process tree (docs/jobs.md) with its metadata,
+ * state and running totals.
  * The registry owns all jobs; fields below "sampler-owned" are touched only
  * by the sampler thread, the rest under the registry lock. */
 #ifndef RT_JOB_H
 #define RT_JOB_H
 
+#include "cgroup/cgroup.h"
 #include "jobs/summary.h"
 #include "proc/ptree.h"
 
@@ -46,8 +48,12 @@ struct rt_job {
      * StartJob, an administrator reading all. */
     gid_t owner_gid;               /* RT_GID_UNKNOWN in records from before */
     bool reads_all;
-    int32_t pid;
+    int32_t pid;                   /* its root process; 0: a cgroup job without one */
     uint64_t starttime;            /* root's starttime, clock ticks since boot */
+    char *cgroup;                  /* a cgroup job's cgroup (normalised path); NULL: a process tree */
+    bool cgroup_made;              /* the daemon made it (run): removed when the job is done with it */
+    char *tracking_why;            /* a command of `run` left a process tree: why */
+    uint64_t memory_limit_bytes;   /* the tightest memory limit over it when it began; 0: none */
     int32_t reaper_pid;            /* the root's parent adopting its orphans (0: none) */
     uint64_t reaper_starttime;
     enum rt_job_state state;
@@ -75,6 +81,13 @@ struct rt_job {
     uint64_t last_timestamp_ms;    /* of its latest sample: the next one is later */
     struct rt_gpu_job *gpu_state;
     double gpu_energy_seen;        /* gpu_state's energy total already counted */
+    /* Its cgroup, or a tree's memory-limited cgroup (its OOM kills), read
+     * with the counters of the last sample; watched for its end (-1:
+     * polled each tick). */
+    struct rt_cgroup cg;
+    bool cg_open;
+    struct rt_cg_figures cg_last;
+    int cg_watch;
 };
 
 /* A job's sampling interval: any value in this range, exactly as asked. */

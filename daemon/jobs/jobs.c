@@ -131,6 +131,7 @@ struct rt_job *rt_job_new(void)
 {
     struct rt_job *j = rt_xcalloc(1, sizeof(*j));
     j->pidfd = -1;
+    j->cg_watch = -1;
     j->owner_gid = RT_GID_UNKNOWN;
     return j;
 }
@@ -141,10 +142,14 @@ void rt_job_free(struct rt_job *j)
         return;
     if (j->pidfd >= 0)
         close(j->pidfd);
-    if (j->tracking)
+    if (j->tracking && !j->cgroup)
         rt_ptree_free(&j->tree);
     free(j->name);
     free(j->name_json);
+    free(j->cgroup);
+    free(j->tracking_why);
+    if (j->cg_open)
+        rt_cgroup_close(&j->cg);
     rt_figlog_unref(j->fig);
     json_object_put(j->metadata);
     rt_job_summary_free(&j->summary);
@@ -188,7 +193,7 @@ static struct json_object *job_json(const struct rt_job *j, double now, bool rec
     add(o, "id", rt_json_u64(j->id));
     add(o, "name", rt_json_string_or_null(j->name));
     add(o, "owner_uid", json_object_new_int64(j->owner_uid));
-    add(o, "pid", json_object_new_int64(j->pid));
+    add(o, "pid", j->pid || record ? json_object_new_int64(j->pid) : NULL);
     add(o, "state", json_object_new_string(rt_job_state_name(j->state)));
     /* The record keeps exact times: durations must not change across a restart. */
     add(o, "started_at", record ? json_object_new_double(j->started_at) : rt_json_double(j->started_at, 3));
@@ -201,6 +206,12 @@ static struct json_object *job_json(const struct rt_job *j, double now, bool rec
     add(o, "interval_secs", rt_json_double(j->interval_secs, 3));
     add(o, "summary", rt_job_summary_json(&j->summary, rt_job_duration(j, now)));
     if (!record) {
+        struct json_object *t = json_object_new_object();
+        add(t, "kind", json_object_new_string(j->cgroup ? "cgroup" : "process-tree"));
+        add(t, "cgroup", rt_json_string_or_null(j->cgroup));
+        add(t, "why", rt_json_string_or_null(j->tracking_why));
+        add(o, "tracking", t);
+        add(o, "memory_limit_bytes", j->memory_limit_bytes ? rt_json_u64(j->memory_limit_bytes) : NULL);
         add(o, "metadata", j->metadata ? json_object_get(j->metadata) : NULL);
         add(o, "current", current_json(j));
         add(o, "upload", NULL);
@@ -216,6 +227,14 @@ static struct json_object *job_json(const struct rt_job *j, double now, bool rec
     /* Exact totals, not the rounded ones of the summary view. */
     add(o, "totals", rt_job_summary_to_record(&j->summary));
     add(o, "wants_upload", json_object_new_boolean(j->wants_upload));
+    if (j->cgroup) {
+        add(o, "cgroup", json_object_new_string(j->cgroup));
+        add(o, "cgroup_made", json_object_new_boolean(j->cgroup_made));
+    }
+    if (j->tracking_why)
+        add(o, "tracking_why", json_object_new_string(j->tracking_why));
+    if (j->memory_limit_bytes)
+        add(o, "memory_limit_bytes", rt_json_u64(j->memory_limit_bytes));
     if (j->owner_gid != RT_GID_UNKNOWN)
         add(o, "owner_gid", json_object_new_int64(j->owner_gid));
     add(o, "reads_all", json_object_new_boolean(j->reads_all));
@@ -263,8 +282,20 @@ struct rt_job *rt_job_from_record(struct json_object *o, const char **repaired)
                                                                                             : RT_GID_UNKNOWN;
     j->reads_all = uid == 0;
     rt_json_get_bool(o, "reads_all", &j->reads_all);
+    const char *cgroup = rt_json_get_string(o, "cgroup");
+    if (pid < 0 || pid > INT32_MAX) {
+        rt_job_free(j);
+        return NULL;
+    }
     j->pid = (int32_t)pid;
     j->starttime = starttime;
+    if (cgroup && cgroup[0] == '/') {
+        j->cgroup = rt_xstrdup(cgroup);
+        rt_json_get_bool(o, "cgroup_made", &j->cgroup_made);
+    }
+    rt_json_get_u64(o, "memory_limit_bytes", &j->memory_limit_bytes);
+    const char *why = rt_json_get_string(o, "tracking_why");
+    j->tracking_why = why ? rt_xstrdup(why) : NULL;
     int64_t rp;
     if (rt_json_get_i64(o, "reaper_pid", &rp) && rp > 0 && rp <= INT32_MAX &&
         rt_json_get_u64(o, "reaper_starttime", &j->reaper_starttime))

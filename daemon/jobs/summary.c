@@ -36,6 +36,16 @@ void rt_job_summary_add(struct rt_job_summary *s, const struct rt_job_figures *f
     }
 }
 
+void rt_job_summary_note_peak(struct rt_job_summary *s, const char *key, uint32_t gate, double v)
+{
+    int row = rt_fig_total_find(key);
+    if (row < 0)
+        return;
+    const struct rt_fig_total *t = &rt_fig_totals[row];
+    rt_fig_set(s, t->type, t->off, fmax(rt_fig_get(s, t->type, t->off), v));
+    s->gates |= gate;
+}
+
 bool rt_job_summary_note_gpus(struct rt_job_summary *s, const char *const *uuids, size_t n)
 {
     bool grew = false;

@@ -15,6 +15,10 @@
 /* The rule: add one sample's figures. */
 void rt_job_summary_add(struct rt_job_summary *s, const struct rt_job_figures *f);
 
+/* A peak seen outside the samples (the root's ru_maxrss): total key is at
+ * least v from now on, and there (gate on). */
+void rt_job_summary_note_peak(struct rt_job_summary *s, const char *key, uint32_t gate, double v);
+
 /* Add GPU UUIDs the job used to its set; true when the set grew (the
  * record is saved then, so that a restart keeps it). */
 bool rt_job_summary_note_gpus(struct rt_job_summary *s, const char *const *uuids, size_t n);

@@ -139,6 +139,10 @@ const struct rt_pinfo *rt_proc_cache_get(struct rt_proc_cache *c, int32_t pid, u
         c->reads++;
         pi->owner_ok = rt_pdump_owner(c->proc_fd, pid, &pi->owner_uid, &pi->owner_gid) == 0;
     }
+    if (todo & RT_PI_HWM) {
+        c->reads++;
+        pi->hwm_ok = rt_phwm_read(c->proc_fd, pid, &pi->hwm_bytes) == 0;
+    }
     if (todo & RT_PI_CREDS) {
         c->reads++;
         pi->creds_ok = rt_pcreds_read(c->proc_fd, pid, &pi->creds) == 0;

@@ -16,17 +16,19 @@ enum {
     RT_PI_KIDS = 1 << 2,
     RT_PI_OWNER = 1 << 3, /* who owns the files of /proc/PID (proc/access.h) */
     RT_PI_CREDS = 1 << 4, /* real, effective and saved ids */
+    RT_PI_HWM = 1 << 5,   /* RSS high-water mark */
 };
 
 struct rt_pinfo {
     struct rt_pstat st;
     unsigned have;        /* RT_PI_* parts already attempted */
-    bool io_ok, pss_ok, owner_ok, creds_ok;
+    bool io_ok, pss_ok, owner_ok, creds_ok, hwm_ok;
     uid_t owner_uid;
     gid_t owner_gid;
     struct rt_pcreds creds;
     uint64_t read_bytes, write_bytes;
     uint64_t pss_bytes;
+    uint64_t hwm_bytes;
     uint64_t pss_cost_ns;     /* CPU time of the smaps_rollup read */
     size_t kids_off, kids_n;
 };

@@ -174,6 +174,29 @@ int rt_pcreds_read(int proc_fd, int32_t pid, struct rt_pcreds *out)
     return rt_pcreds_parse(buf, out);
 }
 
+int rt_phwm_parse(const char *buf, uint64_t *bytes)
+{
+    const char *p = strstr(buf, "\nVmHWM:");
+    if (!p)
+        return -ENODATA;
+    char *end;
+    unsigned long long kib = strtoull(p + 7, &end, 10);
+    if (end == p + 7 || strncmp(end, " kB", 3) != 0 || kib > UINT64_MAX / 1024)
+        return -EINVAL;
+    *bytes = (uint64_t)kib * 1024;
+    return 0;
+}
+
+int rt_phwm_read(int proc_fd, int32_t pid, uint64_t *bytes)
+{
+    char path[32], buf[4096];
+    snprintf(path, sizeof(path), "%d/status", (int)pid);
+    ssize_t n = rt_read_file_at(proc_fd, path, buf, sizeof(buf));
+    if (n < 0)
+        return n == -ESRCH ? -ENOENT : (int)n;
+    return rt_phwm_parse(buf, bytes);
+}
+
 int rt_pdump_owner(int proc_fd, int32_t pid, uid_t *uid, gid_t *gid)
 {
     /* Any file of the process would do (not its directory): stat always exists. */

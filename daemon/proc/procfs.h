@@ -35,6 +35,11 @@ struct rt_pcreds {
 };
 int rt_pcreds_read(int proc_fd, int32_t pid, struct rt_pcreds *out);
 int rt_pcreds_parse(const char *buf, struct rt_pcreds *out);
+/* The process's RSS high-water mark (VmHWM of /proc/PID/status), bytes:
+ * the most resident memory it ever had, peaks between samples included.
+ * -ENODATA for a zombie or a kernel thread (no memory map). */
+int rt_phwm_read(int proc_fd, int32_t pid, uint64_t *bytes);
+int rt_phwm_parse(const char *buf, uint64_t *bytes);
 /* Who owns the files of /proc/PID: the process's effective uid and gid, or
  * root when it is not dumpable (after a setuid or setgid exec, or a change
  * of its ids: the kernel's task_dump_owner). */

@@ -160,6 +160,13 @@ static void walk(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_re
         }
         uint64_t rss = pi->st.rss_pages * (uint64_t)rt_page_size();
         out->rss_bytes += rss;
+        /* Its peak between samples, which no sample of the RSS shows. */
+        pi = rt_proc_cache_get(c, pid, RT_PI_HWM);
+        if (pi->hwm_ok) {
+            out->hwm_known = true;
+            if (pi->hwm_bytes > out->max_hwm_bytes)
+                out->max_hwm_bytes = pi->hwm_bytes;
+        }
         if (t->with_pss)
             out->pss_bytes += p->readable ? pss_of(t, c, p, &pi, rss, now, out) : rss;
         if (p->readable)

@@ -73,6 +73,8 @@ struct rt_ptree_result {
     uint64_t d_utime, d_stime;  /* clock ticks in this interval */
     uint64_t d_read_bytes, d_write_bytes;
     uint64_t rss_bytes, pss_bytes;
+    uint64_t max_hwm_bytes;   /* the largest RSS high-water mark of its processes */
+    bool hwm_known;           /* at least one was read */
     uint32_t pss_reads;       /* smaps_rollup files read for this scan */
     uint32_t unreadable;      /* processes the reader may not read */
 };

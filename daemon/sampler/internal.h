@@ -61,6 +61,9 @@ struct rt_sampler {
     unsigned ended_since_retention; /* a pass follows within a second */
     bool stall_logged;
     bool pidfd_warned;
+    int inotify_fd;             /* the cgroup jobs' cgroup.events watches */
+    pid_t *cg_pids;             /* a cgroup job's processes, for its GPU use */
+    size_t cg_pids_cap;
 };
 
 /* mailbox.c: requests from the main thread, events to it. */
@@ -79,6 +82,7 @@ enum rt_end_reason {
     RT_END_ROOT_EXITED, /* seen through the pidfd */
     RT_END_REPORTED,    /* FinishJob from the root's parent */
     RT_END_STOPPED,     /* StopJob */
+    RT_END_CGROUP_EMPTY, /* a cgroup job without a root: its cgroup emptied or went */
 };
 void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q);
 void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reason why, bool has_exit,
@@ -96,6 +100,17 @@ void rt_sampler_job_stored(struct rt_sampler *s, struct rt_job *j);
 /* A new host sample (its text, as published): job samples are made from it. */
 void rt_sampler_host_stored(struct rt_sampler *s, const struct rt_rcstr *text);
 void rt_sampler_save_record(struct rt_sampler *s, struct rt_job *j, bool sync);
+
+/* cgroup_job.c: a cgroup job's cgroup (or a tree's memory-limited one,
+ * for its OOM kills). */
+int rt_cgroup_job_begin(struct rt_sampler *s, struct rt_job *j, char *err, size_t errlen);
+void rt_cgroup_job_end(struct rt_sampler *s, struct rt_job *j);
+/* A cgroup job without a root whose cgroup emptied or went. */
+bool rt_cgroup_job_ended(struct rt_sampler *s, struct rt_job *j);
+/* Its figures since the last sample into f; false when the cgroup is gone. */
+bool rt_cgroup_job_figures(struct rt_sampler *s, struct rt_job *j, double elapsed, struct rt_job_figures *f);
+/* Its processes into s->cg_pids; 0 or -errno. */
+int rt_cgroup_job_pids(struct rt_sampler *s, struct rt_job *j, size_t *n);
 
 /* retention.c */
 void rt_sampler_retention(struct rt_sampler *s);

@@ -66,43 +66,56 @@ void rt_sampler_job_stored(struct rt_sampler *s, struct rt_job *j)
     s->ended_since_retention++;
 }
 
-/* The figures of one sample of the job: its tree's over the interval
- * (elapsed seconds), its GPU use and its share of the GPUs' energy. */
-static struct rt_job_figures job_figures(struct rt_job *j, const struct rt_ptree_result *r, double elapsed,
-                                         double ncpu, const struct rt_process_gpu *g,
-                                         const struct rt_gpu_job_summary *gs)
+/* A process tree's figures over the interval. */
+static void tree_figures(const struct rt_ptree_result *r, struct rt_job_figures *f)
 {
     double tck = (double)rt_clk_tck();
-    struct rt_job_figures f = {
-        .interval_ms = (uint64_t)llround(elapsed * 1000.0),
-        .gates = RT_GATE_TREE | RT_GATE_DISK | RT_GATE_MEM | (g->present ? RT_GATE_GPU : 0) |
-                 (gs->has_energy ? RT_GATE_GPU_ENERGY : 0),
-        .child_count = r->nprocs ? r->nprocs - 1 : 0,
-        .utime_secs = (double)r->d_utime / tck,
-        .stime_secs = (double)r->d_stime / tck,
-        .rss_bytes = r->rss_bytes,
-        .pss_bytes = r->pss_bytes,
-        .mem_bytes = r->pss_bytes, /* a tree's memory is its PSS: shared pages counted once */
-        .disk_read_bytes = r->d_read_bytes,
-        .disk_write_bytes = r->d_write_bytes,
-        .gpu_usage = g->usage,
-        .gpu_utilized = g->utilized,
-        .gpu_vram_bytes = (uint64_t)(g->vram_mib * (double)RT_MIB), /* exact: vram_mib is bytes / 2^20 */
-        .gpu_energy_joules = gs->energy_joules - j->gpu_energy_seen,
-    };
+    f->gates |= RT_GATE_TREE | RT_GATE_DISK | RT_GATE_MEM | (r->hwm_known ? RT_GATE_HWM : 0);
+    f->child_count = r->nprocs ? r->nprocs - 1 : 0;
+    f->utime_secs = (double)r->d_utime / tck;
+    f->stime_secs = (double)r->d_stime / tck;
+    f->rss_bytes = r->rss_bytes;
+    f->pss_bytes = r->pss_bytes;
+    f->mem_bytes = r->pss_bytes; /* a tree's memory is its PSS: shared pages counted once */
+    f->mem_hwm_bytes = r->max_hwm_bytes;
+    f->disk_read_bytes = r->d_read_bytes;
+    f->disk_write_bytes = r->d_write_bytes;
+}
+
+/* What every job's sample has: its cores, GPU use and share of the GPUs'
+ * energy; then all at the precision the store keeps. */
+static void finish_figures(struct rt_job *j, double elapsed, double ncpu, const struct rt_process_gpu *g,
+                           const struct rt_gpu_job_summary *gs, struct rt_job_figures *f)
+{
+    f->interval_ms = (uint64_t)llround(elapsed * 1000.0);
+    f->gates |= (g->present ? RT_GATE_GPU : 0) | (gs->has_energy ? RT_GATE_GPU_ENERGY : 0);
+    f->gpu_usage = g->usage;
+    f->gpu_utilized = g->utilized;
+    f->gpu_vram_bytes = (uint64_t)(g->vram_mib * (double)RT_MIB); /* exact: vram_mib is bytes / 2^20 */
+    f->gpu_energy_joules = gs->energy_joules - j->gpu_energy_seen;
     /* CPU times move in clock ticks: over a few ms, one tick would read as
-     * several cores. No tree uses more cores than the host has. */
-    f.cores_used = (f.utime_secs + f.stime_secs) / fmax(elapsed, RT_CORES_MIN_SPAN_SECS);
-    if (ncpu >= 1 && f.cores_used > ncpu)
-        f.cores_used = ncpu;
-    /* At the precision the store keeps. */
+     * several cores. No job uses more cores than the host has. */
+    f->cores_used = (f->utime_secs + f->stime_secs) / fmax(elapsed, RT_CORES_MIN_SPAN_SECS);
+    if (ncpu >= 1 && f->cores_used > ncpu)
+        f->cores_used = ncpu;
     for (size_t i = 0; i < rt_fig_nsamples; i++) {
         const struct rt_fig_sample *row = &rt_fig_samples[i];
         if (row->type == RT_FT_F64)
-            rt_fig_set(&f, row->type, row->off, rt_figures_round(rt_fig_get(&f, row->type, row->off), row->places));
+            rt_fig_set(f, row->type, row->off, rt_figures_round(rt_fig_get(f, row->type, row->off), row->places));
     }
-    j->gpu_energy_seen += f.gpu_energy_joules; /* what is rounded off now counts next time */
-    return f;
+    j->gpu_energy_seen += f->gpu_energy_joules; /* what is rounded off now counts next time */
+}
+
+/* A cgroup job's root, when it has one: alive, or a zombie telling its
+ * exit status (the process tree itself is not read). */
+static void root_state(struct rt_sampler *s, const struct rt_job *j, struct rt_ptree_result *r)
+{
+    const struct rt_pinfo *pi = j->pid > 0 ? rt_proc_cache_get(&s->cache, j->pid, 0) : NULL;
+    if (!pi || pi->st.starttime != j->starttime)
+        return;
+    r->root_alive = true;
+    r->root_zombie = pi->st.state == 'Z';
+    r->root_exit_status = r->root_zombie ? pi->st.exit_code : -1;
 }
 
 static struct rt_rcstr *sample_text(struct rt_sampler *s, const struct rt_job_sample *js, bool csv)
@@ -119,12 +132,33 @@ static struct rt_rcstr *sample_text(struct rt_sampler *s, const struct rt_job_sa
 bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struct rt_ptree_result *r)
 {
     rt_sampler_begin_scan(s, fresh);
-    rt_ptree_scan(&j->tree, &s->cache, r);
+    struct rt_job_figures f = {0};
+    const int32_t *pids = j->tree.pids;
+    size_t npids = j->tree.npids;
     uint64_t now = rt_mono_ns();
     double elapsed = (double)(now - j->last_sample_mono_ns) / 1e9;
     if (elapsed <= 0)
         elapsed = 1e-3;
     j->last_sample_mono_ns = now;
+    if (j->cgroup) {
+        memset(r, 0, sizeof(*r));
+        r->root_exit_status = -1;
+        root_state(s, j, r);
+        rt_cgroup_job_figures(s, j, elapsed, &f);
+        /* Its processes only where their GPU use is wanted. */
+        if (s->sample.has_gpu_backend && rt_cgroup_job_pids(s, j, &npids) == 0)
+            pids = (const int32_t *)s->cg_pids;
+        else
+            npids = 0;
+        r->nprocs = rt_cg_has(&j->cg_last, RT_CGF_PIDS) ? (uint32_t)j->cg_last.pids_current : (uint32_t)npids;
+    } else {
+        rt_ptree_scan(&j->tree, &s->cache, r);
+        tree_figures(r, &f);
+        if (j->cg_open)
+            rt_cgroup_job_figures(s, j, elapsed, &f); /* the OOM kills of its memory-limited cgroup */
+        pids = j->tree.pids;
+        npids = j->tree.npids;
+    }
     const struct rt_sample *sm = &s->sample;
     double ncpu = sm->cpu.n_cores ? (double)sm->cpu.n_cores : (double)sysconf(_SC_NPROCESSORS_ONLN);
     /* No two samples of a job share a timestamp: a final sample right after
@@ -138,10 +172,10 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
         j->gpu_energy_seen = 0;
     }
     struct rt_process_gpu g;
-    rt_gpu_job_usage(s->gpu, j->gpu_state, j->tree.pids, j->tree.npids, elapsed, &g);
+    rt_gpu_job_usage(s->gpu, j->gpu_state, pids, npids, elapsed, &g);
     struct rt_gpu_job_summary gs;
     rt_gpu_job_summary(j->gpu_state, &gs);
-    struct rt_job_figures f = job_figures(j, r, elapsed, ncpu, &g, &gs);
+    finish_figures(j, elapsed, ncpu, &g, &gs, &f);
 
     bool kept = j->fig && rt_samples_append(&s->state->samples, j->fig, &f, timestamp_ms);
     struct rt_job_sample js = {.job_id = j->id, .name_json = j->name_json, .pid = j->pid,

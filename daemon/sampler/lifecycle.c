@@ -2,6 +2,8 @@
  * on the sampler thread, at the main thread's request or when the root exits. */
 #include "sampler/internal.h"
 
+#include "cgroup/make.h"
+
 #include "rt/util.h"
 #include "system/log.h"
 #include "upload/upload.h"
@@ -104,7 +106,9 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
         close(j->pidfd);
         j->pidfd = -1;
     }
-    rt_ptree_free(&j->tree);
+    if (!j->cgroup)
+        rt_ptree_free(&j->tree);
+    rt_cgroup_job_end(s, j);
     rt_gpu_job_free(j->gpu_state);
     j->gpu_state = NULL;
     j->tracking = false;
@@ -121,7 +125,7 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
 /* Begin tracking: baseline, storage, pidfd watch. */
 static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *err, size_t errlen)
 {
-    if (j->pidfd < 0) {
+    if (j->pidfd < 0 && j->pid > 0) {
         j->pidfd = pidfd_open_(j->pid);
         int e = j->pidfd < 0 ? errno : 0;
         /* ENOSYS/EPERM: kernels before 5.3, seccomp profiles that predate it,
@@ -138,26 +142,42 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
     }
     rt_sampler_begin_scan(s, true);
     struct rt_reader reader = {.all = j->reads_all, .uid = j->owner_uid, .gid = j->owner_gid};
-    if (rt_ptree_init(&j->tree, &s->cache, j->pid, j->starttime, s->o.with_pss, &reader) < 0) {
+    int r = 0;
+    const struct rt_pinfo *root = j->cgroup && j->pid > 0 ? rt_proc_cache_get(&s->cache, j->pid, 0) : NULL;
+    bool root_gone = j->pid > 0 && (!root || root->st.starttime != j->starttime);
+    if (!j->cgroup && rt_ptree_init(&j->tree, &s->cache, j->pid, j->starttime, s->o.with_pss, &reader) < 0) {
         snprintf(err, errlen, "process %d has exited", (int)j->pid);
-        close(j->pidfd);
-        j->pidfd = -1;
-        return -ESRCH;
+        r = -ESRCH;
+    } else if (j->cgroup && root_gone && resume) { /* a cgroup job's root pins it as a tree's does */
+        snprintf(err, errlen, "process %d has exited", (int)j->pid);
+        r = -ESRCH;
+    } else if ((r = rt_cgroup_job_begin(s, j, err, errlen)) < 0 && !j->cgroup) {
+        r = 0; /* a tree is tracked without its cgroup's OOM kills */
     }
-    if (j->reaper_pid > 0)
+    if (r < 0) {
+        if (!j->cgroup)
+            rt_ptree_free(&j->tree);
+        if (j->pidfd >= 0)
+            close(j->pidfd);
+        j->pidfd = -1;
+        return r;
+    }
+    if (j->reaper_pid > 0 && !j->cgroup)
         rt_ptree_set_reaper(&j->tree, j->reaper_pid, j->reaper_starttime);
     j->tracking = true;
     if (!resume) {
         rt_jobs_lock(s->jobs);
         struct json_object *rec = rt_job_to_record(j);
         rt_jobs_unlock(s->jobs);
-        int r = rt_state_dir_create_job(s->state, j->id, rec, j->metadata);
+        r = rt_state_dir_create_job(s->state, j->id, rec, j->metadata);
         json_object_put(rec);
         if (r >= 0)
             j->record_bytes = (uint64_t)r;
         if (r < 0) {
             snprintf(err, errlen, "cannot write the job to the state directory: %s", strerror(-r));
-            rt_ptree_free(&j->tree);
+            if (!j->cgroup)
+                rt_ptree_free(&j->tree);
+            rt_cgroup_job_end(s, j);
             j->tracking = false;
             return r;
         }
@@ -224,6 +244,8 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
             break;
         }
         /* It ended while we were away: the last sample tells when, roughly. */
+        if (j->cgroup_made && s->o.cg_host)
+            rt_cg_remove(s->o.cg_host, j->cgroup); /* when empty; processes left in it keep it */
         double last = rt_state_dir_samples_mtime(s->state, j->id);
         rt_jobs_lock(s->jobs);
         j->state = RT_JOB_LOST;
@@ -244,6 +266,11 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
         if (!j) {
             q->result = -ENOENT;
             break;
+        }
+        if (q->max_rss_bytes) { /* a peak between samples that the root's parent saw */
+            rt_jobs_lock(s->jobs);
+            rt_job_summary_note_peak(&j->summary, "memory_peak_bytes", RT_GATE_MEM, (double)q->max_rss_bytes);
+            rt_jobs_unlock(s->jobs);
         }
         if (j->tracking) {
             rt_sampler_end_job(s, j, q->type == RT_SREQ_STOP ? RT_END_STOPPED : RT_END_REPORTED, q->has_exit,

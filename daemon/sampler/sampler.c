@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -140,8 +141,13 @@ static void tick(struct rt_sampler *s)
     host_tick(s, host_due);
     for (size_t i = 0; i < s->nactive;) {
         struct rt_job *j = s->active[i];
-        if (j->pidfd < 0 && root_ended(s, j)) {
+        if (j->pid > 0 && j->pidfd < 0 && root_ended(s, j)) {
             rt_sampler_end_job(s, j, RT_END_ROOT_EXITED, false, 0, 0); /* moves the last job into slot i */
+            continue;
+        }
+        /* A cgroup in v1 only has no cgroup.events to watch: asked each tick. */
+        if (j->cg_watch < 0 && rt_cgroup_job_ended(s, j)) {
+            rt_sampler_end_job(s, j, RT_END_CGROUP_EMPTY, false, 0, 0);
             continue;
         }
         i++;
@@ -171,6 +177,23 @@ static void tick(struct rt_sampler *s)
     atomic_store(&s->heartbeat, now);
 }
 
+/* A watched cgroup.events changed (or the cgroup went): cgroup jobs whose
+ * cgroup emptied end now. */
+static void cgroups_changed(struct rt_sampler *s)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    while (read(s->inotify_fd, buf, sizeof(buf)) > 0) {
+    }
+    for (size_t i = 0; i < s->nactive;) {
+        struct rt_job *j = s->active[i];
+        if (j->cg_watch >= 0 && rt_cgroup_job_ended(s, j)) {
+            rt_sampler_end_job(s, j, RT_END_CGROUP_EMPTY, false, 0, 0); /* moves the last job into slot i */
+            continue;
+        }
+        i++;
+    }
+}
+
 static void *run(void *arg)
 {
     struct rt_sampler *s = arg;
@@ -192,6 +215,8 @@ static void *run(void *arg)
                 uint64_t exp;
                 if (read(s->timer_fd, &exp, sizeof(exp)) > 0)
                     due = true;
+            } else if (p == &s->inotify_fd) {
+                cgroups_changed(s);
             } else {
                 struct rt_job *j = p;
                 if (j->tracking)
@@ -219,12 +244,15 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
     s->req_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     s->out_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    s->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     struct epoll_event req = {.events = EPOLLIN, .data.ptr = &s->req_efd};
     struct epoll_event timer = {.events = EPOLLIN, .data.ptr = &s->timer_fd};
+    struct epoll_event cgroups = {.events = EPOLLIN, .data.ptr = &s->inotify_fd};
     /* rt_sampler_start() reports it. */
-    if (s->epfd < 0 || s->req_efd < 0 || s->out_efd < 0 || s->timer_fd < 0 ||
+    if (s->epfd < 0 || s->req_efd < 0 || s->out_efd < 0 || s->timer_fd < 0 || s->inotify_fd < 0 ||
         epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->req_efd, &req) < 0 ||
-        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->timer_fd, &timer) < 0)
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->timer_fd, &timer) < 0 ||
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->inotify_fd, &cgroups) < 0)
         s->setup_errno = errno;
     rt_proc_cache_init(&s->cache, o->roots->proc_fd);
     rt_sample_init(&s->sample);
@@ -359,7 +387,8 @@ void rt_sampler_free(struct rt_sampler *s)
     rt_host_sampler_free(s->host);
     rt_gpu_collector_free(s->gpu);
     rt_proc_cache_free(&s->cache);
-    int fds[] = {s->epfd, s->req_efd, s->out_efd, s->timer_fd};
+    free(s->cg_pids);
+    int fds[] = {s->epfd, s->req_efd, s->out_efd, s->timer_fd, s->inotify_fd};
     for (size_t i = 0; i < RT_ARRAY_SIZE(fds); i++)
         if (fds[i] >= 0)
             close(fds[i]);

@@ -5,6 +5,7 @@
 #ifndef RT_SAMPLER_H
 #define RT_SAMPLER_H
 
+#include "cgroup/hier.h"
 #include "collect/roots.h"
 #include "jobs/jobs.h"
 #include "sampler/rcstr.h"
@@ -27,6 +28,7 @@ struct rt_sreq {
     uint64_t job_id;
     bool has_exit;
     int exit_code, signal;
+    uint64_t max_rss_bytes;   /* FINISH: the root's wait4 ru_maxrss, 0 unknown */
     /* START: upload settings (token wiped and freed after use) */
     char *token, *api_url;
     unsigned upload_interval_secs;
@@ -57,6 +59,7 @@ struct rt_sevt {
 struct rt_sampler_opts {
     double interval_secs;
     const struct rt_roots *roots;
+    const struct rt_cg_host *cg_host; /* the host's cgroup hierarchies (NULL: none) */
     bool with_pss;               /* read smaps_rollup for PSS */
     const char *stall_file;      /* test hook: stall ticks while this file exists */
     uint64_t retention_max_age_secs;

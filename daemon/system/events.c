@@ -178,16 +178,16 @@ void rt_event_daemon_stopped(const char *reason, uint64_t uptime_usec)
 }
 
 /* "a b c" for the keys of bits. */
-static void key_list(uint32_t bits, char *buf, size_t size)
+static void key_list(uint64_t bits, char *buf, size_t size)
 {
     size_t len = 0;
     buf[0] = '\0';
-    for (uint32_t bit = 1; bit && len < size; bit <<= 1)
+    for (uint64_t bit = 1; bit && len < size; bit <<= 1)
         if (bits & bit)
             len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? " " : "", rt_config_key_name(bit));
 }
 
-void rt_event_config_reloaded(const char *path, uint32_t changed, uint32_t waiting)
+void rt_event_config_reloaded(const char *path, uint64_t changed, uint64_t waiting)
 {
     struct rec r = {.priority = LOG_INFO};
     char keys[512], later[512];

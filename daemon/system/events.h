@@ -91,7 +91,7 @@ void rt_event_daemon_started(const struct rt_event_daemon *d);
 void rt_event_daemon_stopped(const char *reason, uint64_t uptime_usec);
 /* changed: RT_CFG_* bits that differ from the running configuration;
  * waiting: those of them that apply at the next restart. */
-void rt_event_config_reloaded(const char *path, uint32_t changed, uint32_t waiting);
+void rt_event_config_reloaded(const char *path, uint64_t changed, uint64_t waiting);
 void rt_event_config_rejected(const char *path, const char *error);
 void rt_event_job_started(const struct rt_event_job *job);
 void rt_event_job_finished(const struct rt_event_job *job, const struct rt_event_job_end *end);

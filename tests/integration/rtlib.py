@@ -131,8 +131,13 @@ class Connection:
 class Daemon:
     """resource-trackerd in the foreground on a private socket and state dir."""
 
-    def __init__(self, interval=0.2, args=(), state_dir=None, env=None):
+    def __init__(self, interval=0.2, args=(), state_dir=None, env=None, cgroups=True):
         self.tmp = tempfile.mkdtemp(prefix="rt-test-")
+        # run's cgroups under a parent of this daemon's own (daemons of tests
+        # running at once number their jobs alike), removed by cleanup();
+        # cgroups=False: run tracks process trees.
+        self.cgroups = cgroups
+        self.cgroup_parent = "/rt-test-" + os.path.basename(self.tmp)
         os.chmod(self.tmp, 0o755)
         self.socket = os.path.join(self.tmp, "rt.sock")
         self.state_dir = state_dir or os.path.join(self.tmp, "state")
@@ -143,12 +148,22 @@ class Daemon:
         self.proc = None
         self.logs = []
 
+    def _cgroup_args(self):
+        """This daemon's cgroups keys, unless the test's own file sets them."""
+        if "--config" in self.args:
+            with open(self.args[self.args.index("--config") + 1]) as f:
+                if "cgroups:" in f.read():
+                    return []
+        return ["--set", "cgroups.run=%s" % ("true" if self.cgroups else "false"),
+                "--set", "cgroups.parent=" + self.cgroup_parent]
+
     def start(self):
         self.log = open(self.log_path, "ab")
         # interval=None: no --interval, the configuration file's (or the default) applies.
         cmd = [DAEMON, "--socket", self.socket, "--state-dir", self.state_dir,
                "--log-target", "stderr", "--log-level", "debug"] + \
-            (["--interval", str(self.interval)] if self.interval is not None else []) + self.args
+            (["--interval", str(self.interval)] if self.interval is not None else []) + \
+            self._cgroup_args() + self.args
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=self.env)
         wait_for(self._ready, timeout=20, what="the daemon's socket")
         return self
@@ -207,7 +222,25 @@ class Daemon:
             self.proc.kill()
             self.proc.wait()
             self.log.close()
+        remove_cgroup(self.cgroup_parent)
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+CGROUP_ROOTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/cpuacct",
+                "/sys/fs/cgroup/blkio", "/sys/fs/cgroup/pids")
+
+
+def remove_cgroup(path):
+    """rmdir a cgroup and the empty ones below it in every hierarchy."""
+    for root in CGROUP_ROOTS:
+        top = root + path
+        if not os.path.isdir(top) or not os.path.exists(os.path.join(top, "cgroup.procs")):
+            continue
+        for d, _, _ in sorted(os.walk(top), key=lambda w: -w[0].count("/")):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
 
 
 _shared_copies = {}
@@ -260,9 +293,11 @@ class DaemonTest(unittest.TestCase):
     interval = 0.2
     daemon_args = ()
     daemon_env = None
+    cgroups = True
 
     def setUp(self):
-        self.d = Daemon(interval=self.interval, args=self.daemon_args, env=self.daemon_env).start()
+        self.d = Daemon(interval=self.interval, args=self.daemon_args, env=self.daemon_env,
+                        cgroups=self.cgroups).start()
 
     def tearDown(self):
         try:
@@ -295,10 +330,11 @@ class UsersDaemonTest(UsersTest):
     start it differently."""
 
     interval = 0.2
+    cgroups = True
 
     @classmethod
     def daemon(cls):
-        return Daemon(interval=cls.interval)
+        return Daemon(interval=cls.interval, cgroups=cls.cgroups)
 
     @classmethod
     def setUpClass(cls):

@@ -152,6 +152,23 @@ class CheckConfig(Files):
         self.assertEqual(v["retention.max_size"], '"64M"')
         self.assertEqual(v["upload.s3_region"], '"us-east-2"')
 
+    def test_set_overrides_any_key_and_refuses_a_bad_one(self):
+        path = self.conf('cgroups: { run = true; parent = "/a"; };\nlimits: { max_jobs_per_user = 5; };\n')
+        rc, out, err = run_daemon("--check-config", "--config", path, "--set", "cgroups.run=false",
+                                  "--set", "cgroups.parent=/b", "--set", "limits.max_jobs_per_user=7")
+        self.assertEqual((rc, err), (0, ""))
+        v = config_values(out)
+        self.assertEqual((v["cgroups.run"], v["cgroups.parent"], v["limits.max_jobs_per_user"]),
+                         ("false", '"/b"', "7"))
+        for arg, why in (("cgroups.run", "KEY=VALUE"), ("=x", "KEY=VALUE"),
+                         ("no.such=1", "unknown key 'no.such'"),
+                         ("limits.max_jobs_per_user=many", "limits.max_jobs_per_user: ")):
+            with self.subTest(arg=arg):
+                rc, out, err = run_daemon("--check-config", "--config", path, "--set", arg)
+                self.assertEqual((rc, out), (2, ""))
+                self.assertIn("invalid --set: ", err)
+                self.assertIn(why, err)
+
     def test_a_flag_does_not_hide_a_bad_file(self):
         # The file is checked as a whole even where a flag would replace the key.
         _, text, line, message = BAD_FILES[3]
