@@ -199,19 +199,29 @@ static int start_message(sd_bus *bus, sd_bus_message **msg, const char *unit, co
     return r;
 }
 
-int rt_sd_start_scope(enum rt_sd_manager m, const char *unit, const char *slice, const char *description,
-                      const pid_t *pids, size_t npids, unsigned flags, uint64_t timeout_usec, char **cgroup,
-                      char **why)
+/* What both calls begin with: no answers yet, the arguments checked, the
+ * deadline, the manager. */
+static int begin(enum rt_sd_manager m, bool valid, uint64_t timeout_usec, char **cgroup, char **why,
+                 uint64_t *deadline, sd_bus **bus)
 {
     *cgroup = NULL;
     if (why)
         *why = NULL;
-    size_t n = unit ? strlen(unit) : 0;
-    if (n <= 6 || strcmp(unit + n - 6, ".scope") != 0 || npids == 0)
+    if (!valid)
         return -EINVAL;
-    uint64_t deadline = now_usec() + timeout_usec;
+    *deadline = now_usec() + timeout_usec;
+    return connect_manager(m, bus);
+}
+
+int rt_sd_start_scope(enum rt_sd_manager m, const char *unit, const char *slice, const char *description,
+                      const pid_t *pids, size_t npids, unsigned flags, uint64_t timeout_usec, char **cgroup,
+                      char **why)
+{
+    size_t n = unit ? strlen(unit) : 0;
+    bool valid = n > 6 && strcmp(unit + n - 6, ".scope") == 0 && npids > 0;
+    uint64_t deadline;
     sd_bus *bus;
-    int r = connect_manager(m, &bus);
+    int r = begin(m, valid, timeout_usec, cgroup, why, &deadline, &bus);
     if (r < 0)
         return r;
     struct job_wait w = {0};
@@ -268,14 +278,9 @@ int rt_sd_start_scope(enum rt_sd_manager m, const char *unit, const char *slice,
 
 int rt_sd_unit_cgroup(enum rt_sd_manager m, const char *unit, uint64_t timeout_usec, char **cgroup, char **why)
 {
-    *cgroup = NULL;
-    if (why)
-        *why = NULL;
-    if (!unit || !cgroup_interface(unit))
-        return -EINVAL;
-    uint64_t deadline = now_usec() + timeout_usec;
+    uint64_t deadline;
     sd_bus *bus;
-    int r = connect_manager(m, &bus);
+    int r = begin(m, unit && cgroup_interface(unit), timeout_usec, cgroup, why, &deadline, &bus);
     if (r < 0)
         return r;
     r = read_cgroup(bus, unit, deadline, cgroup, why);
