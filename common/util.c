@@ -181,6 +181,24 @@ ssize_t rt_read_str_at(int dirfd, const char *path, char *buf, size_t size)
     return len ? (ssize_t)len : -ENODATA;
 }
 
+void rt_unescape_octal(char *s)
+{
+    s = strchr(s, '\\');
+    if (!s)
+        return;
+    char *w = s;
+    for (const char *r = s; *r;) {
+        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+            r[3] <= '7') {
+            *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+            r += 4;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+}
+
 bool rt_dir_has_entries_at(int dirfd, const char *path)
 {
     int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -91,14 +91,9 @@ static int walk(int dir, int depth, int *budget, int (*visit)(int dir, void *ctx
     int rc = visit(dir, ctx);
     if (rc != 0)
         return rc;
-    int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        rc = errno == ENOENT ? -ENODEV : -errno;
-        if (fd >= 0)
-            close(fd);
-        return rc;
-    }
+    DIR *d = rt_opendir_sub(dir, ".");
+    if (!d)
+        return errno == ENOENT ? -ENODEV : -errno;
     struct dirent *de;
     while (rc == 0 && (de = readdir(d))) {
         if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)

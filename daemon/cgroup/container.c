@@ -98,13 +98,9 @@ static void search_level(struct search *s, int dir, const char *pat, char *path,
             close(fd);
         return;
     }
-    int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
+    DIR *d = rt_opendir_sub(dir, ".");
+    if (!d)
         return;
-    }
     struct dirent *de;
     while ((de = readdir(d)) && s->n < MAX_HITS) {
         size_t n = strlen(de->d_name);
@@ -236,12 +232,11 @@ static size_t manager_uids(const struct rt_cg_host *h, uid_t *uids, size_t max)
     size_t n = 0;
     for (enum rt_cg_hier w = RT_CG_V2; w <= RT_CG_MEMORY && n == 0; w++) {
         int fd = rt_cg_open_dir(h, w, "/user.slice");
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-            if (fd >= 0)
-                close(fd);
+        DIR *d = fd >= 0 ? rt_opendir_sub(fd, ".") : NULL;
+        if (fd >= 0)
+            close(fd);
+        if (!d)
             continue;
-        }
         struct dirent *de;
         unsigned u;
         char tail[16];

@@ -20,22 +20,6 @@ const char *rt_cg_hier_name(enum rt_cg_hier hier)
     return (unsigned)hier < RT_CG_NHIER ? hier_names[hier] : "?";
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape(char *s)
-{
-    char *w = s;
-    for (char *r = s; *r; w++) {
-        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
-            r[3] <= '7') {
-            *w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-            r += 4;
-        } else {
-            *w = *r++;
-        }
-    }
-    *w = '\0';
-}
-
 /* Whether the comma-separated list has the item. */
 static bool has_option(const char *list, const char *item)
 {
@@ -96,8 +80,8 @@ static void mount_line(struct rt_cg_host *h, const struct rt_roots *roots, char 
     if (!super)
         return;
     char *root = f[3], *point = f[4];
-    unescape(root);
-    unescape(point);
+    rt_unescape_octal(root);
+    rt_unescape_octal(point);
     if (strcmp(type, "cgroup2") == 0) {
         take(h, roots, RT_CG_V2, root, point);
         return;
@@ -168,26 +152,35 @@ static const char *below(const char *path, const char *prefix)
     return path + n;
 }
 
+int rt_cg_path_next(const char **p, char name[256])
+{
+    const char *s = *p + strspn(*p, "/"), *e = strchrnul(s, '/');
+    if (s == e)
+        return 0;
+    if ((size_t)(e - s) > 255)
+        return -ENAMETOOLONG;
+    memcpy(name, s, (size_t)(e - s));
+    name[e - s] = '\0';
+    *p = e;
+    return 1;
+}
+
 /* Append the components of s to out ("/a/b"), refusing "." and "..". */
 static int append_components(const char *s, char *out, size_t size, size_t *len)
 {
-    for (const char *p = s; *p;) {
-        while (*p == '/')
-            p++;
-        if (!*p)
-            break;
-        const char *e = strchrnul(p, '/');
-        size_t n = (size_t)(e - p);
-        if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+    char name[256];
+    int r;
+    while ((r = rt_cg_path_next(&s, name)) > 0) {
+        size_t n = strlen(name);
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
             return -EINVAL;
         if (*len + 1 + n + 1 > size)
             return -ENAMETOOLONG;
         out[(*len)++] = '/';
-        memcpy(out + *len, p, n);
+        memcpy(out + *len, name, n);
         *len += n;
-        p = e;
     }
-    return 0;
+    return r;
 }
 
 int rt_cg_path_normalize(const struct rt_cg_host *h, const char *in, char *out, size_t size)
@@ -234,26 +227,19 @@ int rt_cg_open_dir(const struct rt_cg_host *h, enum rt_cg_hier hier, const char 
     int fd = openat(h->m[hier].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    for (const char *p = rel; *p;) {
-        while (*p == '/')
-            p++;
-        if (!*p)
-            break;
-        const char *e = strchrnul(p, '/');
-        char name[256];
-        if ((size_t)(e - p) >= sizeof(name)) {
-            close(fd);
-            return -ENAMETOOLONG;
-        }
-        memcpy(name, p, (size_t)(e - p));
-        name[e - p] = '\0';
+    char name[256];
+    int r;
+    while ((r = rt_cg_path_next(&rel, name)) > 0) {
         int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int e2 = errno;
+        int e = errno;
         close(fd);
         if (next < 0)
-            return -e2;
+            return -e;
         fd = next;
-        p = e;
+    }
+    if (r < 0) {
+        close(fd);
+        return r;
     }
     return fd;
 }

@@ -67,6 +67,11 @@ const char *rt_cg_hier_name(enum rt_cg_hier hier);
  * with "." or ".." components, -ENAMETOOLONG when out is too small. */
 int rt_cg_path_normalize(const struct rt_cg_host *h, const char *in, char *out, size_t size);
 
+/* The components of a path one by one: the next one's name into name
+ * (NUL-terminated), *p moved past it. 1; 0 at the end; -ENAMETOOLONG for a
+ * component longer than NAME_MAX. */
+int rt_cg_path_next(const char **p, char name[256]);
+
 /* The part of cgroup `path` (normalised) below the mount of `hier`: "" for
  * the mounted subtree's root, "/a/b" below it; NULL when the hierarchy is
  * not mounted or the path lies outside its subtree. */

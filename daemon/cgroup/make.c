@@ -70,19 +70,10 @@ static int make_one(const struct rt_cg_host *h, enum rt_cg_hier hier, const char
     int cur = openat(h->m[hier].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (cur < 0)
         return -errno;
-    int rc = 0;
-    for (const char *p = rel; *p && rc == 0;) {
-        while (*p == '/')
-            p++;
-        const char *e = strchrnul(p, '/');
-        bool last = e[strspn(e, "/")] == '\0';
-        char name[256];
-        if ((size_t)(e - p) >= sizeof(name)) {
-            rc = -ENAMETOOLONG;
-            break;
-        }
-        memcpy(name, p, (size_t)(e - p));
-        name[e - p] = '\0';
+    int rc;
+    char name[256];
+    while ((rc = rt_cg_path_next(&rel, name)) > 0) {
+        bool last = rel[strspn(rel, "/")] == '\0';
         if (hier == RT_CG_V2)
             enable_controllers(cur);
         bool made = mkdirat(cur, name, 0755) == 0;
@@ -97,7 +88,8 @@ static int make_one(const struct rt_cg_host *h, enum rt_cg_hier hier, const char
             rc = -errno;
         close(cur);
         cur = next;
-        p = e;
+        if (rc < 0)
+            break;
     }
     if (cur >= 0)
         close(cur);
@@ -109,13 +101,9 @@ static int remove_below(int dir, int depth)
 {
     if (depth > REMOVE_DEPTH)
         return -ELOOP;
-    int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
+    DIR *d = rt_opendir_sub(dir, ".");
+    if (!d)
         return errno == ENOENT ? 0 : -errno;
-    }
     int rc = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -159,14 +147,19 @@ static int remove_one(const struct rt_cg_host *h, enum rt_cg_hier hier, const ch
     return rc;
 }
 
+/* path normalised into norm; -EINVAL for the root, which is no one's to make or remove. */
+static int below_root(const struct rt_cg_host *h, const char *path, char norm[4096])
+{
+    int rc = rt_cg_path_normalize(h, path, norm, 4096);
+    return rc < 0 ? rc : strcmp(norm, "/") == 0 ? -EINVAL : 0;
+}
+
 int rt_cg_make(const struct rt_cg_host *h, const char *path)
 {
     char norm[4096];
-    int rc = rt_cg_path_normalize(h, path, norm, sizeof(norm));
+    int rc = below_root(h, path, norm);
     if (rc < 0)
         return rc;
-    if (strcmp(norm, "/") == 0)
-        return -EINVAL;
     bool any = false;
     for (size_t k = 0; k < RT_ARRAY_SIZE(targets); k++) {
         if (!target(h, k))
@@ -220,11 +213,9 @@ int rt_cg_attach(const struct rt_cgroup *cg, pid_t pid)
 int rt_cg_remove(const struct rt_cg_host *h, const char *path)
 {
     char norm[4096];
-    int rc = rt_cg_path_normalize(h, path, norm, sizeof(norm));
+    int rc = below_root(h, path, norm);
     if (rc < 0)
         return rc;
-    if (strcmp(norm, "/") == 0)
-        return -EINVAL;
     for (int i = 0; i < RT_CG_NHIER; i++) {
         int r = remove_one(h, (enum rt_cg_hier)i, norm);
         if (rc == 0)

@@ -17,7 +17,8 @@ struct rt_cg_paths {
 /* A process's cgroups from PROC/PID/cgroup (under roots->proc): the v2
  * "0::PATH" line and the v1 lines of the memory, cpuacct, cpu, blkio and
  * pids controllers ("4:memory:PATH", "3:cpu,cpuacct:PATH"), as normalised
- * paths. The first line of a hierarchy counts (cgroup names may hold a
+ * paths; a cgroup outside our cgroup namespace ("/../x") is left out. The
+ * first line of a hierarchy counts (cgroup names may hold a
  * newline: a later line could be forged, an earlier one cannot). -ENOENT
  * (ESRCH) when the process is gone. Free with rt_cg_paths_free. */
 int rt_cg_pid_paths(const struct rt_roots *roots, pid_t pid, struct rt_cg_paths *out);

@@ -458,25 +458,6 @@ static bool parse_num(const char *p, const char *end, uint64_t *out)
     return true;
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape_octal(char *s)
-{
-    s = strchr(s, '\\');
-    if (!s)
-        return;
-    char *w = s;
-    for (const char *r = s; *r;) {
-        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
-            r[3] <= '7') {
-            *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-            r += 4;
-        } else {
-            *w++ = *r++;
-        }
-    }
-    *w = '\0';
-}
-
 static bool is_under(const char *path, const char *dir)
 {
     size_t n = strlen(dir);
@@ -588,11 +569,11 @@ static void read_mounts(struct rt_disk_collector *c)
         uint32_t dev;
         uint64_t key = mkdevnum(maj, min);
         if (!lookup_devnum(c, key, &dev)) {
-            unescape_octal(src);
+            rt_unescape_octal(src);
             if (!lookup_source(c, src, &dev, &key))
                 continue; /* most lines: not on a disk of ours */
         }
-        unescape_octal(mp);
+        rt_unescape_octal(mp);
         if (virtual_mount_point(mp))
             continue;
         if (!seen_key(c, key))

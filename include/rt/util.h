@@ -36,6 +36,10 @@ int rt_read_u64_at(int dirfd, const char *path, uint64_t *out);
  * value returns -ENODATA. */
 ssize_t rt_read_str_at(int dirfd, const char *path, char *buf, size_t size);
 
+/* Undo /proc/self/mountinfo's escapes in place: space, tab, newline and
+ * backslash are written \ooo there. */
+void rt_unescape_octal(char *s);
+
 /* Whether dirfd/path is a directory holding any entry. Names starting with a
  * dot do not count (sysfs has none; fixture trees keep empty dirs that way). */
 bool rt_dir_has_entries_at(int dirfd, const char *path);

@@ -5,7 +5,14 @@
  * task/TID/children, ...), read through struct rt_roots as the sampler
  * does: two host samples (rates need a previous one) written as JSON, read
  * back and written as CSV; then every process found read whole, and the
- * tree of PID 1 scanned twice, as root and as a user. */
+ * tree of PID 1 scanned twice, as root and as a user; then the cgroup layer
+ * (daemon/cgroup/) on the hierarchies of the input's mountinfo: the cgroups
+ * of PID 1 and 42, their limits and owners, each of them and the root
+ * opened and read, and the container "web". Nothing is written. */
+#include "cgroup/cgroup.h"
+#include "cgroup/classify.h"
+#include "cgroup/container.h"
+#include "cgroup/place.h"
 #include "collect/host_sampler.h"
 #include "fuzz_tree.h"
 #include "proc/access.h"
@@ -114,6 +121,58 @@ static void processes(const struct rt_roots *roots)
     rt_proc_cache_free(&c);
 }
 
+static void read_cgroup(const struct rt_cg_host *h, const char *path)
+{
+    struct rt_cgroup cg;
+    if (rt_cgroup_open(&cg, h, path) < 0)
+        return;
+    char again[4096];
+    if (rt_cg_path_normalize(NULL, cg.path, again, sizeof(again)) < 0 || strcmp(again, cg.path) != 0) {
+        fprintf(stderr, "an opened cgroup's path is not normalised: %s\n", cg.path);
+        abort();
+    }
+    struct rt_cg_figures f;
+    for (int i = 0; i < 2; i++)
+        rt_cgroup_read(&cg, &f);
+    rt_cgroup_populated(&cg);
+    pid_t pids[64];
+    size_t n;
+    uid_t uid;
+    rt_cgroup_pids(&cg, pids, RT_ARRAY_SIZE(pids), &n);
+    rt_cgroup_owner(&cg, &uid);
+    rt_cgroup_close(&cg);
+}
+
+static void cgroups(const struct rt_roots *roots)
+{
+    struct rt_cg_host h;
+    if (rt_cg_host_open(&h, roots) < 0)
+        return;
+    static const pid_t pids[] = {1, 42};
+    for (size_t i = 0; i < RT_ARRAY_SIZE(pids); i++) {
+        struct rt_cg_paths p;
+        if (rt_cg_pid_paths(roots, pids[i], &p) < 0)
+            continue;
+        struct rt_cg_limits l;
+        rt_cg_limits_of(&h, &p, &l);
+        rt_cg_limits_free(&l);
+        for (int k = 0; k < RT_CG_NHIER; k++) {
+            struct rt_cg_class c;
+            if (!p.path[k])
+                continue;
+            if (rt_cg_classify(p.path[k], &c) != RT_CG_KIND_NONE && c.len > strlen(p.path[k]))
+                abort();
+            read_cgroup(&h, p.path[k]);
+        }
+        rt_cg_paths_free(&p);
+    }
+    read_cgroup(&h, "/");
+    struct rt_container c;
+    if (rt_container_find(&h, work, "web", &c) == 0)
+        rt_container_free(&c);
+    rt_cg_host_close(&h);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (rt_fuzz_tree_copy(template_, work) < 0)
@@ -126,6 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rt_roots_open(&roots, proc, sys) == 0) {
         host(&roots);
         processes(&roots);
+        cgroups(&roots);
         rt_roots_close(&roots);
     }
     rt_fuzz_tree_remove(work);

@@ -6,6 +6,8 @@
 
 The request and config seeds are written from this script; the procfs seeds
 from this machine's /proc and /sys (one process's files as PID 1 and 42);
+the cgroup seeds from the fixture trees of tests/fixtures/cgroup (a host's
+mountinfo and cgroup files, a process's /proc/PID/cgroup as PID 1 and 42);
 the state seeds from STATE_DIR, a daemon's state directory (stop the daemon,
 or kill it for files as a crash leaves them), when given: seed-NAME (default
 "daemon") and seed-NAME-jobs-only ("jobs-only" for "daemon"). The seeds
@@ -17,6 +19,7 @@ two bytes of length (little-endian), the content."""
 
 import json
 import os
+import re
 import struct
 import sys
 
@@ -103,6 +106,30 @@ def procfs_seeds():
             write("procfs", "host-" + path.replace("/", "-"), rec("proc/" + path, f.read()))
 
 
+def cgroup_seeds():
+    fixtures = os.path.join(HERE, "..", "fixtures", "cgroup")
+    pids = {"hybrid": ("300", "301"), "v2": ("100", "101"), "v1": ("500", "500")}
+    for host, (one, other) in pids.items():
+        out = []
+        for root, _, names in os.walk(os.path.join(fixtures, host)):
+            for n in sorted(names):
+                full = os.path.join(root, n)
+                rel = os.path.relpath(full, os.path.join(fixtures, host))
+                # fuzz_tree.h's paths: [A-Za-z0-9._-/], at most 8 levels
+                if not re.fullmatch(r"[A-Za-z0-9._/-]+", rel) or rel.count("/") >= 8:
+                    continue
+                rel = re.sub(r"^proc/%s/" % one, "proc/1/", re.sub(r"^proc/%s/" % other, "proc/42/", rel))
+                with open(full, "rb") as f:
+                    out.append(rec(rel, f.read()))
+        if host == "v2":  # docker's state of the container "web"
+            for root, _, names in os.walk(os.path.join(fixtures, "state", "var")):
+                for n in names:
+                    full = os.path.join(root, n)
+                    with open(full, "rb") as f:
+                        out.append(rec(os.path.relpath(full, os.path.join(fixtures, "state")), f.read()))
+        write("procfs", "cgroup-" + host, b"".join(out))
+
+
 def state_seeds(state, name="daemon"):
     out = []
     for root, _, names in os.walk(state):
@@ -120,5 +147,6 @@ if __name__ == "__main__":
     request_seeds()
     config_seeds()
     procfs_seeds()
+    cgroup_seeds()
     if len(sys.argv) > 1:
         state_seeds(*sys.argv[1:3])

@@ -14,7 +14,9 @@
 #   C. the real resource-trackerd, enabled by the README's command, with
 #      resource-trackerctl as root and as an unprivileged user: READY/STATUS,
 #      job records, socket activation, the watchdog, reload and drop-ins;
-#   D. the Prometheus exporter through its socket unit and the textfile mode.
+#   D. the Prometheus exporter through its socket unit and the textfile mode;
+#   E. transient scopes through sd-bus (tests/tools/rt_sdscope), on the system
+#      manager and on a user's.
 # Skips (77) when not root or without systemd-nspawn or git; the root file
 # system is built once by make-rootfs.sh and cached, with the apt archives
 # (/var/cache/resource-tracker-tests).
@@ -154,7 +156,7 @@ ct_run "$root" "${apt_cache[@]}" --bind-ro="$work/pkg":/opt/rt-pkg --chdir=/opt/
   bash -euo pipefail -c "$yes; $install; apt-get install -qq $standin_pkgs; rm /etc/apt/apt.conf.d/90rt-test-yes" \
   >"$work/install.log" 2>&1 || { tail -n 40 "$work/install.log"; fail "$install"; }
 ct_run "$root" -- dpkg-query -W libconfig9 >/dev/null 2>&1 || fail "Depends did not bring libconfig9"
-cp "$RT_TOOLS_DIR/rt_service_standin" "$work/"
+cp "$RT_TOOLS_DIR/rt_service_standin" "$RT_TOOLS_DIR/rt_sdscope" "$work/"
 
 step "boot"
 ct_boot "$root" "$work" || fail "boot"
@@ -280,4 +282,8 @@ source "$here/scenarios-daemon.sh"
 # ---------------------------------------------------------------- D
 step "D: the Prometheus exporter"
 source "$here/scenarios-metrics.sh"
+
+# ---------------------------------------------------------------- E
+step "E: transient scopes"
+source "$here/scenarios-cgroup.sh"
 echo ok

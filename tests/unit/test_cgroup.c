@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "cgroup_host.h"
 #include "cgroup/cgroup.h"
 #include "cgroup/make.h"
 
@@ -16,30 +17,6 @@
 #include <sys/inotify.h>
 
 #define ID1 "3f1c2d4e5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d"
-
-struct host {
-    struct rt_roots roots;
-    struct rt_cg_host h;
-};
-
-static void open_host(struct host *x, const char *dir)
-{
-    fx_roots(&x->roots, dir);
-    assert_int_equal(rt_cg_host_open(&x->h, &x->roots), 0);
-}
-
-static void open_fixture(struct host *x, const char *name)
-{
-    char *dir = fx_path(name);
-    open_host(x, dir);
-    free(dir);
-}
-
-static void close_host(struct host *x)
-{
-    rt_cg_host_close(&x->h);
-    rt_roots_close(&x->roots);
-}
 
 static void test_mounts(void **state)
 {

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "cgroup_host.h"
 #include "cgroup/cgroup.h"
 #include "cgroup/classify.h"
 #include "cgroup/container.h"
@@ -20,30 +21,6 @@
 #define ID3 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define ID4 "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 #define JOB42 "/slurm_node1/uid_1000/job_42"
-
-struct host {
-    struct rt_roots roots;
-    struct rt_cg_host h;
-};
-
-static void open_host(struct host *x, const char *dir)
-{
-    fx_roots(&x->roots, dir);
-    assert_int_equal(rt_cg_host_open(&x->h, &x->roots), 0);
-}
-
-static void open_fixture(struct host *x, const char *name)
-{
-    char *dir = fx_path(name);
-    open_host(x, dir);
-    free(dir);
-}
-
-static void close_host(struct host *x)
-{
-    rt_cg_host_close(&x->h);
-    rt_roots_close(&x->roots);
-}
 
 static void expect_paths(const struct rt_cg_paths *p, const char *const want[RT_CG_NHIER])
 {
