@@ -119,6 +119,12 @@ int ctl_report_error(struct json_object *reply)
         CTL_ERR("no such process: %lld", (long long)v);
         return RT_EXIT_NOT_FOUND;
     }
+    if (strcmp(tail, "NoSuchCgroup") == 0) {
+        const char *what = rt_json_get_string(p, "unit") ? "unit" : rt_json_get_string(p, "container") ? "container" : "cgroup";
+        CTL_ERR("no such %s: %s (%s)", what, rt_json_get_string(p, what) ? rt_json_get_string(p, what) : "?",
+                reason ? reason : "?");
+        return RT_EXIT_NOT_FOUND;
+    }
     if (strcmp(tail, "AmbiguousJobName") == 0) {
         char ids[256] = "";
         struct json_object *a = rt_json_get_array(p, "ids");

@@ -6,13 +6,14 @@
 #include <unistd.h>
 
 static const char start_usage[] =
-    "Usage: resource-trackerctl start [OPTIONS] --pid PID | --cgroup PATH | --container ID\n"
+    "Usage: resource-trackerctl start [OPTIONS] --pid PID | --cgroup PATH | --unit NAME | --container ID\n"
     "Track what runs already as a job; print its id: the process tree of a process\n"
-    "you own, or a cgroup (its processes, however they started), or a docker or\n"
-    "podman container's cgroup. A cgroup job ends when its cgroup empties.\n\n"
+    "you own, or a cgroup (its processes, however they started), a systemd unit's or\n"
+    "a docker or podman container's. A cgroup job ends when its cgroup empties.\n\n"
     "  -p, --pid PID           the tree's root process\n"
     "  --cgroup PATH           a cgroup: a path in the cgroup tree (/system.slice/x.scope)\n"
     "                          or under its mount (/sys/fs/cgroup/...)\n"
+    "  --unit NAME             a running systemd unit (nginx.service, x.scope)\n"
     "  --container ID          a running container: its id, a unique prefix of 12 or\n"
     "                          more hex digits, or its name\n"
     "  --name NAME             the job's name, as --job-name\n" CTL_META_USAGE
@@ -24,6 +25,7 @@ static const struct ctl_opt start_opts[] = {
     {"name", CTL_OPT_LONG + 1, "NAME", CTL_RULE_NAME, CTL_KIND_NONE},
     {"cgroup", CTL_OPT_LONG + 2, "PATH", "an absolute cgroup path", CTL_KIND_NONE},
     {"container", CTL_OPT_LONG + 3, "ID", "a container id, its prefix or name", CTL_KIND_NONE},
+    {"unit", CTL_OPT_LONG + 4, "NAME", "a systemd unit's name", CTL_KIND_NONE},
     {NULL, 0, NULL, NULL, CTL_KIND_NONE},
 };
 
@@ -40,7 +42,7 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
     struct ctl_meta meta;
     ctl_meta_init(&meta);
     int64_t pid = 0;
-    const char *cgroup = NULL, *container = NULL;
+    const char *cgroup = NULL, *container = NULL, *unit = NULL;
     int rc = RT_EXIT_USAGE;
     struct ctl_args a;
     ctl_args_init(&a, ctl, &ctl_start_spec);
@@ -67,20 +69,26 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
             cgroup = optarg;
         } else if (o == CTL_OPT_LONG + 3) {
             container = optarg;
+        } else if (o == CTL_OPT_LONG + 4) {
+            unit = optarg;
         }
     }
     if (ctl_args_operands(&a, argc, argv, NULL, 0, 0))
         goto out;
-    if ((pid != 0) + (cgroup != NULL) + (container != NULL) != 1) {
-        ctl_args_error(&a, "needs one of --pid PID, --cgroup PATH, --container ID: what to track");
+    if ((pid != 0) + (cgroup != NULL) + (container != NULL) + (unit != NULL) != 1) {
+        ctl_args_error(&a, "needs one of --pid PID, --cgroup PATH, --unit NAME, --container ID: what to track");
         goto out;
     }
     ctl_meta_from_env(&meta);
     struct json_object *p = json_object_new_object();
     if (pid)
         json_object_object_add(p, "pid", json_object_new_int64(pid));
+    else if (cgroup)
+        json_object_object_add(p, "cgroup", json_object_new_string(cgroup));
+    else if (unit)
+        json_object_object_add(p, "unit", json_object_new_string(unit));
     else
-        json_object_object_add(p, cgroup ? "cgroup" : "container", json_object_new_string(cgroup ? cgroup : container));
+        json_object_object_add(p, "container", json_object_new_string(container));
     if (meta.job_name)
         json_object_object_add(p, "name", json_object_new_string(meta.job_name));
     if (meta.interval > 0)

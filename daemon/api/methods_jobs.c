@@ -5,6 +5,7 @@
 #include "api/methods.h"
 #include "daemon.h"
 #include "cgroup/container.h"
+#include "system/sdunit.h"
 #include "jobs/placement.h"
 #include "proc/access.h"
 #include "proc/pidfd.h"
@@ -21,6 +22,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #define LIST_LIMIT_DEFAULT 1000
@@ -42,6 +44,20 @@ static const char *check_name(struct json_object *v)
     return NULL;
 }
 
+/* systemd's unit name characters (unit_name_is_valid); its kind the
+ * manager checks. */
+static const char *check_unit(struct json_object *v)
+{
+    const char *n = json_object_get_string(v);
+    size_t len = strlen(n);
+    if (len == 0 || len > 255 || !strchr(n, '.'))
+        return "unit";
+    for (const char *p = n; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr(":-_.\\@", *p))
+            return "unit";
+    return NULL;
+}
+
 static const char *check_api_url(struct json_object *v)
 {
     const char *url = json_object_get_string(v);
@@ -50,7 +66,7 @@ static const char *check_api_url(struct json_object *v)
 
 struct start_args {
     int64_t pid, pidfd, start_time, upload_interval_secs;
-    const char *name, *sentinel_token, *sentinel_api_url, *cgroup, *container;
+    const char *name, *sentinel_token, *sentinel_api_url, *cgroup, *unit, *container;
     double interval_secs;
     struct json_object *metadata;
     bool adopt_orphans, own_cgroup;
@@ -165,12 +181,16 @@ static void no_such_cgroup(struct rt_call *c, const char *reason)
 {
     struct json_object *p = json_object_new_object();
     json_object_object_add(p, "cgroup", json_object_get(rt_call_object(c, "cgroup")));
+    json_object_object_add(p, "unit", json_object_get(rt_call_object(c, "unit")));
     json_object_object_add(p, "container", json_object_get(rt_call_object(c, "container")));
     json_object_object_add(p, "reason", json_object_new_string(reason));
     rt_call_error(c, RT_E_PREFIX "NoSuchCgroup", p);
 }
 
-/* The cgroup named by cgroup or container, and whether the caller may
+/* A unit's cgroup from its manager: one bus round trip, on the main thread. */
+#define UNIT_TIMEOUT_USEC (3 * 1000000ull)
+
+/* The cgroup named by cgroup, unit or container, and whether the caller may
  * track it. False after replying the error. */
 static bool find_cgroup(struct rt_call *c, const struct start_args *a, struct start_target *t)
 {
@@ -192,6 +212,28 @@ static bool find_cgroup(struct rt_call *c, const struct start_args *a, struct st
         t->name = ct.name ? rt_xstrdup(ct.name) : NULL;
         t->image = ct.image ? rt_xstrdup(ct.image) : NULL;
         rt_container_free(&ct);
+    } else if (a->unit) {
+        char *cg = NULL, *why = NULL;
+        r = sd_booted() > 0 ? rt_sd_unit_cgroup(d->cfg.user_mode ? RT_SD_USER : RT_SD_SYSTEM, a->unit,
+                                                UNIT_TIMEOUT_USEC, &cg, &why)
+                            : -EHOSTDOWN;
+        if (r == -EINVAL)
+            rt_call_invalid_param(c, "unit");
+        else if (r < 0)
+            no_such_cgroup(c, r == -ENOENT      ? "no such unit is loaded"
+                              : r == -ENODATA   ? "the unit is not running"
+                              : r == -EHOSTDOWN ? "systemd does not run this host"
+                              : why             ? why
+                                                : strerror(-r));
+        if (r == 0 && rt_cg_path_normalize(&d->cg_host, cg, path, sizeof(path)) < 0) {
+            no_such_cgroup(c, "the unit's cgroup is out of sight");
+            r = -ENOENT;
+        }
+        free(cg);
+        free(why);
+        if (r < 0)
+            return false;
+        t->name = rt_xstrdup(a->unit);
     } else if ((r = rt_cg_path_normalize(&d->cg_host, a->cgroup, path, sizeof(path))) < 0) {
         rt_call_invalid_param(c, "cgroup");
         return false;
@@ -229,7 +271,7 @@ static void m_start_job(struct rt_call *c)
     struct rt_daemon *d = rt_call_daemon(c);
     const struct rt_peer *peer = rt_call_peer(c);
     const struct start_args *a = rt_call_args(c);
-    if (rt_call_has(c, "pid") + rt_call_has(c, "cgroup") + rt_call_has(c, "container") != 1) {
+    if (rt_call_has(c, "pid") + rt_call_has(c, "cgroup") + rt_call_has(c, "unit") + rt_call_has(c, "container") != 1) {
         rt_call_invalid_param(c, rt_call_has(c, "pid") ? "cgroup" : "pid"); /* exactly one of them */
         return;
     }
@@ -507,7 +549,7 @@ void rt_job_methods_request_done(struct rt_server *srv, struct rt_sreq *q)
 static const struct rt_method methods[] = {
     {.name = "StartJob", .fn = m_start_job, .args_size = sizeof(struct start_args),
      .params = {START(pid, RT_P_INT, RT_RANGE(1, INT32_MAX)), START(cgroup, RT_P_STRING),
-                START(container, RT_P_STRING), START(own_cgroup, RT_P_BOOL), START(pidfd, RT_P_FD),
+                START(unit, RT_P_STRING, .check = check_unit), START(container, RT_P_STRING), START(own_cgroup, RT_P_BOOL), START(pidfd, RT_P_FD),
                 START(name, RT_P_STRING, .check = check_name), START(start_time, RT_P_INT),
                 START(interval_secs, RT_P_FLOAT, RT_RANGE(RT_JOB_INTERVAL_MIN, RT_JOB_INTERVAL_MAX)),
                 START(metadata, RT_P_OBJECT, .check = rt_job_metadata_check), START(sentinel_token, RT_P_STRING),

@@ -19,9 +19,14 @@ counters are zeroed after the settle time and dumped after the window
 (default 30 s); ticks are the calls of rt_host_sampler_collect in between. The dumps stay
 in $BENCH_OUT (default /tmp/rt-bench) for callgrind_annotate.
 
-Scenarios are NAME=SLEEPERS:JOBS[:PROCS_PER_JOB]; the default set is
-host=1000:0 1job=1000:1 1job-5k=5000:1 50jobs=1000:50 50jobs-5k=5000:50."""
+Scenarios are NAME=SLEEPERS:JOBS[:PROCS_PER_JOB[:cgroup]]; the default set is
+host=1000:0 1job=1000:1 1job-5k=5000:1 50jobs=1000:50 50jobs-5k=5000:50. With
+"cgroup" each job is a cgroup made here (in every hierarchy mounted) that
+its processes start in, tracked with StartJob's cgroup; --cgroup-jobs runs
+the set that compares them with process trees of 4 and 1,000 processes,
+each on a host of 1,004 processes in all."""
 
+import contextlib
 import os
 import re
 import subprocess
@@ -31,6 +36,8 @@ import time
 import benchlib as B
 
 DEFAULT = ["host=1000:0", "1job=1000:1", "1job-5k=5000:1", "50jobs=1000:50", "50jobs-5k=5000:50"]
+CGROUP_JOBS = ["host-1004=1004:0", "tree-4=1000:1:4", "tree-1000=4:1:1000", "cgroup-4=1000:1:4:cgroup",
+               "cgroup-1000=4:1:1000:cgroup"]
 INTERVAL = B.env_float("BENCH_INTERVAL", 1.0)
 SETTLE = 3.0
 OUT = os.environ.get("BENCH_OUT", "/tmp/rt-bench")
@@ -38,8 +45,10 @@ OUT = os.environ.get("BENCH_OUT", "/tmp/rt-bench")
 
 def parse_scenario(s):
     name, _, spec = s.partition("=")
-    parts = [int(x) for x in spec.split(":")]
-    return name, parts[0], parts[1], parts[2] if len(parts) > 2 else 4
+    parts = spec.split(":")
+    cgroup = parts[3:] == ["cgroup"]
+    parts = [int(x) for x in parts[:3]]
+    return name, parts[0], parts[1], parts[2] if len(parts) > 2 else 4, cgroup
 
 
 def sampler_tid(pid):
@@ -69,7 +78,7 @@ def callgrind_ticks_and_ir(path):
     return calls, total
 
 
-def run_scenario(name, nsleep, njobs, nprocs, seconds, callgrind):
+def run_scenario(name, nsleep, njobs, nprocs, cgroup, seconds, callgrind):
     prefix = []
     cg_file = None
     if callgrind:
@@ -79,13 +88,17 @@ def run_scenario(name, nsleep, njobs, nprocs, seconds, callgrind):
             if f.startswith("callgrind.%s.out" % name):
                 os.unlink(os.path.join(OUT, f))
         prefix = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + cg_file]
-    with B.sleepers(nsleep), B.Daemon(INTERVAL, prefix=prefix) as d:
+    with contextlib.ExitStack() as stack:
+        d = stack.enter_context(B.Daemon(INTERVAL, prefix=prefix))
+        stack.enter_context(B.sleepers(nsleep))
+        cgroups = [stack.enter_context(B.Cgroup("%s-%d" % (name, i))) if cgroup else None for i in range(njobs)]
         trees = []
         try:
-            for _ in range(njobs):
-                trees.append(B.JobTree(nprocs))
+            for cg in cgroups:
+                trees.append(B.JobTree(nprocs, cgroup=cg))
             with d.connect() as c:
-                ids = [B.start_job(c, t.pid) for t in trees]
+                ids = [c.call("StartJob", {"cgroup": cg.path})["job"]["id"] if cg else B.start_job(c, t.pid)
+                       for t, cg in zip(trees, cgroups)]
                 time.sleep(max(SETTLE, 3 * INTERVAL) * (3 if callgrind else 1))
                 if callgrind:
                     subprocess.run(["callgrind_control", "-z", str(d.pid)], check=True,
@@ -123,7 +136,7 @@ def run_scenario(name, nsleep, njobs, nprocs, seconds, callgrind):
 def main(argv):
     callgrind = "--callgrind" in argv
     quick = "--quick" in argv
-    scen = [a for a in argv if not a.startswith("--")] or DEFAULT
+    scen = [a for a in argv if not a.startswith("--")] or (CGROUP_JOBS if "--cgroup-jobs" in argv else DEFAULT)
     seconds = B.env_float("BENCH_SECONDS", (10 if quick else 30) if callgrind else
                           (20 if quick else 60))
     B.build("resource-trackerd", "rt_bench_procs")
@@ -138,8 +151,8 @@ def main(argv):
             "% core", "RSS KiB"))
     results = {}
     for s in scen:
-        name, nsleep, njobs, nprocs = parse_scenario(s)
-        r = run_scenario(name, nsleep, njobs, nprocs, seconds, callgrind)
+        name, nsleep, njobs, nprocs, cgroup = parse_scenario(s)
+        r = run_scenario(name, nsleep, njobs, nprocs, cgroup, seconds, callgrind)
         r["jobs"] = njobs
         results[name] = r
         if callgrind:
@@ -156,6 +169,14 @@ def main(argv):
         print("per job beyond the first: %.0f %s/tick ((50jobs − 1job) / 49)"
               % ((fifty["proc_us"] - one["proc_us"]) / (fifty["jobs"] - one["jobs"]),
                  "Ir" if callgrind else "µs"))
+    if "host-1004" in results:
+        unit = "Ir" if callgrind else "µs"
+        host = results["host-1004"]["proc_us"]
+        for kind in ("tree", "cgroup"):
+            if kind + "-4" in results and kind + "-1000" in results:
+                few, many = results[kind + "-4"]["proc_us"], results[kind + "-1000"]["proc_us"]
+                print("%s job of 1,000 processes: %.2fx the tick of one of 4; beyond the host sample "
+                      "%.0f and %.0f %s/tick" % (kind, many / few, many - host, few - host, unit))
     if callgrind:
         print("dumps: %s (callgrind_annotate --inclusive=yes FILE)" % OUT)
 

@@ -98,14 +98,40 @@ def children(pid):
         return []
 
 
+class Cgroup:
+    """A cgroup made in every hierarchy mounted here (as a container runtime
+    or Slurm makes one), removed when the block exits."""
+
+    def __init__(self, name):
+        self.path = "/rt-bench-%d-%s" % (os.getpid(), name)
+        self.dirs = [r + self.path for r in rtlib.CGROUP_ROOTS
+                     if os.path.isfile(os.path.join(r, "cgroup.procs"))]
+
+    def __enter__(self):
+        for d in self.dirs:
+            os.makedirs(d)
+        return self
+
+    def enter(self):
+        """In a child before exec: move it into the cgroup."""
+        for d in self.dirs:
+            with open(d + "/cgroup.procs", "w") as f:
+                f.write("0")
+
+    def __exit__(self, *a):
+        rtlib.remove_cgroup(self.path)
+
+
 class JobTree:
     """A shell with nprocs-1 sleeping children (a job of nprocs processes) in
-    its own process group, so that kill() ends all of them."""
+    its own process group, so that kill() ends all of them; in cgroup, if
+    given."""
 
-    def __init__(self, nprocs=4, seconds=86400):
+    def __init__(self, nprocs=4, seconds=86400, cgroup=None):
         script = " ".join(["sleep %d &" % seconds] * (nprocs - 1)) + " wait"
         self.p = subprocess.Popen(["/bin/sh", "-c", script], start_new_session=True,
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  preexec_fn=cgroup.enter if cgroup else None)
         self.pid = self.p.pid
         rtlib.wait_for(lambda: len(children(self.pid)) == nprocs - 1, timeout=30,
                        what="job children")

@@ -88,7 +88,7 @@ class Messages(unittest.TestCase):
         self.refused(["status", "a", "b"], "status: unexpected argument 'b'", "status")
         self.refused(["info", "extra"], "info: unexpected argument 'extra'", "info")
         self.refused(["start", "--pid", "1", "extra"], "start: unexpected argument 'extra'", "start")
-        self.refused(["start"], "start: needs one of --pid PID, --cgroup PATH, --container ID: what to track", "start")
+        self.refused(["start"], "start: needs one of --pid PID, --cgroup PATH, --unit NAME, --container ID: what to track", "start")
         self.refused(["no-such-verb"], "unknown command 'no-such-verb'", hint="resource-trackerctl help")
         rc, out, err = self.ctl()
         self.assertEqual((rc, out), (2, ""))

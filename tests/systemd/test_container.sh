@@ -286,4 +286,8 @@ source "$here/scenarios-metrics.sh"
 # ---------------------------------------------------------------- E
 step "E: transient scopes"
 source "$here/scenarios-cgroup.sh"
+
+# ---------------------------------------------------------------- F
+step "F: cgroup jobs under systemd"
+source "$here/scenarios-jobs.sh"
 echo ok
