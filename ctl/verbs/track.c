@@ -127,13 +127,11 @@ out:
 static void print_summary_line(struct json_object *job)
 {
     struct json_object *s = rt_json_get_object(job, "summary");
-    char dur[32], rss[32], pss[32];
+    char dur[32], mem[32];
     ctl_fmt_duration(dur, sizeof(dur), dbl(s, "duration_secs"));
-    ctl_fmt_bytes(rss, sizeof(rss), ctl_total0(s, "peak_rss_bytes"));
-    ctl_fmt_bytes(pss, sizeof(pss), ctl_total0(s, "peak_pss_bytes"));
-    printf("job %lld %s after %s: %.2f CPU seconds, %.2f cores on average, peak RSS %s, peak PSS %s\n",
-           (long long)i64(job, "id"), rt_json_get_string(job, "state"), dur, ctl_total0(s, "cpu_secs"),
-           ctl_total0(s, "avg_cores"), rss, pss);
+    ctl_fmt_bytes(mem, sizeof(mem), ctl_total0(s, "memory_peak_bytes"));
+    printf("job %lld %s after %s: %.2f CPU seconds, memory peak %s\n", (long long)i64(job, "id"),
+           rt_json_get_string(job, "state"), dur, ctl_total0(s, "cpu_secs"), mem);
 }
 
 static const char stop_usage[] =

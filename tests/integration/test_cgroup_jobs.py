@@ -117,7 +117,6 @@ class CgroupJobs(DaemonTest):
         sleepers[1].kill()
         sleepers[1].wait()
         remove_cgroup(gone.path)
-        burner = kept.spawn("sha256sum", "/dev/zero")  # CPU after the restart counts
         self.d.start()
         job = self.d.call("GetJob", {"id": kept_id})["job"]
         self.assertEqual((job["state"], job["tracking"]["cgroup"]), ("running", kept.path))
@@ -125,13 +124,31 @@ class CgroupJobs(DaemonTest):
         self.assertEqual(self.d.call("GetJob", {"id": run_id})["job"]["state"], "running")
         wait_for(lambda: self.d.call("GetJob", {"id": rooted_id})["job"]["state"] == "lost", what="the lost job")
         self.assertFalse(os.path.exists(V2 + made), "the lost job's empty cgroup stays")
-        time.sleep(1.5)
-        for p in (burner, sleepers[0]):
-            p.kill()
-            p.wait()
+        # Once the resumed job is sampled again, a CPU second in its cgroup counts.
+        samples = self.d.call("GetJob", {"id": kept_id})["job"]["summary"]["samples"]
+        wait_for(lambda: self.d.call("GetJob", {"id": kept_id})["job"]["summary"]["samples"] > samples,
+                 what="a sample of the resumed job")
+        before = self.d.call("GetJob", {"id": kept_id})["job"]["summary"]["cpu_secs"]
+        burner = kept.spawn(sys.executable, "-c", "import time\nwhile time.process_time() < 1: pass")
+        self.assertEqual(burner.wait(timeout=60), 0)
+        sleepers[0].kill()
+        sleepers[0].wait()
         job = self.ended(kept_id)
         self.assertEqual(job["state"], "ended")
-        self.assertGreater(job["summary"]["cpu_secs"], 0.5)
+        self.assertGreater(job["summary"]["cpu_secs"] - before, 0.95)
+        self.assertLess(job["summary"]["cpu_secs"] - before, 1.3)
+
+    def test_stop_says_the_memory_peak(self):
+        cg = Cgroup(self, "stop")
+        holder = cg.spawn(sys.executable, "-c", "import time; x = bytearray(64 * 2**20); time.sleep(60)")
+        self.addCleanup(holder.wait)
+        self.addCleanup(holder.kill)
+        jid = self.start(cg, "--name", "holder")
+        wait_for(lambda: (self.d.call("GetJob", {"id": jid})["job"]["summary"]["memory_peak_bytes"] or 0) > 64 << 20,
+                 what="the job's memory")
+        out = run_ctl(self.d, "stop", str(jid), check=0)[1]
+        self.assertRegex(out, r"^job %d stopped after [^:]+: \d+\.\d\d CPU seconds, memory peak (6[4-9]|[7-9]\d)\.\d MiB\n$"
+                         % jid)
 
     def test_oom_kill_ends_as_an_oom_kill(self):
         cg = Cgroup(self, "oom", memory_limit=64 << 20)
