@@ -54,6 +54,7 @@ void ctl_print_job_memory(FILE *f, const char *head, struct json_object *job)
     if (ctl_total(s, "cgroup_memory_peak_bytes", &v)) {
         ctl_fmt_bytes(b, sizeof(b), v);
         fprintf(f, "%scgroup peak %s (page cache included)", sep, b);
+        sep = ", ";
     }
     if (ctl_total(s, "peak_pss_bytes", &v)) {
         ctl_fmt_bytes(b, sizeof(b), v);
@@ -102,6 +103,7 @@ void ctl_print_job_summary(FILE *f, struct json_object *job)
             ctl_total0(s, "peak_cores"));
     ctl_print_job_memory(f, "  Memory   ", job);
     fputc('\n', f);
+    ctl_print_job_kernel(f, "  Note     ", job);
     ctl_fmt_bytes(b1, sizeof(b1), ctl_total0(s, "disk_read_bytes"));
     ctl_fmt_bytes(b2, sizeof(b2), ctl_total0(s, "disk_write_bytes"));
     fprintf(f, "  Disk     read %s, written %s\n", b1, b2);

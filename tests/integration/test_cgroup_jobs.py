@@ -16,7 +16,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (DaemonTest, UsersDaemonTest, call_as, remove_cgroup, run_ctl, setpriv,  # noqa: E402
+from rtlib import (CTL, DaemonTest, UsersDaemonTest, call_as, remove_cgroup, run_ctl, setpriv,  # noqa: E402
                    wait_for)
 
 V2 = "/sys/fs/cgroup/unified"
@@ -48,7 +48,7 @@ class Cgroup:
             with open(V1["memory"] + self.path + "/memory.limit_in_bytes", "w") as f:
                 f.write(str(memory_limit))
 
-    def spawn(self, *cmd):
+    def spawn(self, *cmd, **popen):
         """A process started in the cgroup, outside any tracked tree."""
         path = self.path
 
@@ -56,7 +56,8 @@ class Cgroup:
             for root in [V2] + list(V1.values()):
                 with open(root + path + "/cgroup.procs", "w") as f:
                     f.write("0")
-        return subprocess.Popen(cmd, preexec_fn=enter, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        popen = dict(dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), **popen)
+        return subprocess.Popen(cmd, preexec_fn=enter, **popen)
 
 
 @unittest.skipUnless(have_cgroups(), "needs the v2 tree and v1 memory and cpuacct hierarchies (hybrid)")
@@ -168,6 +169,23 @@ class CgroupJobs(DaemonTest):
         out = run_ctl(self.d, "status", str(jid), check=0)[1]
         self.assertIn("OOM killer killed", out)
         self.assertRegex(out, r"Memory   peak [^\n]* of a 64\.0 MiB limit")
+
+    def test_run_in_a_limited_cgroup_stays_there_and_names_its_oom_kill(self):
+        # A scheduler's memory limit (as Slurm's) must keep holding: run
+        # leaves its command there, a process tree, and reads the kill from
+        # the limited cgroup.
+        cg = Cgroup(self, "oomrun", memory_limit=64 << 20)
+        env = dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket)
+        run = cg.spawn(CTL, "run", "-o", "/dev/null", "--job-name", "oomrun", "--",
+                       sys.executable, "-c", "x = bytearray(256 * 2**20)", env=env, stderr=subprocess.PIPE)
+        err = run.communicate(timeout=60)[1].decode()
+        self.assertEqual(run.returncode, 128 + signal.SIGKILL, err)
+        self.assertIn("OOM killer killed 1 of its processes", err)
+        job = self.d.call("GetJob", {"name": "oomrun"})["job"]
+        self.assertEqual(job["tracking"]["kind"], "process-tree")
+        self.assertIn(cg.path, job["tracking"]["why"])
+        self.assertGreaterEqual(job["summary"]["oom_kills"], 1)
+        self.assertEqual(job["memory_limit_bytes"], 64 << 20)
 
     def test_four_busy_processes_on_two_cores_show_cpu_pressure(self):
         if os.cpu_count() > 2:
