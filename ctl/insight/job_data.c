@@ -27,8 +27,11 @@ void insight_sample_values(const struct rt_sample *s, double *v)
     double unknown = s->has_job ? 0 : NAN;
     v[INSIGHT_CORES_JOB] = unknown + p->cores_used;
     v[INSIGHT_CORES_HOST] = s->cpu.utilization_pct;
-    v[INSIGHT_PSS_JOB] = unknown + (double)p->pss_bytes;
-    v[INSIGHT_RSS_JOB] = unknown + (double)p->rss_bytes;
+    /* The job's memory: a tree's PSS, a cgroup's anon + shmem + kernel
+     * (a sample from before it: the PSS); a cgroup has no RSS. */
+    double tree = p->gates & RT_GATE_TREE ? 0 : NAN;
+    v[INSIGHT_MEM_JOB] = unknown + (p->gates & RT_GATE_MEM ? (double)p->mem_bytes : tree + (double)p->pss_bytes);
+    v[INSIGHT_RSS_JOB] = unknown + tree + (double)p->rss_bytes;
     v[INSIGHT_MEM_HOST] = (double)s->memory.used_mib * RT_MIB;
     v[INSIGHT_READ_JOB] = dt > 0 ? unknown + (double)p->disk_read_bytes / dt : NAN;
     v[INSIGHT_WRITE_JOB] = dt > 0 ? unknown + (double)p->disk_write_bytes / dt : NAN;
@@ -63,8 +66,8 @@ static void add_sample(struct insight_run *r, struct acc *a, struct rt_sample *s
         insight_buckets_add(&r->charts, a->n, a->t, v);
     a->n++;
     struct insight_stats *st = &r->st;
-    if (!isnan(v[INSIGHT_PSS_JOB])) {
-        a->mem_sum += v[INSIGHT_PSS_JOB];
+    if (!isnan(v[INSIGHT_MEM_JOB])) {
+        a->mem_sum += v[INSIGHT_MEM_JOB];
         a->n_mem++;
     }
     if (!isnan(v[INSIGHT_GPU_JOB])) {

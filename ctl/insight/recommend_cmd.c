@@ -105,7 +105,8 @@ static void print_json(const struct insight_analysis *a)
         json_object_array_add(runs, insight_stats_json(&a->hist[i].st));
     json_object_object_add(o, "runs", runs);
     json_object_object_add(o, "combined", insight_stats_json(&a->combined));
-    json_object_object_add(o, "memory_figure", json_object_new_string("pss"));
+    json_object_object_add(o, "memory_figure", json_object_new_string(insight_has(&a->combined, "memory_peak_bytes")
+                                                                           ? "memory_peak" : "pss"));
     json_object_object_add(o, "recommendation", insight_rec_json(&a->rec));
     ctl_print_json(stdout, o);
     json_object_put(o);

@@ -27,10 +27,11 @@ static const struct chart {
     /* The host first: the job's series are drawn over it where they meet. */
     {"cpu", "CPU", "cores", "cores busy: the job's process tree against the whole host", false, false,
      {{INSIGHT_CORES_HOST, "host", HOST_COLOR, false}, {INSIGHT_CORES_JOB, "job", JOB_COLOR, false}}},
-    {"memory", "Memory", "bytes", "the job's PSS and RSS against the host's used memory", true, false,
+    {"memory", "Memory", "bytes", "the job's memory (a process tree's PSS) and RSS against the host's used memory",
+     true, false,
      {{INSIGHT_MEM_HOST, "host used", HOST_COLOR, false},
       {INSIGHT_RSS_JOB, "job RSS", JOB_COLOR2, true},
-      {INSIGHT_PSS_JOB, "job PSS", JOB_COLOR, false}}},
+      {INSIGHT_MEM_JOB, "job memory", JOB_COLOR, false}}},
     {"disk-io", "Disk I/O", "bytes/s", "read (solid) and write (dashed), the job against the host", true, false,
      {{INSIGHT_READ_HOST, "host read", HOST_COLOR, false},
       {INSIGHT_WRITE_HOST, "host write", HOST_COLOR2, true},

@@ -54,11 +54,16 @@ bool insight_stats_from_job(struct json_object *job, struct insight_stats *st)
         if (rt_fig_totals[i].stat)
             st->has_fig[i] = rt_fig_summary_get(s, rt_fig_totals[i].key, &st->fig[i]);
     /* What the summary lacks (a record from before its means), the samples
-     * have: only for the figures a run has (the GPU ones with a GPU backend). */
-    bool gpu = insight_has_gpu(st);
+     * have: only for the figures a run has, those of a gate another of its
+     * totals shows (its PSS for a process tree, the GPU ones with a GPU
+     * backend). */
+    uint32_t seen = 0;
+    for (size_t i = 0; i < rt_fig_ntotals; i++)
+        if (st->has_fig[i] && rt_fig_totals[i].src >= 0)
+            seen |= rt_fig_samples[rt_fig_totals[i].src].gate;
     for (size_t i = 0; i < rt_fig_ntotals; i++) {
         const struct rt_fig_total *t = &rt_fig_totals[i];
-        bool wanted = t->stat && (t->src < 0 || !rt_fig_samples[t->src].gate || gpu);
+        bool wanted = t->stat && (t->src < 0 || (rt_fig_samples[t->src].gate & ~seen) == 0);
         if (wanted && !st->has_fig[i])
             return false;
     }

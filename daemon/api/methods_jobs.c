@@ -323,7 +323,10 @@ static void m_start_job(struct rt_call *c)
         return;
     }
     struct rt_placement place = {0};
-    if (a->own_cgroup && (r = rt_place_command(&d->cg_host, &d->roots, &d->cfg, (pid_t)a->pid, id, &place)) < 0) {
+    /* The caller that is the command's parent (run) keeps its scope. */
+    pid_t keeper = peer->pid > 0 && t.st.ppid == peer->pid ? peer->pid : 0;
+    if (a->own_cgroup &&
+        (r = rt_place_command(&d->cg_host, &d->roots, &d->cfg, (pid_t)a->pid, keeper, id, &place)) < 0) {
         no_such_process(c, a->pid);
         return;
     }

@@ -83,7 +83,7 @@ static bool limited(const struct rt_cg_host *h, const struct rt_cg_paths *p, con
  * slice. Only out of a scope: a service's processes are the service's, which
  * systemd accounts for and stops together. */
 static int systemd_scope(const struct rt_cg_host *h, const struct rt_cg_paths *p, const struct rt_config *cfg,
-                         pid_t pid, uint64_t job_id, struct rt_placement *out)
+                         pid_t pid, pid_t keeper, uint64_t job_id, struct rt_placement *out)
 {
     const char *path = p->path[RT_CG_V2];
     for (int k = 0; !path && k < RT_CG_NHIER; k++)
@@ -128,7 +128,8 @@ static int systemd_scope(const struct rt_cg_host *h, const struct rt_cg_paths *p
     snprintf(unit, sizeof(unit), "resource-tracker-job-%" PRIu64 ".scope", job_id);
     snprintf(desc, sizeof(desc), "resource-tracker job %" PRIu64, job_id);
     char *cgroup = NULL, *why = NULL;
-    int r = rt_sd_start_scope(cfg->user_mode ? RT_SD_USER : RT_SD_SYSTEM, unit, slice, desc, &pid, 1,
+    pid_t pids[] = {pid, keeper};
+    int r = rt_sd_start_scope(cfg->user_mode ? RT_SD_USER : RT_SD_SYSTEM, unit, slice, desc, pids, keeper > 0 ? 2 : 1,
                               h->mode == RT_CG_MODE_LEGACY ? RT_SD_CPU_ACCOUNTING : 0, SCOPE_TIMEOUT_USEC,
                               &cgroup, &why);
     if (r < 0) {
@@ -147,7 +148,7 @@ static int systemd_scope(const struct rt_cg_host *h, const struct rt_cg_paths *p
 }
 
 int rt_place_command(const struct rt_cg_host *h, const struct rt_roots *roots, const struct rt_config *cfg,
-                     pid_t pid, uint64_t job_id, struct rt_placement *out)
+                     pid_t pid, pid_t keeper, uint64_t job_id, struct rt_placement *out)
 {
     memset(out, 0, sizeof(*out));
     if (!cfg->cgroup_run) {
@@ -167,7 +168,7 @@ int rt_place_command(const struct rt_cg_host *h, const struct rt_roots *roots, c
         return 0;
     }
     if (sd_booted() > 0) {
-        r = systemd_scope(h, &p, cfg, pid, job_id, out);
+        r = systemd_scope(h, &p, cfg, pid, keeper, job_id, out);
         rt_cg_paths_free(&p);
         return r;
     }

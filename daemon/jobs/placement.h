@@ -19,11 +19,14 @@ struct rt_placement {
     char why[256];    /* a process tree: why, for people */
 };
 
-/* Decide, and move pid into the cgroup made for job_id. A process tree is
- * no error: out->why says why. -errno only for what the caller must report
- * (the process is gone). */
+/* Decide, and move pid into the cgroup made for job_id. keeper (0: none),
+ * the command's parent that reports its end: under systemd it joins the
+ * scope too, so that the scope, which systemd removes once empty, outlives
+ * the command until its last figures are read. A process tree is no error:
+ * out->why says why. -errno only for what the caller must report (the
+ * process is gone). */
 int rt_place_command(const struct rt_cg_host *h, const struct rt_roots *roots, const struct rt_config *cfg,
-                     pid_t pid, uint64_t job_id, struct rt_placement *out);
+                     pid_t pid, pid_t keeper, uint64_t job_id, struct rt_placement *out);
 void rt_placement_free(struct rt_placement *p);
 
 #endif

@@ -243,6 +243,35 @@ def remove_cgroup(path):
                 pass
 
 
+class HandCgroup:
+    """A cgroup made by hand in every hierarchy mounted here, as Slurm's v1
+    plugin or a container runtime makes one; removed at the test's end."""
+
+    def __init__(self, test, name, memory_limit=None):
+        self.path = "/rt-hand-%d-%s" % (os.getpid(), name)
+        self.roots = [r for r in CGROUP_ROOTS if os.path.isfile(os.path.join(r, "cgroup.procs"))]
+        test.addCleanup(remove_cgroup, self.path)
+        for root in self.roots:
+            os.makedirs(root + self.path)
+        if memory_limit:
+            for f in ("/sys/fs/cgroup/memory" + self.path + "/memory.limit_in_bytes",
+                      "/sys/fs/cgroup" + self.path + "/memory.max"):
+                if os.path.exists(f):
+                    with open(f, "w") as out:
+                        out.write(str(memory_limit))
+
+    def spawn(self, *cmd, **popen):
+        """A process started in the cgroup, outside any tracked tree."""
+        roots, path = self.roots, self.path
+
+        def enter():
+            for root in roots:
+                with open(root + path + "/cgroup.procs", "w") as f:
+                    f.write("0")
+        popen = dict(dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), **popen)
+        return subprocess.Popen(cmd, preexec_fn=enter, **popen)
+
+
 _shared_copies = {}
 
 

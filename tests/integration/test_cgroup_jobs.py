@@ -16,7 +16,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CTL, DaemonTest, UsersDaemonTest, call_as, remove_cgroup, run_ctl, setpriv,  # noqa: E402
+from rtlib import (CTL, DaemonTest, HandCgroup as Cgroup, UsersDaemonTest, call_as, remove_cgroup, run_ctl, setpriv,  # noqa: E402
                    wait_for)
 
 V2 = "/sys/fs/cgroup/unified"
@@ -33,31 +33,6 @@ def have_cgroups():
 def usage_usec(path):
     with open(V2 + path + "/cpu.stat") as f:
         return int(f.read().split("usage_usec")[1].split()[0])
-
-
-class Cgroup:
-    """A cgroup made by hand in the v2 tree and the v1 memory and cpuacct
-    hierarchies, as Slurm's v1 plugin or a container runtime makes them."""
-
-    def __init__(self, test, name, memory_limit=None):
-        self.path = "/rt-cgj-%d-%s" % (os.getpid(), name)
-        test.addCleanup(remove_cgroup, self.path)
-        for root in [V2] + list(V1.values()):
-            os.makedirs(root + self.path)
-        if memory_limit:
-            with open(V1["memory"] + self.path + "/memory.limit_in_bytes", "w") as f:
-                f.write(str(memory_limit))
-
-    def spawn(self, *cmd, **popen):
-        """A process started in the cgroup, outside any tracked tree."""
-        path = self.path
-
-        def enter():
-            for root in [V2] + list(V1.values()):
-                with open(root + path + "/cgroup.procs", "w") as f:
-                    f.write("0")
-        popen = dict(dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), **popen)
-        return subprocess.Popen(cmd, preexec_fn=enter, **popen)
 
 
 @unittest.skipUnless(have_cgroups(), "needs the v2 tree and v1 memory and cpuacct hierarchies (hybrid)")
@@ -256,12 +231,12 @@ class WhoMayTrackWhat(UsersDaemonTest):
     def test_a_user_tracks_their_own_cgroup_only(self):
         mine, roots = Cgroup(self, "alice"), Cgroup(self, "root")
         uid = pwd.getpwnam(self.alice).pw_uid
-        for root in [V2] + list(V1.values()):
+        for root in mine.roots:
             os.chown(root + mine.path, uid, -1)
         p = subprocess.Popen(setpriv(self.alice) + ["sleep", "30"])
         self.addCleanup(p.wait)
         self.addCleanup(p.kill)
-        for root in [V2] + list(V1.values()):
+        for root in mine.roots:
             with open(root + mine.path + "/cgroup.procs", "w") as f:
                 f.write(str(p.pid))
         (ok, reply), = call_as(self.alice, self.d.socket, "StartJob", {"cgroup": mine.path})

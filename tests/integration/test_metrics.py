@@ -19,7 +19,8 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import CTL, SANITIZER_MARKS, Daemon, DaemonTest, TestUsers, run_ctl, spawn_as, wait_for  # noqa: E402
+from rtlib import (CTL, SANITIZER_MARKS, Daemon, DaemonTest, HandCgroup, TestUsers, run_ctl, spawn_as,  # noqa: E402
+                   wait_for)
 
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
@@ -167,6 +168,13 @@ class Metrics(DaemonTest):
         jid = int(run_ctl(self.d, "start", "--pid", str(p.pid), "--name", "ended", check=0)[1])
         p.wait()
         wait_for(lambda: self.d.call("GetJob", {"id": jid})["job"]["state"] != "running", what="the end")
+        # A cgroup job: its OOM kills and the kernel's other figures.
+        cg = HandCgroup(self, "metrics")
+        sleeper = cg.spawn("sleep", "60")
+        self.addCleanup(sleeper.wait)
+        self.addCleanup(sleeper.kill)
+        cid = int(run_ctl(self.d, "start", "--cgroup", cg.path, "--name", "cgroup", check=0)[1])
+        wait_for(lambda: self.d.call("GetJob", {"id": cid})["job"]["summary"]["samples"] > 1, what="its samples")
         text = self.metrics()
         types = dict(ln.split()[2:4] for ln in text.splitlines() if ln.startswith("# TYPE "))
         for (name, labels) in parse(text):

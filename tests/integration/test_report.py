@@ -153,11 +153,17 @@ class Cells(html.parser.HTMLParser):
         return self.cells[(str(run), stat)][1]
 
 
+def memory_peak(s):
+    """What recommend asks for: the job's memory peak, else (a run from
+    before it) its peak PSS."""
+    return s["memory_peak_bytes"] if s["memory_peak_bytes"] is not None else s["peak_pss_bytes"]
+
+
 def rec_from(summaries):
     """The recommendation of the Python rules from Job summaries (and the
     report's mean cores is the summary's avg_cores)."""
     mean = sum(s["avg_cores"] for s in summaries) / len(summaries)
-    peak = max(s["peak_pss_bytes"] for s in summaries)
+    peak = max(memory_peak(s) for s in summaries)
     return max(1, round(mean)), round_memory(peak / MIB * 1.2)
 
 
@@ -330,20 +336,21 @@ class Report(unittest.TestCase):
             self.assertEqual(c.value(r, "cores_mean"), s["avg_cores"])
             self.assertEqual(c.text(r, "cores_mean"), "%.2f" % s["avg_cores"])
             self.assertEqual(c.value(r, "cores_peak"), s["peak_cores"])
-            self.assertEqual(c.value(r, "memory_pss_peak_bytes"), s["peak_pss_bytes"])
-            self.assertEqual(c.text(r, "memory_pss_peak_bytes"), fmt_bytes(s["peak_pss_bytes"]))
-            self.assertEqual(c.value(r, "memory_rss_peak_bytes"), s["peak_rss_bytes"])
+            self.assertEqual(c.value(r, "memory_peak_bytes"), s["memory_peak_bytes"])
+            self.assertEqual(c.text(r, "memory_peak_bytes"), fmt_bytes(s["memory_peak_bytes"]))
+            # run's jobs are cgroups here: no PSS or RSS, a row without a value where shown.
+            for stat, key in (("memory_pss_peak_bytes", "peak_pss_bytes"), ("memory_rss_peak_bytes", "peak_rss_bytes"),
+                              ("memory_pss_mean_bytes", "avg_pss_bytes")):
+                self.assertIsNone(s[key])
+                self.assertNotIn("data-value", c.cells.get((str(r), stat), ({}, ""))[0])
             self.assertEqual(c.value(r, "disk_read_bytes"), s["disk_read_bytes"])
             self.assertEqual(c.value(r, "disk_write_bytes"), s["disk_write_bytes"])
             self.assertEqual(c.text(r, "disk_write_bytes"), fmt_bytes(s["disk_write_bytes"]))
             # The workload: a burner of 1.2 s of CPU, 48 MiB grown, 8 MiB written.
             self.assertGreater(s["cpu_secs"], 1.1)
-            self.assertGreaterEqual(s["peak_pss_bytes"], 48 * MIB)
+            self.assertGreaterEqual(s["memory_peak_bytes"], 48 * MIB)
             self.assertGreaterEqual(s["disk_write_bytes"], 8 * MIB)
-            # The mean PSS: the summary's, the mean of the samples.
-            pss = [x["cpu"]["process_pss_mib"] * MIB for x in job_samples(self.d, r)[:s["samples"]]]
-            self.assertEqual(s["avg_pss_bytes"], round(sum(pss) / len(pss)))
-            self.assertEqual(c.value(r, "memory_pss_mean_bytes"), s["avg_pss_bytes"])
+            self.assertEqual(self.jobs[r]["tracking"]["kind"], "cgroup")
             # The host's figures come from this run's samples only.
             for stat in ("host_net_in_bytes", "host_net_out_bytes", "host_disk_space_peak_bytes"):
                 a, txt = c.cells[(str(r), stat)]
@@ -351,7 +358,7 @@ class Report(unittest.TestCase):
         summaries = [self.jobs[r]["summary"] for r in runs]
         self.assertAlmostEqual(c.value("combined", "cores_mean"),
                                sum(s["avg_cores"] for s in summaries) / 3, delta=1e-12)
-        self.assertEqual(c.value("combined", "memory_pss_peak_bytes"), max(s["peak_pss_bytes"] for s in summaries))
+        self.assertEqual(c.value("combined", "memory_peak_bytes"), max(s["memory_peak_bytes"] for s in summaries))
         self.assertEqual(c.value("combined", "cores_peak"), max(s["peak_cores"] for s in summaries))
         cpus, mem = rec_from(summaries)
         self.assertEqual(c.ids["rec-slurm"][1], "--cpus-per-task=%d --mem=%dM" % (cpus, mem))
@@ -494,15 +501,15 @@ class Report(unittest.TestCase):
         for flags in (["--json"], ["--format", "json"], ["-fjson"]):
             o = json.loads(run_ctl(self.d, "recommend", "mix", *flags, check=0)[1])
             self.assertEqual([r["id"] for r in o["runs"]], self.ids[::-1])
-            self.assertEqual(o["memory_figure"], "pss")
+            self.assertEqual(o["memory_figure"], "memory_peak")
             rec = o["recommendation"]
             self.assertEqual((rec["cpus"], rec["memory_mib"], rec["gpus"], rec["vram_mib"]), (cpus, mem, 0, 0))
             self.assertEqual(rec["kubernetes"], {"requests": {"cpu": str(cpus), "memory": "%dMi" % mem}})
-            self.assertEqual(o["combined"]["memory_pss_peak_bytes"], max(s["peak_pss_bytes"] for s in summaries))
+            self.assertEqual(o["combined"]["memory_peak_bytes"], max(s["memory_peak_bytes"] for s in summaries))
         # --history 0 and 1; the first run has no history.
         o = json.loads(run_ctl(self.d, "recommend", "mix", "--history", "0", "--json", check=0)[1])
         self.assertEqual([r["id"] for r in o["runs"]], [self.ids[-1]])
-        self.assertEqual(o["recommendation"]["memory_mib"], round_memory(summaries[-1]["peak_pss_bytes"] / MIB * 1.2))
+        self.assertEqual(o["recommendation"]["memory_mib"], round_memory(memory_peak(summaries[-1]) / MIB * 1.2))
         o = json.loads(run_ctl(self.d, "recommend", "-n", "1", "mix", "--json", check=0)[1])
         self.assertEqual([r["id"] for r in o["runs"]], [self.ids[-1], self.ids[-2]])
         o = json.loads(run_ctl(self.d, "--json", "recommend", str(self.ids[0]), check=0)[1])
