@@ -67,6 +67,15 @@ void ctl_print_job_memory(FILE *f, const char *head, struct json_object *job)
     }
 }
 
+void ctl_job_tracking(struct json_object *job, char *buf, size_t size)
+{
+    struct json_object *tr = rt_json_get_object(job, "tracking");
+    const char *kind = rt_json_get_string(tr, "kind"), *cg = rt_json_get_string(tr, "cgroup");
+    const char *why = rt_json_get_string(tr, "why");
+    snprintf(buf, size, "%s%s%s%s%s", kind && strcmp(kind, "cgroup") == 0 ? "as the cgroup " : "as a process tree",
+             cg ? cg : "", why ? " (no cgroup: " : "", why ? why : "", why ? ")" : "");
+}
+
 void ctl_print_job_kernel(FILE *f, const char *head, struct json_object *job)
 {
     struct json_object *s = rt_json_get_object(job, "summary");

@@ -107,9 +107,12 @@ static void job_section(FILE *f, struct json_object *job)
     fact(f, "Exit status", buf);
     char user[64];
     ctl_fmt_user((int64_t)num(job, "owner_uid"), user, sizeof(user));
-    snprintf(buf, sizeof(buf), "%s (uid %lld), root pid %lld", user, (long long)num(job, "owner_uid"),
-             (long long)num(job, "pid"));
+    int n = snprintf(buf, sizeof(buf), "%s (uid %lld)", user, (long long)num(job, "owner_uid"));
+    if (num(job, "pid") > 0)
+        snprintf(buf + n, sizeof(buf) - (size_t)n, ", root pid %lld", (long long)num(job, "pid"));
     fact(f, "Owner", buf);
+    ctl_job_tracking(job, buf, sizeof(buf));
+    fact(f, "Tracked", buf);
     struct json_object *cmd = rt_json_get_array(md, "command");
     if (cmd) {
         fact_start(f, "Command");

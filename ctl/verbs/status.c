@@ -193,11 +193,9 @@ static void print_job(struct json_object *j, struct json_object *last)
         else
             printf("unknown\n");
     }
-    struct json_object *tr = rt_json_get_object(j, "tracking");
-    const char *kind = rt_json_get_string(tr, "kind"), *cg = rt_json_get_string(tr, "cgroup");
-    const char *why = rt_json_get_string(tr, "why");
-    printf("Tracked  %s%s%s%s%s\n", kind && strcmp(kind, "cgroup") == 0 ? "as the cgroup " : "as a process tree",
-           cg ? cg : "", why ? " (no cgroup: " : "", why ? why : "", why ? ")" : "");
+    char tracked[512];
+    ctl_job_tracking(j, tracked, sizeof(tracked));
+    printf("Tracked  %s\n", tracked);
     ctl_print_job_kernel(stdout, "Note     ", j);
     struct json_object *up = rt_json_get_object(j, "upload");
     if (up) {

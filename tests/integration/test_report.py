@@ -355,6 +355,7 @@ class Report(unittest.TestCase):
             for stat in ("host_net_in_bytes", "host_net_out_bytes", "host_disk_space_peak_bytes"):
                 a, txt = c.cells[(str(r), stat)]
                 self.assertEqual(("data-value" in a, txt), (True, txt) if r == this else (False, "—"))
+        self.assertIn("<tr><th>Tracked</th><td>as the cgroup %s</td></tr>" % self.jobs[this]["tracking"]["cgroup"], text)
         summaries = [self.jobs[r]["summary"] for r in runs]
         self.assertAlmostEqual(c.value("combined", "cores_mean"),
                                sum(s["avg_cores"] for s in summaries) / 3, delta=1e-12)
