@@ -39,7 +39,8 @@ struct rt_param {
 /* A parameter decoded into member m (its name) of the arguments struct T;
  * then .required, RT_RANGE, .check or .choices as needed. */
 #define RT_ARG(T, m, type_, ...) {.name = #m, .type = (type_), .off = offsetof(T, m), __VA_ARGS__}
-#define RT_RANGE(lo, hi) .min = (lo), .max = (hi)
+/* Cast: INT64_MAX rounds up to 2^63 as a double, which every int64 is below. */
+#define RT_RANGE(lo, hi) .min = (double)(lo), .max = (double)(hi)
 
 enum {
     RT_M_MORE = 1 << 0,       /* may be called with "more" */
