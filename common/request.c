@@ -16,6 +16,25 @@ bool rt_request_empty(const struct rt_request *r)
     return r->cpus <= 0 && r->memory_bytes == 0 && r->gpus == 0;
 }
 
+uint64_t rt_request_round_memory_mib(double mib)
+{
+    static const uint64_t steps[] = {128, 256, 512, 1024, 2048};
+    if (!(mib > 0)) /* also NaN */
+        return steps[0];
+    for (size_t i = 0; i < RT_ARRAY_SIZE(steps); i++)
+        if (mib <= (double)steps[i])
+            return steps[i];
+    return (uint64_t)ceil(mib / 1024.0) * 1024;
+}
+
+double rt_round_half_even(double x)
+{
+    double r = round(x);
+    if (fabs(x - trunc(x)) == 0.5)
+        r = 2.0 * round(x / 2.0);
+    return r;
+}
+
 bool rt_request_parse_memory(const char *s, uint64_t *out)
 {
     static const struct {

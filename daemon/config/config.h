@@ -49,6 +49,13 @@ struct rt_config {
     /* cgroups */
     bool cgroup_run;                   /* `run` puts its command in a cgroup of its own */
     char cgroup_parent[PATH_MAX];      /* where the daemon makes them when systemd does not */
+    /* notes on requested against used (jobs/notes.h): percentages, 0 = off */
+    unsigned notes_cpu_efficiency_below;
+    unsigned notes_memory_usage_below;
+    unsigned notes_gpu_usage_below;
+    unsigned notes_throttled_above;
+    unsigned notes_memory_pressure_above;
+    unsigned notes_min_duration_secs;  /* shorter jobs: no efficiency notes */
     /* logging */
     int log_level;                     /* syslog level */
     /* modes */
@@ -98,6 +105,12 @@ enum {
     RT_CFG_RETENTION_MAX_JOBS = 1ull << 28,
     RT_CFG_CGROUP_RUN = 1ull << 29,
     RT_CFG_CGROUP_PARENT = 1ull << 30,
+    RT_CFG_NOTES_CPU_BELOW = 1ull << 31,
+    RT_CFG_NOTES_MEMORY_BELOW = 1ull << 32,
+    RT_CFG_NOTES_GPU_BELOW = 1ull << 33,
+    RT_CFG_NOTES_THROTTLED_ABOVE = 1ull << 34,
+    RT_CFG_NOTES_PRESSURE_ABOVE = 1ull << 35,
+    RT_CFG_NOTES_MIN_DURATION = 1ull << 36,
 };
 
 /* Command-line flags: the values in .values whose bits are in .set win over

@@ -43,6 +43,13 @@ const char *rt_request_from_json(struct json_object *o, struct rt_request *out);
 
 bool rt_request_empty(const struct rt_request *r);
 
+/* The rounding rules of right-sizing (recommend, notes), as the Python
+ * tracker's: a memory size in MiB rounded up to 128, 256, 512, 1024 or 2048,
+ * above that to the next whole GiB; round half to even as Python's round()
+ * (0.5 -> 0, 1.5 -> 2, 2.5 -> 2). */
+uint64_t rt_request_round_memory_mib(double mib);
+double rt_round_half_even(double x);
+
 /* "1.5G"-style memory sizes with binary units: the bytes, or false. */
 bool rt_request_parse_memory(const char *s, uint64_t *out);
 
