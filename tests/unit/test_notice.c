@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "notice/defaults.h"
 #include "notice/message.h"
 #include "notice/notice.h"
 #include "notice/target.h"
@@ -423,6 +424,41 @@ static void test_queue_is_bounded(void **state)
     json_object_put(job);
 }
 
+static void test_user_defaults(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rt-notice-state-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_null(rt_notice_defaults_get(fd, 1000));
+    struct json_object *t = json_tokener_parse("[\"https://hooks.example.org/T/secret\",\"mailto:alice\"]");
+    assert_int_equal(rt_notice_defaults_set(fd, 1000, t), 0);
+    struct json_object *back = rt_notice_defaults_get(fd, 1000);
+    assert_true(json_object_equal(back, t));
+    json_object_put(back);
+    assert_null(rt_notice_defaults_get(fd, 1001)); /* one user's are not another's */
+    struct stat st;
+    assert_int_equal(fstatat(fd, "notify/1000.json", &st, 0), 0);
+    assert_int_equal(st.st_mode & 07777, 0600); /* secrets: root's only */
+    assert_int_equal(fstatat(fd, "notify", &st, 0), 0);
+    assert_int_equal(st.st_mode & 07777, 0700);
+    /* a damaged or tampered file gives none */
+    fx_write(dir, "notify/1000.json", "{\"targets\":[\"file:///etc/shadow\"]}");
+    assert_null(rt_notice_defaults_get(fd, 1000));
+    fx_write(dir, "notify/1000.json", "{\"targets\":");
+    assert_null(rt_notice_defaults_get(fd, 1000));
+    /* cleared */
+    assert_int_equal(rt_notice_defaults_set(fd, 1000, t), 0);
+    struct json_object *none = json_object_new_array();
+    assert_int_equal(rt_notice_defaults_set(fd, 1000, none), 0);
+    assert_null(rt_notice_defaults_get(fd, 1000));
+    assert_int_equal(rt_notice_defaults_set(fd, 1000, NULL), 0); /* clearing none is fine */
+    json_object_put(none);
+    json_object_put(t);
+    close(fd);
+    fx_rmtree(rt_xstrdup(dir));
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -447,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_mail),
         cmocka_unit_test(test_stop_is_bounded),
         cmocka_unit_test(test_queue_is_bounded),
+        cmocka_unit_test(test_user_defaults),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
