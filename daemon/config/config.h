@@ -56,6 +56,10 @@ struct rt_config {
     unsigned notes_throttled_above;
     unsigned notes_memory_pressure_above;
     unsigned notes_min_duration_secs;  /* shorter jobs: no efficiency notes */
+    /* notifications at the end of a job (notice/notice.h) */
+    char notify_sendmail[PATH_MAX];    /* the sendmail that mail goes through */
+    char notify_adopted[2048 + 1];     /* adopted jobs' target ("%u": the user), "" = none */
+    bool notify_adopted_every_job;     /* false: adopted jobs notify when failed or noted only */
     /* logging */
     int log_level;                     /* syslog level */
     /* modes */
@@ -111,6 +115,9 @@ enum {
     RT_CFG_NOTES_THROTTLED_ABOVE = 1ull << 34,
     RT_CFG_NOTES_PRESSURE_ABOVE = 1ull << 35,
     RT_CFG_NOTES_MIN_DURATION = 1ull << 36,
+    RT_CFG_NOTIFY_SENDMAIL = 1ull << 37,
+    RT_CFG_NOTIFY_ADOPTED = 1ull << 38,
+    RT_CFG_NOTIFY_ADOPTED_EVERY_JOB = 1ull << 39,
 };
 
 /* Command-line flags: the values in .values whose bits are in .set win over

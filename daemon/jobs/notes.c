@@ -146,13 +146,13 @@ struct json_object *rt_job_notes(struct json_object *summary, const struct rt_re
             mem_people(f.peak_mem, a, sizeof(a));
             mem_people((double)req->memory_bytes, b, sizeof(b));
             add_note(notes, "oom_killed", ask ? suggest_memory(ask) : NULL,
-                     "Out of memory: the kernel killed %.0f process%s at the memory limit (peak %s of %s asked "
-                     "for). Ask for more memory (mem=%s) or make the job use less.",
+                     "Out of memory: the kernel's OOM killer killed %.0f process%s at the memory limit (peak %s "
+                     "of %s asked for). Ask for more memory (mem=%s) or make the job use less.",
                      f.oom_kills, f.oom_kills == 1 ? "" : "es", a, b, m);
         } else {
             add_note(notes, "oom_killed", NULL,
-                     "Out of memory: the kernel killed %.0f process%s at the memory limit. Ask for more memory "
-                     "or make the job use less.",
+                     "Out of memory: the kernel's OOM killer killed %.0f process%s at the memory limit. Ask for "
+                     "more memory or make the job use less.",
                      f.oom_kills, f.oom_kills == 1 ? "" : "es");
         }
     }

@@ -58,6 +58,59 @@ int rt_notice_target_check(const char *t, char *why, size_t whylen)
     return RT_NOTICE_WEBHOOK;
 }
 
+int rt_notice_targets_check(struct json_object *targets, char *why, size_t whylen)
+{
+    char scratch[8];
+    if (!why) {
+        why = scratch;
+        whylen = sizeof(scratch);
+    }
+    size_t n = json_object_is_type(targets, json_type_array) ? json_object_array_length(targets) : 0;
+    if (!json_object_is_type(targets, json_type_array) || n > RT_NOTICE_MAX_TARGETS)
+        return refuse(why, whylen, "at most 4 targets");
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *t = json_object_array_get_idx(targets, i);
+        if (!json_object_is_type(t, json_type_string))
+            return refuse(why, whylen, "a target is a string");
+        if (rt_notice_target_check(json_object_get_string(t), why, whylen) < 0)
+            return -EINVAL;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(json_object_get_string(json_object_array_get_idx(targets, k)), json_object_get_string(t)) == 0)
+                return refuse(why, whylen, "a target is given twice");
+    }
+    return 0;
+}
+
+struct json_object *rt_notice_targets_for(struct json_object *own, struct json_object *defaults, bool adopted,
+                                          const char *adopted_template, bool every_job, bool failed_or_noted)
+{
+    if (own && json_object_array_length(own))
+        return json_object_get(own);
+    if (defaults && json_object_array_length(defaults))
+        return json_object_get(defaults);
+    if (!adopted || !adopted_template || !*adopted_template || !(every_job || failed_or_noted))
+        return NULL;
+    struct json_object *t = json_object_new_array();
+    json_object_array_add(t, json_object_new_string(adopted_template));
+    return t;
+}
+
+bool rt_notice_target_expand(const char *target, const char *user, char *out, size_t size)
+{
+    size_t n = 0, ul = strlen(user);
+    for (const char *p = target; *p; p++) {
+        bool u = p[0] == '%' && p[1] == 'u';
+        size_t add = u ? ul : 1;
+        if (n + add >= size)
+            return false;
+        memcpy(out + n, u ? user : p, add);
+        n += add;
+        p += u;
+    }
+    out[n] = '\0';
+    return true;
+}
+
 void rt_notice_target_redact(const char *t, char *out, size_t size)
 {
     if (strncasecmp(t, "mailto:", 7) == 0) {

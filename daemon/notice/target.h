@@ -6,6 +6,8 @@
 #ifndef RT_NOTICE_TARGET_H
 #define RT_NOTICE_TARGET_H
 
+#include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 enum rt_notice_kind { RT_NOTICE_WEBHOOK = 1, RT_NOTICE_MAIL };
@@ -18,6 +20,23 @@ enum rt_notice_kind { RT_NOTICE_WEBHOOK = 1, RT_NOTICE_MAIL };
  * a mail address is one plain address (user or user@domain.example: letters,
  * digits and . _ + - in the local part, no query, no second address). */
 int rt_notice_target_check(const char *target, char *why, size_t whylen);
+
+/* A list of targets (a JSON array of strings): at most
+ * RT_NOTICE_MAX_TARGETS, each checked, none twice. 0, or -EINVAL with why
+ * (why may be NULL). */
+int rt_notice_targets_check(struct json_object *targets, char *why, size_t whylen);
+
+/* Where a job's end goes, the first that has any: its own targets, its
+ * owner's defaults, and for a job the daemon adopted (a Slurm job, a
+ * container) the administrator's template (notify.adopted: "%u" is the
+ * user, expanded when it is sent), but that one only when every_job or the
+ * job failed or got a note. A new reference, or NULL for no one. */
+struct json_object *rt_notice_targets_for(struct json_object *own, struct json_object *defaults, bool adopted,
+                                          const char *adopted_template, bool every_job, bool failed_or_noted);
+
+/* A target with each "%u" replaced by user (into out): false when it does
+ * not fit. */
+bool rt_notice_target_expand(const char *target, const char *user, char *out, size_t size);
 
 /* The target as logs and views may show it: a URL's scheme and host only
  * ("https://hooks.slack.com/…"), a mail address whole. */

@@ -25,6 +25,7 @@ struct notice {
     uint64_t id;
     unsigned refs;
     bool composed;
+    char *user;                     /* the owner's name, looked up on the worker thread */
     struct rt_notice_msg msg;       /* made on the worker thread */
 };
 
@@ -65,6 +66,7 @@ static void notice_unref(struct notice *n)
         return;
     json_object_put(n->job);
     rt_notice_msg_free(&n->msg);
+    free(n->user);
     free(n);
 }
 
@@ -83,7 +85,8 @@ static void compose(struct rt_noticer *w, struct notice *n)
     char buf[4096];
     struct passwd pw, *res = NULL;
     getpwuid_r(n->owner, &pw, buf, sizeof(buf), &res);
-    rt_notice_compose(n->job, w->host, res ? res->pw_name : NULL, &n->msg);
+    n->user = res ? rt_xstrdup(res->pw_name) : NULL;
+    rt_notice_compose(n->job, w->host, n->user, &n->msg);
     n->composed = true;
 }
 
@@ -137,6 +140,23 @@ static void attempt(struct rt_noticer *w, struct delivery *d)
     compose(w, d->notice);
     d->attempt++;
     d->error[0] = '\0';
+    /* "%u": the job's user (an administrator's template for adopted jobs) */
+    char target[RT_NOTICE_TARGET_MAX + 1];
+    if (strstr(d->target, "%u")) {
+        char uid[16];
+        snprintf(uid, sizeof(uid), "%u", (unsigned)d->notice->owner);
+        const char *user = d->notice->user ? d->notice->user : uid;
+        if (!rt_notice_target_expand(d->target, user, target, sizeof(target)) ||
+            rt_notice_target_check(target, d->error, sizeof(d->error)) < 0) {
+            snprintf(d->error, sizeof(d->error), "the target is no target for user %s", user);
+            finish(w, d, false);
+            return;
+        }
+        explicit_bzero(d->target, strlen(d->target));
+        free(d->target);
+        d->target = rt_xstrdup(target);
+        explicit_bzero(target, sizeof(target));
+    }
     enum rt_deliver_result r = rt_notice_target_check(d->target, d->error, sizeof(d->error)) == RT_NOTICE_MAIL
                                    ? rt_deliver_mail(w->sendmail, rt_notice_target_address(d->target),
                                                      &d->notice->msg, w->timeout_ms, &w->abort_at_ms, d->error,

@@ -182,9 +182,9 @@ static void test_kernel_figures_when_present(void **state)
     struct json_object *n = rt_job_notes(s, &req, &defaults);
     expect_ids(n, "oom_killed");
     assert_string_equal(rt_json_plain(note(n, "oom_killed")),
-                        "{\"id\":\"oom_killed\",\"text\":\"Out of memory: the kernel killed 1 process at the memory "
-                        "limit (peak 4.0 GiB of 4.0 GiB asked for). Ask for more memory (mem=6G) or make the job use "
-                        "less.\",\"suggest\":{\"memory_bytes\":6442450944}}");
+                        "{\"id\":\"oom_killed\",\"text\":\"Out of memory: the kernel's OOM killer killed 1 process at "
+                        "the memory limit (peak 4.0 GiB of 4.0 GiB asked for). Ask for more memory (mem=6G) or make "
+                        "the job use less.\",\"suggest\":{\"memory_bytes\":6442450944}}");
     json_object_put(n);
     json_object_put(s);
 

@@ -56,6 +56,39 @@ static void test_targets(void **state)
     assert_string_equal(shown, "mailto:alice@example.org");
 }
 
+static void test_which_targets(void **state)
+{
+    (void)state;
+    struct json_object *own = json_tokener_parse("[\"mailto:own\"]"), *mine = json_tokener_parse("[\"mailto:mine\"]");
+    struct json_object *none = json_object_new_array();
+    struct json_object *t = rt_notice_targets_for(own, mine, true, "mailto:%u", true, true);
+    assert_ptr_equal(t, own); /* the job's own first */
+    json_object_put(t);
+    t = rt_notice_targets_for(none, mine, true, "mailto:%u", true, true);
+    assert_ptr_equal(t, mine); /* then its owner's */
+    json_object_put(t);
+    /* then, adopted only, the administrator's: every job, or failed or noted ones */
+    t = rt_notice_targets_for(NULL, NULL, true, "mailto:%u", false, true);
+    assert_string_equal(rt_json_plain(t), "[\"mailto:%u\"]");
+    json_object_put(t);
+    assert_null(rt_notice_targets_for(NULL, NULL, true, "mailto:%u", false, false));
+    t = rt_notice_targets_for(NULL, none, true, "mailto:%u", true, false);
+    assert_non_null(t);
+    json_object_put(t);
+    assert_null(rt_notice_targets_for(NULL, NULL, false, "mailto:%u", true, true)); /* run's: not adopted */
+    assert_null(rt_notice_targets_for(NULL, NULL, true, "", true, true));
+    json_object_put(own);
+    json_object_put(mine);
+    json_object_put(none);
+
+    char out[64];
+    assert_true(rt_notice_target_expand("mailto:%u@lab.example.org", "alice", out, sizeof(out)));
+    assert_string_equal(out, "mailto:alice@lab.example.org");
+    assert_true(rt_notice_target_expand("https://h/%u/x%u", "b", out, sizeof(out)));
+    assert_string_equal(out, "https://h/b/xb");
+    assert_false(rt_notice_target_expand("mailto:%u", "a-very-long-user-name-that-does-not-fit-here-at-all", out, 24));
+}
+
 static const char *job_text =
     "{\"id\":42,\"name\":\"train\",\"owner_uid\":1000,\"state\":\"failed\",\"exit_code\":137,\"signal\":9,"
     "\"summary\":{\"duration_secs\":3725.0,\"cpu_secs\":7077.5,\"avg_cores\":1.9,\"peak_cores\":3.2,"
@@ -344,6 +377,19 @@ static void test_mail(void **state)
     free(env);
     free(mail);
     rt_noticer_free(n);
+
+    /* "%u": the job's owner by name (uid 0 here), expanded on the worker */
+    n = noticer(sm);
+    const char *tmpl[] = {"mailto:%u"};
+    assert_int_equal(rt_noticer_send(n, job, 0, tmpl, 1), 0);
+    wait_done(n);
+    rt_noticer_free(n);
+    p = rt_xasprintf("%s/mail2", tmp);
+    mail = slurp(p);
+    free(p);
+    assert_non_null(mail);
+    assert_true(rt_str_starts_with(mail, "To: root\n"));
+    free(mail);
     free(sm);
 
     /* a permanent failure (EX_NOUSER) is logged once, not retried */
@@ -477,6 +523,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_targets),
+        cmocka_unit_test(test_which_targets),
         cmocka_unit_test(test_message),
         cmocka_unit_test(test_webhook_retried_then_delivered),
         cmocka_unit_test(test_webhook_failures_logged_once),
