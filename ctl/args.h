@@ -77,7 +77,11 @@ extern const struct ctl_opt ctl_meta_opts[];
     "  --project-name, --stage-name, --task-name, --team, --env, --language,\n"            \
     "  --orchestrator, --executor, --external-run-id, --container-image VALUE\n"           \
     "                          metadata ($TRACKER_PROJECT_NAME, ... likewise)\n"           \
-    "  --tag KEY=VALUE         a free-form tag, repeatable\n"
+    "  --tag KEY=VALUE         a free-form tag, repeatable\n"                              \
+    "  --request SPEC          what the job asks for, cpus=N,mem=SIZE,gpus=N ($TRACKER_REQUEST):\n" \
+    "                          its efficiency and notes compare its use with it\n"          \
+    "  --notify TARGET         tell TARGET when the job ends: a webhook URL or\n"           \
+    "                          mailto:ADDRESS; up to 4 ($TRACKER_NOTIFY, space-separated)\n"
 
 /* -u, --user USER: whose jobs a JOB name is looked up among (an
  * administrator's choice; stop, status, samples). ctl_args_simple keeps it

@@ -76,14 +76,19 @@ struct ctl_meta {
     struct json_object *metadata; /* JobMetadata */
     const char *job_name;
     double interval;              /* 0 = daemon default */
+    struct json_object *request;  /* JobRequest (--request, TRACKER_REQUEST), or NULL */
+    struct json_object *notify;   /* targets (--notify, TRACKER_NOTIFY), or NULL */
 };
 void ctl_meta_init(struct ctl_meta *m);
 void ctl_meta_free(struct ctl_meta *m);
 /* Take option val (one of ctl_meta_opts) with its value: 1 taken, 0 not
  * ours, -1 after printing why the value is refused. */
 int ctl_meta_option(struct ctl_meta *m, const struct ctl_args *a, int val, const char *value);
-/* Fill unset fields from TRACKER_* environment variables. */
+/* Fill unset fields from TRACKER_* environment variables; -1 after saying
+ * why one is refused. */
 int ctl_meta_from_env(struct ctl_meta *m);
+/* StartJob's request and notify parameters, where given. */
+void ctl_meta_request_params(const struct ctl_meta *m, struct json_object *params);
 /* StartJob's upload parameters from SENTINEL_API_TOKEN, SENTINEL_API_URL and
  * TRACKER_UPLOAD_INTERVAL (only with a token: without one nothing is sent). */
 void ctl_upload_params(struct json_object *params);
@@ -93,7 +98,8 @@ int ctl_parse_bool(const char *s, bool *out);
 /* verbs, and their command lines (args.h) */
 struct ctl_spec;
 extern const struct ctl_spec ctl_run_spec, ctl_start_spec, ctl_stop_spec, ctl_jobs_spec, ctl_status_spec,
-    ctl_samples_spec, ctl_info_spec, ctl_help_spec, ctl_version_spec, ctl_top_spec, ctl_metrics_spec;
+    ctl_samples_spec, ctl_info_spec, ctl_help_spec, ctl_version_spec, ctl_top_spec, ctl_metrics_spec,
+    ctl_notify_spec;
 int ctl_run(struct ctl *ctl, int argc, char **argv);
 int ctl_start(struct ctl *ctl, int argc, char **argv);
 int ctl_stop(struct ctl *ctl, int argc, char **argv);
@@ -101,6 +107,7 @@ int ctl_jobs(struct ctl *ctl, int argc, char **argv);
 int ctl_status(struct ctl *ctl, int argc, char **argv);
 int ctl_samples(struct ctl *ctl, int argc, char **argv);
 int ctl_info(struct ctl *ctl, int argc, char **argv);
+int ctl_notify(struct ctl *ctl, int argc, char **argv);
 int ctl_help(struct ctl *ctl, int argc, char **argv);
 int ctl_version(struct ctl *ctl, int argc, char **argv);
 int ctl_complete(struct ctl *ctl, int argc, char **argv);
@@ -145,6 +152,11 @@ void ctl_job_tracking(struct json_object *job, char *buf, size_t size);
 /* A job's summary for people (summary.c): result, CPU, memory, I/O, GPU,
  * upload; `run` prints it at the end. */
 void ctl_print_job_summary(FILE *f, struct json_object *job);
+/* "8 CPUs, 64.0 GiB, 2 GPUs" of a JobRequest ("" for none or NULL). */
+void ctl_fmt_request(char *buf, size_t size, struct json_object *request);
+/* What a job asked for with its efficiency ("Asked    8 CPUs, …; efficiency
+ * CPU 24%, …"), then a "Note" line per note; nothing without either. */
+void ctl_print_request(FILE *f, struct json_object *job, const char *indent);
 
 #define CTL_ERR(...) (fprintf(stderr, "resource-trackerctl: " __VA_ARGS__), fputc('\n', stderr))
 

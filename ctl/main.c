@@ -17,6 +17,7 @@ const struct ctl_verb ctl_verbs[] = {
     {"samples", ctl_samples, &ctl_samples_spec, "[--format json|csv] [--follow] [--offset N] JOB",
      "print JOB's samples"},
     {"info", ctl_info, &ctl_info_spec, "", "show the daemon"},
+    {"notify", ctl_notify, &ctl_notify_spec, "[--set TARGET... | --clear]", "where your jobs' ends are told"},
     {"report", ctl_report, &ctl_report_spec, "[-o FILE] JOB", "a self-contained HTML report of JOB"},
     {"recommend", ctl_recommend, &ctl_recommend_spec, "[--history N] JOB", "resources for JOB's next run"},
     {"top", ctl_top, &ctl_top_spec, "[--sort COLUMN] [--mine] [--iterations N]",

@@ -3,6 +3,7 @@
 
 #include "args.h"
 
+#include "rt/request.h"
 #include "rt/util.h"
 
 #include <stdlib.h>
@@ -26,6 +27,8 @@ const struct ctl_opt ctl_meta_opts[] = {
     {"executor", META(8), "VALUE", NULL, CTL_KIND_NONE},
     {"external-run-id", META(9), "VALUE", NULL, CTL_KIND_NONE},
     {"container-image", META(10), "VALUE", NULL, CTL_KIND_NONE},
+    {"request", META(11), "SPEC", "a request is cpus=N,mem=SIZE,gpus=N (e.g. cpus=8,mem=64G,gpus=2)", CTL_KIND_NONE},
+    {"notify", META(12), "TARGET", NULL, CTL_KIND_NONE},
     {NULL, 0, NULL, NULL, CTL_KIND_NONE},
 };
 
@@ -58,7 +61,29 @@ void ctl_meta_init(struct ctl_meta *m)
 void ctl_meta_free(struct ctl_meta *m)
 {
     json_object_put(m->metadata);
-    m->metadata = NULL;
+    json_object_put(m->request);
+    json_object_put(m->notify);
+    m->metadata = m->request = m->notify = NULL;
+}
+
+/* --request / TRACKER_REQUEST: the JobRequest, or false with why (the
+ * daemon then has nothing to refuse in it). */
+static bool request(struct ctl_meta *m, const char *v, char *why, size_t whylen)
+{
+    struct rt_request r;
+    if (rt_request_parse(v, &r, why, whylen) < 0)
+        return false;
+    json_object_put(m->request);
+    m->request = rt_request_to_json(&r, NULL);
+    return true;
+}
+
+static void notify(struct ctl_meta *m, const char *target, const char *from)
+{
+    if (!m->notify)
+        m->notify = json_object_new_array();
+    json_object_array_add(m->notify, json_object_new_string(target));
+    ctl_args_source("notify", from, NULL); /* which of them: the daemon does not say */
 }
 
 int ctl_parse_bool(const char *s, bool *out)
@@ -107,6 +132,17 @@ int ctl_meta_option(struct ctl_meta *m, const struct ctl_args *a, int val, const
         ctl_args_source("tags", "--tag", NULL);
         return 1;
     }
+    char why[256];
+    if (val == META(11)) {
+        if (request(m, v, why, sizeof(why)))
+            return 1;
+        ctl_args_invalid(a, val, v);
+        return -1;
+    }
+    if (val == META(12)) {
+        notify(m, v, "--notify");
+        return 1;
+    }
     for (size_t f = 0; f < RT_ARRAY_SIZE(fields); f++) {
         if (fields[f].val == val) {
             json_object_object_add(m->metadata, fields[f].key, json_object_new_string(v));
@@ -124,6 +160,18 @@ int ctl_meta_from_env(struct ctl_meta *m)
         m->job_name = v;
         ctl_args_source("name", "TRACKER_JOB_NAME", v);
     }
+    char why[256];
+    if (!m->request && (v = getenv("TRACKER_REQUEST")) && *v && !request(m, v, why, sizeof(why))) {
+        CTL_ERR("TRACKER_REQUEST '%s': %s", v, why);
+        return -1;
+    }
+    if (!m->notify && (v = getenv("TRACKER_NOTIFY")) && *v) {
+        /* targets hold no white space: it separates them */
+        char *copy = rt_xstrdup(v), *save = NULL;
+        for (char *t = strtok_r(copy, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save))
+            notify(m, t, "TRACKER_NOTIFY");
+        free(copy);
+    }
     for (size_t f = 0; f < RT_ARRAY_SIZE(fields); f++) {
         if (json_object_object_get_ex(m->metadata, fields[f].key, NULL))
             continue;
@@ -133,6 +181,14 @@ int ctl_meta_from_env(struct ctl_meta *m)
         }
     }
     return 0;
+}
+
+void ctl_meta_request_params(const struct ctl_meta *m, struct json_object *params)
+{
+    if (m->request && json_object_object_length(m->request))
+        json_object_object_add(params, "request", json_object_get(m->request));
+    if (m->notify)
+        json_object_object_add(params, "notify", json_object_get(m->notify));
 }
 
 void ctl_upload_params(struct json_object *params)

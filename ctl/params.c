@@ -31,6 +31,10 @@ static struct param {
     {"command", "at most 1024 arguments, each at most 4096 bytes", NULL, NULL},
     {"upload_interval_secs", "an upload interval is a whole number of seconds from 1 to 86400", NULL, NULL},
     {"sentinel_api_url", "a Sentinel API URL starts with http:// or https://", NULL, NULL},
+    {"targets", "a target is an http:// or https:// URL or mailto: and one plain address; at most 4, none twice",
+     NULL, NULL},
+    {"notify", "a target is an http:// or https:// URL or mailto: and one plain address; at most 4, none twice",
+     NULL, NULL},
 };
 
 static struct param *find(const char *name)

@@ -76,17 +76,29 @@ void ctl_job_tracking(struct json_object *job, char *buf, size_t size)
              cg ? cg : "", why ? " (no cgroup: " : "", why ? why : "", why ? ")" : "");
 }
 
+/* Whether the daemon's notes (docs/efficiency.md) say it already, with the fix. */
+static bool has_note(struct json_object *job, const char *id)
+{
+    struct json_object *notes = rt_json_get_array(job, "notes");
+    for (size_t i = 0; notes && i < json_object_array_length(notes); i++) {
+        const char *n = rt_json_get_string(json_object_array_get_idx(notes, i), "id");
+        if (n && strcmp(n, id) == 0)
+            return true;
+    }
+    return false;
+}
+
 void ctl_print_job_kernel(FILE *f, const char *head, struct json_object *job)
 {
     struct json_object *s = rt_json_get_object(job, "summary");
     double v;
-    if (ctl_total(s, "oom_kills", &v) && v > 0)
+    if (ctl_total(s, "oom_kills", &v) && v > 0 && !has_note(job, "oom_killed"))
         fprintf(f, "%sthe kernel's OOM killer killed %.0f of its processes: it needed more memory than it was "
                    "allowed\n", head, v);
-    if (ctl_total(s, "pressure.memory_some_pct", &v) && v >= 10)
+    if (ctl_total(s, "pressure.memory_some_pct", &v) && v >= 10 && !has_note(job, "memory_pressure"))
         fprintf(f, "%smemory pressure %.0f %%: it waited for memory that much of the time; it needed more "
                    "memory than it had\n", head, v);
-    if (ctl_total(s, "throttled_pct", &v) && v >= 10)
+    if (ctl_total(s, "throttled_pct", &v) && v >= 10 && !has_note(job, "cpu_throttled"))
         fprintf(f, "%sthrottled %.0f %% of the time by its CPU quota: it needed more CPU than it was allowed\n",
                 head, v);
     if (ctl_total(s, "pressure.cpu_some_pct", &v) && v >= 20)
@@ -94,6 +106,48 @@ void ctl_print_job_kernel(FILE *f, const char *head, struct json_object *job)
                    "processes than CPUs, or a busy host)\n", head, v);
     if (ctl_total(s, "pressure.io_some_pct", &v) && v >= 20)
         fprintf(f, "%sI/O pressure %.0f %%: it waited for storage that much of the time\n", head, v);
+}
+
+void ctl_fmt_request(char *buf, size_t size, struct json_object *req)
+{
+    double v;
+    size_t n = 0;
+    buf[0] = '\0';
+    if (rt_json_get_double(req, "cpus", &v))
+        n += (size_t)snprintf(buf + n, size - n, "%g CPU%s", v, v == 1 ? "" : "s");
+    if (n < size && rt_json_get_double(req, "memory_bytes", &v)) {
+        char b[32];
+        ctl_fmt_bytes(b, sizeof(b), v);
+        n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? ", " : "", b);
+    }
+    if (n < size && rt_json_get_double(req, "gpus", &v))
+        snprintf(buf + n, size - n, "%s%g GPU%s", n ? ", " : "", v, v == 1 ? "" : "s");
+}
+
+void ctl_print_request(FILE *f, struct json_object *job, const char *indent)
+{
+    struct json_object *req = rt_json_get_object(job, "request"), *eff = rt_json_get_object(job, "efficiency");
+    struct json_object *notes = rt_json_get_array(job, "notes");
+    char asked[128];
+    ctl_fmt_request(asked, sizeof(asked), req);
+    if (asked[0]) {
+        fprintf(f, "%sAsked    %s", indent, asked);
+        static const char *const keys[] = {"cpu_pct", "memory_pct", "gpu_pct"}, *const what[] = {"CPU", "memory", "GPU"};
+        const char *sep = "; efficiency ";
+        for (size_t i = 0; i < 3; i++) {
+            double v;
+            if (rt_json_get_double(eff, keys[i], &v)) {
+                fprintf(f, "%s%s %.0f%%", sep, what[i], v);
+                sep = ", ";
+            }
+        }
+        fprintf(f, "\n");
+    }
+    for (size_t i = 0; notes && i < json_object_array_length(notes); i++) {
+        const char *text = rt_json_get_string(json_object_array_get_idx(notes, i), "text");
+        if (text)
+            fprintf(f, "%sNote     %s\n", indent, text);
+    }
 }
 
 void ctl_print_job_summary(FILE *f, struct json_object *job)
@@ -124,7 +178,7 @@ void ctl_print_job_summary(FILE *f, struct json_object *job)
             fprintf(f, ", %.1f J", v);
         fprintf(f, "\n");
     }
-    ctl_print_job_kernel(f, "  Note     ", job);
+    ctl_print_request(f, job, "  ");
     struct json_object *up = rt_json_get_object(job, "upload");
     if (up) {
         const char *run = rt_json_get_string(up, "run_id"), *err = rt_json_get_string(up, "last_error");

@@ -13,6 +13,10 @@
 #include "rt/varlink.h"
 #include "rt/util.h"
 #include "api/api.h"
+#include "api/job_access.h"
+#include "notice/defaults.h"
+#include "notice/notice.h"
+#include "notice/target.h"
 #include "upload/upload.h"
 
 #include <errno.h>
@@ -334,7 +338,30 @@ static void command_line(const struct rt_job *j, char *buf, size_t size)
                                 json_object_get_string(json_object_array_get_idx(cmd, i)));
 }
 
-/* Journal records of jobs that started or ended, from the sampler's outbox. */
+/* A job that ended (not stopped: its processes go on) is told to its own
+ * targets, else to its owner's (notice/defaults.h), else, adopted, to the
+ * administrator's (notify.adopted). job: its JSON. */
+static void notify_end(struct rt_daemon *d, const struct rt_job *j, struct json_object *job)
+{
+    if (!d->notice || j->state == RT_JOB_RUNNING || j->state == RT_JOB_STOPPED)
+        return;
+    struct json_object *defaults = j->notify ? NULL : rt_notice_defaults_get(d->state.dir_fd, j->owner_uid);
+    struct json_object *notes = rt_json_get_array(job, "notes");
+    bool noteworthy = j->state == RT_JOB_FAILED || (notes && json_object_array_length(notes));
+    struct json_object *targets = rt_notice_targets_for(j->notify, defaults, j->adopted, d->cfg.notify_adopted,
+                                                        d->cfg.notify_adopted_every_job, noteworthy);
+    json_object_put(defaults);
+    size_t n = targets ? json_object_array_length(targets) : 0;
+    const char *list[RT_NOTICE_MAX_TARGETS];
+    for (size_t i = 0; i < n && i < RT_NOTICE_MAX_TARGETS; i++)
+        list[i] = json_object_get_string(json_object_array_get_idx(targets, i));
+    if (n)
+        rt_noticer_send(d->notice, job, j->owner_uid, list, n < RT_NOTICE_MAX_TARGETS ? n : RT_NOTICE_MAX_TARGETS);
+    json_object_put(targets);
+}
+
+/* Journal records of jobs that started or ended, from the sampler's outbox,
+ * and the notifications of their ends. */
 static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
 {
     for (const struct rt_sevt *e = list; e; e = e->next) {
@@ -353,15 +380,25 @@ static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
             if (started) {
                 rt_event_job_started(&ej);
             } else {
+                struct json_object *job = rt_api_job_json(d, j);
                 struct rt_event_job_end end = {
                     .state = rt_job_state_name(j->state),
                     .exit_status = j->has_exit ? j->exit_code : -1,
                     .duration_usec = (uint64_t)(rt_job_duration(j, j->ended_at) * 1e6),
                     .processes_max = j->summary.peak_children + 1,
                     .totals = &j->summary,
+                    .request = j->request,
+                    .efficiency = rt_json_get_object(job, "efficiency"),
+                    .notes = rt_json_get_array(job, "notes"),
                 };
                 rt_event_job_finished(&ej, &end);
+                notify_end(d, j, job);
+                json_object_put(job);
             }
+        } else if (j && j->state == RT_JOB_LOST) { /* it ended while no daemon ran */
+            struct json_object *job = rt_api_job_json(d, j);
+            notify_end(d, j, job);
+            json_object_put(job);
         }
         if (j && j->state != RT_JOB_RUNNING) {
             /* Ended: its metadata stays on disk only (rt_api_fill_metadata). */
@@ -547,6 +584,8 @@ int rt_daemon_run(struct rt_daemon *d)
     d->sampler = rt_sampler_new(&so, &d->jobs, &d->state);
     /* The worker's thread may read d->sampler: create it afterwards. */
     start_upload(d);
+    struct rt_notice_config nc = {.sendmail = d->cfg.notify_sendmail, .host = d->hostname};
+    d->notice = rt_noticer_new(&nc);
     rt_sampler_set_upload(d->sampler, d->upload);
     r = rt_sampler_start(d->sampler);
     if (r < 0) {
@@ -585,6 +624,12 @@ out:
         rt_upload_worker_stop(d->upload, 10000);
         rt_upload_worker_free(d->upload);
         d->upload = NULL;
+    }
+    if (d->notice) {
+        /* Bounded: what is not told by then is dropped, logged once. */
+        rt_noticer_stop(d->notice, 5000);
+        rt_noticer_free(d->notice);
+        d->notice = NULL;
     }
     rt_sampler_free(d->sampler);
     d->sampler = NULL;

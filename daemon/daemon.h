@@ -17,6 +17,7 @@
 
 struct rt_server;
 struct rt_upload_worker;
+struct rt_noticer;
 
 struct rt_daemon {
     struct rt_config cfg;
@@ -29,6 +30,7 @@ struct rt_daemon {
     struct rt_sampler *sampler;
     struct rt_server *server;
     struct rt_upload_worker *upload;  /* NULL when the spool cannot be used */
+    struct rt_noticer *notice;        /* notifications at the end of jobs; NULL when it cannot run */
     struct rt_host_info host;         /* for Sentinel runs; read-only after start */
     struct rt_cloud_discovery *cloud; /* started on first use: rt_daemon_cloud() */
     pthread_mutex_t cloud_lock;

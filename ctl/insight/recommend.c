@@ -1,41 +1,24 @@
 #include "insight/recommend.h"
 
+#include "rt/request.h"
+
 #include <math.h>
 #include <stdio.h>
 
-uint64_t insight_round_memory(double mib)
-{
-    static const uint64_t steps[] = {128, 256, 512, 1024, 2048};
-    if (!(mib > 0)) /* also NaN */
-        return steps[0];
-    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
-        if (mib <= (double)steps[i])
-            return steps[i];
-    return (uint64_t)ceil(mib / 1024.0) * 1024;
-}
-
-double insight_round_half_even(double x)
-{
-    double r = round(x);
-    if (fabs(x - trunc(x)) == 0.5)
-        r = 2.0 * round(x / 2.0);
-    return r;
-}
-
 void insight_recommend(const struct insight_stats *c, struct insight_rec *out)
 {
-    double cpus = insight_round_half_even(insight_fig(c, "avg_cores"));
+    double cpus = rt_round_half_even(insight_fig(c, "avg_cores"));
     out->cpus = cpus >= 1 ? (unsigned)cpus : 1;
-    out->memory_mib = insight_round_memory(insight_memory_peak(c) / 1048576.0 * 1.2);
+    out->memory_mib = rt_request_round_memory_mib(insight_memory_peak(c) / 1048576.0 * 1.2);
     out->gpus = 0;
     out->vram_mib = 0;
     double gpu_peak = insight_fig(c, "gpu_peak_usage"), vram_peak = insight_fig(c, "gpu_peak_vram_bytes");
     if (gpu_peak > 0) {
-        double g = insight_round_half_even(gpu_peak);
+        double g = rt_round_half_even(gpu_peak);
         out->gpus = g >= 1 ? (unsigned)g : 1;
     }
     if (vram_peak > 0)
-        out->vram_mib = insight_round_memory(vram_peak / 1048576.0 * 1.2);
+        out->vram_mib = rt_request_round_memory_mib(vram_peak / 1048576.0 * 1.2);
 }
 
 void insight_rec_people(const struct insight_rec *r, char *buf, size_t size)

@@ -17,13 +17,8 @@ struct insight_rec {
     uint64_t vram_mib;  /* 0 without GPUs */
 };
 
-/* Round a memory size up to 128, 256, 512, 1024 or 2048 MiB, above that to
- * the next whole GiB (Python's round_memory). */
-uint64_t insight_round_memory(double mib);
-/* Round half to even, as Python's round(): 0.5 -> 0, 1.5 -> 2, 2.5 -> 2. */
-double insight_round_half_even(double x);
-
-/* CPUs = max(1, round(mean cores)); memory = round_memory(peak PSS x 1.2);
+/* CPUs = max(1, round(mean cores)); memory = round_memory(peak PSS x 1.2)
+ * (the rounding of rt/request.h);
  * GPUs = max(1, round(peak GPU use)) when a GPU was used, else 0;
  * VRAM = round_memory(peak VRAM x 1.2) when any was used, else 0. */
 void insight_recommend(const struct insight_stats *combined, struct insight_rec *out);

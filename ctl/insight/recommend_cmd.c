@@ -59,6 +59,31 @@ static void print_row(const char *label, const struct insight_stats *s, bool gpu
     printf("\n");
 }
 
+/* The recommendation against what the job asked for: "asked for 8, used
+ * 1.90 on average: ask for 2". */
+static void print_against_request(const struct insight_analysis *a)
+{
+    struct json_object *req = rt_json_get_object(a->run.job, "request");
+    double v;
+    if (!req || !json_object_object_length(req))
+        return;
+    char b1[32], b2[32];
+    printf("\nAgainst what it asked for:\n");
+    if (rt_json_get_double(req, "cpus", &v))
+        printf("  CPUs     asked for %g, used %.2f on average: ask for %u\n", v, insight_fig(&a->combined, "avg_cores"),
+               a->rec.cpus);
+    if (rt_json_get_double(req, "memory_bytes", &v)) {
+        ctl_fmt_bytes(b1, sizeof(b1), v);
+        ctl_fmt_bytes(b2, sizeof(b2), insight_fig(&a->combined, "peak_pss_bytes"));
+        printf("  Memory   asked for %s, peak PSS %s: ask for %llu MiB\n", b1, b2,
+               (unsigned long long)a->rec.memory_mib);
+    }
+    if (rt_json_get_double(req, "gpus", &v))
+        printf("  GPUs     asked for %g, peak use %.2f: ask for %u\n", v, insight_fig(&a->combined, "gpu_peak_usage"),
+               a->rec.gpus);
+    ctl_print_request(stdout, a->run.job, "  ");
+}
+
 static void print_people(const struct insight_analysis *a)
 {
     const char *name = rt_json_get_string(a->run.job, "name");
@@ -88,6 +113,7 @@ static void print_people(const struct insight_analysis *a)
     printf("  CPUs: the mean cores rounded (at least 1); memory: the peak memory (what it could not do without) x 1.2, rounded up\n");
     if (gpu)
         printf("  GPUs: the peak GPU use rounded (at least 1 if used); VRAM: the peak x 1.2, rounded up\n");
+    print_against_request(a);
     insight_rec_slurm(&a->rec, buf, sizeof(buf));
     printf("\nSlurm:       %s\n", buf);
     insight_rec_kubernetes(&a->rec, "  ", buf, sizeof(buf));
@@ -108,6 +134,12 @@ static void print_json(const struct insight_analysis *a)
     json_object_object_add(o, "memory_figure", json_object_new_string(insight_has(&a->combined, "memory_peak_bytes")
                                                                            ? "memory_peak" : "pss"));
     json_object_object_add(o, "recommendation", insight_rec_json(&a->rec));
+    static const char *const keys[] = {"request", "efficiency", "notes"};
+    for (size_t i = 0; i < 3; i++) {
+        struct json_object *v = NULL;
+        json_object_object_get_ex(a->run.job, keys[i], &v);
+        json_object_object_add(o, keys[i], v ? json_object_get(v) : NULL);
+    }
     ctl_print_json(stdout, o);
     json_object_put(o);
 }

@@ -152,6 +152,24 @@ static void job_section(FILE *f, struct json_object *job)
     fact(f, "Duration", buf);
     snprintf(buf, sizeof(buf), "%lld, every %.3g s", (long long)num(s, "samples"), num(job, "interval_secs"));
     fact(f, "Samples", buf);
+    /* Requested against used (docs/efficiency.md). */
+    ctl_fmt_request(buf, sizeof(buf), rt_json_get_object(job, "request"));
+    if (buf[0]) {
+        fact(f, "Asked for", buf);
+        struct json_object *eff = rt_json_get_object(job, "efficiency");
+        static const char *const keys[] = {"cpu_pct", "memory_pct", "gpu_pct"}, *const what[] = {"CPU", "memory", "GPU"};
+        size_t len = 0;
+        buf[0] = '\0';
+        for (size_t i = 0; i < 3; i++) {
+            double v;
+            if (rt_json_get_double(eff, keys[i], &v) && len < sizeof(buf))
+                len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s %.0f%%", len ? ", " : "", what[i], v);
+        }
+        fact(f, "Efficiency", buf[0] ? buf : "unknown");
+    }
+    struct json_object *notes = rt_json_get_array(job, "notes");
+    for (size_t i = 0; notes && i < json_object_array_length(notes); i++)
+        fact(f, "Note", rt_json_get_string(json_object_array_get_idx(notes, i), "text"));
     fputs("</table></section>\n", f);
 }
 

@@ -230,7 +230,7 @@ static void host_gpus(FILE *f, const struct rt_sample *s)
 
 /* ---- jobs ---- */
 
-enum section { TOP, SUMMARY, CURRENT };
+enum section { TOP, SUMMARY, CURRENT, REQUEST, EFFICIENCY, NOTES };
 
 struct job_family {
     const char *name, *type, *help;
@@ -244,6 +244,16 @@ static const struct job_family job_families[] = {
     {"job_start_time_seconds", "gauge", "When the job started, in seconds since the epoch.", TOP, "started_at"},
     {"job_end_time_seconds", "gauge", "When the job ended, in seconds since the epoch.", TOP, "ended_at"},
     {"job_processes", "gauge", "Processes in the running job's tree.", CURRENT, "processes"},
+    {"job_request_cpus", "gauge", "CPUs the job asked for.", REQUEST, "cpus"},
+    {"job_request_memory_bytes", "gauge", "Memory the job asked for.", REQUEST, "memory_bytes"},
+    {"job_request_gpus", "gauge", "GPUs the job asked for.", REQUEST, "gpus"},
+    {"job_cpu_efficiency_ratio", "gauge", "CPU time over the requested CPUs times the wall time.", EFFICIENCY,
+     "cpu_pct"},
+    {"job_memory_efficiency_ratio", "gauge", "The job's memory peak over the memory it asked for.", EFFICIENCY,
+     "memory_pct"},
+    {"job_gpu_efficiency_ratio", "gauge", "Mean GPUs in use over the GPUs the job asked for.", EFFICIENCY,
+     "gpu_pct"},
+    {"job_notes", "gauge", "Notes on what the job should ask for instead (docs/efficiency.md).", NOTES, "notes"},
 };
 
 static bool job_value(struct json_object *job, const struct job_family *fam, double *v)
@@ -253,10 +263,23 @@ static bool job_value(struct json_object *job, const struct job_family *fam, dou
         *v = state && strcmp(state, "running") == 0;
         return true;
     }
-    struct json_object *o = fam->section == SUMMARY   ? rt_json_get_object(job, "summary")
-                            : fam->section == CURRENT ? rt_json_get_object(job, "current")
-                                                      : job;
-    return fam->section == SUMMARY ? rt_fig_summary_get(o, fam->key, v) : rt_json_get_double(o, fam->key, v);
+    if (fam->section == NOTES) {
+        struct json_object *notes = rt_json_get_array(job, "notes");
+        *v = notes ? (double)json_object_array_length(notes) : 0;
+        return notes != NULL;
+    }
+    struct json_object *o = fam->section == SUMMARY      ? rt_json_get_object(job, "summary")
+                            : fam->section == CURRENT    ? rt_json_get_object(job, "current")
+                            : fam->section == REQUEST    ? rt_json_get_object(job, "request")
+                            : fam->section == EFFICIENCY ? rt_json_get_object(job, "efficiency")
+                                                         : job;
+    if (fam->section == SUMMARY)
+        return rt_fig_summary_get(o, fam->key, v);
+    if (!rt_json_get_double(o, fam->key, v))
+        return false;
+    if (fam->section == EFFICIENCY)
+        *v /= 100; /* percent in the API, a ratio in Prometheus */
+    return true;
 }
 
 struct job_labels {

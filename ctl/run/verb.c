@@ -90,7 +90,8 @@ static int parse(struct run *r, int argc, char **argv)
     r->csv = r->ctl->format == CTL_FMT_CSV;
     r->cmd = &argv[optind];
     ctl_args_source("command", "COMMAND", NULL);
-    ctl_meta_from_env(&r->meta);
+    if (ctl_meta_from_env(&r->meta) < 0)
+        return RT_EXIT_USAGE;
     const char *v;
     if (!quiet_set && (v = getenv("TRACKER_QUIET")) && *v && ctl_parse_bool(v, &r->quiet) < 0) {
         CTL_ERR("TRACKER_QUIET '%s': a boolean is 1/0/true/false/yes/no/on/off, in any case", v);
@@ -120,6 +121,7 @@ static struct json_object *start_params(struct run *r, pid_t pid, int64_t startt
         json_object_array_add(cmd, json_object_new_string(*a));
     json_object_object_add(md, "command", cmd);
     json_object_object_add(p, "metadata", md);
+    ctl_meta_request_params(&r->meta, p);
     ctl_upload_params(p);
     return p;
 }

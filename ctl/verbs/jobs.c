@@ -106,11 +106,30 @@ static char *command_text(struct json_object *j)
     return s;
 }
 
+/* Efficiency against the request, CPU/memory/GPU in percent ("24/15/-"),
+ * "-" for a job that asked for nothing. */
+static const char *efficiency_text(struct json_object *j, char *buf, size_t size)
+{
+    struct json_object *e = rt_json_get_object(j, "efficiency");
+    static const char *const keys[] = {"cpu_pct", "memory_pct", "gpu_pct"};
+    size_t n = 0;
+    snprintf(buf, size, "-");
+    for (size_t i = 0; e && i < RT_ARRAY_SIZE(keys) && n < size; i++) {
+        double v;
+        if (rt_json_get_double(e, keys[i], &v))
+            n += (size_t)snprintf(buf + n, size - n, "%s%.0f", i ? "/" : "", v);
+        else
+            n += (size_t)snprintf(buf + n, size - n, "%s-", i ? "/" : "");
+    }
+    return buf;
+}
+
 static void print_table(struct json_object *jobs)
 {
     char head[256];
-    int fixed = snprintf(head, sizeof(head), "%-6s %-20s %-9s %-7s %-8s %-10s %-19s %9s %8s %8s %10s  ", "ID", "NAME",
-                         "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG CPU", "PEAK CPU", "PEAK RSS");
+    int fixed = snprintf(head, sizeof(head), "%-6s %-20s %-9s %-7s %-8s %-10s %-19s %9s %8s %8s %10s %-11s  ", "ID",
+                         "NAME", "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG CPU", "PEAK CPU",
+                         "PEAK RSS", "EFF C/M/G%");
     /* The command takes what the terminal has left, 10 characters at least. */
     size_t width = ctl_term_width();
     size_t cmd_width = !width ? SIZE_MAX : width > (size_t)fixed + 10 ? width - (size_t)fixed : 10;
@@ -118,7 +137,7 @@ static void print_table(struct json_object *jobs)
     for (size_t i = 0; i < json_object_array_length(jobs); i++) {
         struct json_object *j = json_object_array_get_idx(jobs, i);
         struct json_object *s = rt_json_get_object(j, "summary");
-        char name[128], user[64], user_cell[64], code[16], started[32], dur[32], mem[32], cmd_cell[4096];
+        char name[128], user[64], user_cell[64], code[16], started[32], dur[32], mem[32], eff[40], cmd_cell[4096];
         ctl_fmt_cell(name, sizeof(name), rt_json_get_string(j, "name"), 20);
         ctl_fmt_cell(user_cell, sizeof(user_cell), ctl_fmt_user(i64(j, "owner_uid"), user, sizeof(user)), 10);
         ctl_fmt_time(started, sizeof(started), dbl(j, "started_at"));
@@ -127,9 +146,10 @@ static void print_table(struct json_object *jobs)
         char *cmd = command_text(j);
         ctl_fmt_cut(cmd_cell, sizeof(cmd_cell), cmd ? cmd : "-", cmd_width);
         free(cmd);
-        printf("%-6lld %s %-9s %-7s %-8lld %s %-19s %9s %8.2f %8.2f %10s  %s\n", (long long)i64(j, "id"), name,
+        printf("%-6lld %s %-9s %-7s %-8lld %s %-19s %9s %8.2f %8.2f %10s %-11s  %s\n", (long long)i64(j, "id"), name,
                rt_json_get_string(j, "state"), exit_text(j, code, sizeof(code)), (long long)i64(j, "pid"), user_cell,
-               started, dur, ctl_total0(s, "avg_cores"), ctl_total0(s, "peak_cores"), mem, cmd_cell);
+               started, dur, ctl_total0(s, "avg_cores"), ctl_total0(s, "peak_cores"), mem,
+               efficiency_text(j, eff, sizeof(eff)), cmd_cell);
     }
 }
 

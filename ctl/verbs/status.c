@@ -197,6 +197,7 @@ static void print_job(struct json_object *j, struct json_object *last)
     ctl_job_tracking(j, tracked, sizeof(tracked));
     printf("Tracked  %s\n", tracked);
     ctl_print_job_kernel(stdout, "Note     ", j);
+    ctl_print_request(stdout, j, "");
     struct json_object *up = rt_json_get_object(j, "upload");
     if (up) {
         const char *err = rt_json_get_string(up, "last_error");

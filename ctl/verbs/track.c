@@ -79,7 +79,8 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
         ctl_args_error(&a, "needs one of --pid PID, --cgroup PATH, --unit NAME, --container ID: what to track");
         goto out;
     }
-    ctl_meta_from_env(&meta);
+    if (ctl_meta_from_env(&meta) < 0)
+        goto out;
     struct json_object *p = json_object_new_object();
     if (pid)
         json_object_object_add(p, "pid", json_object_new_int64(pid));
@@ -94,6 +95,7 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
     if (meta.interval > 0)
         json_object_object_add(p, "interval_secs", json_object_new_double(meta.interval));
     json_object_object_add(p, "metadata", json_object_get(meta.metadata));
+    ctl_meta_request_params(&meta, p);
     ctl_upload_params(p);
     /* The process, pinned now: the daemon then tracks this one even if it
      * ends and its PID is reused before the call arrives. Without pidfds

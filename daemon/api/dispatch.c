@@ -11,7 +11,8 @@
 #include <unistd.h>
 
 const struct rt_method_table *const rt_method_tables[] = {
-    &rt_service_methods, &rt_host_methods, &rt_job_methods, &rt_sample_methods, &rt_live_methods, NULL,
+    &rt_service_methods, &rt_host_methods, &rt_job_methods, &rt_sample_methods, &rt_live_methods,
+    &rt_notify_methods, NULL,
 };
 
 /* ---- parameters ---- */
@@ -22,6 +23,13 @@ static const struct rt_param *find_param(const struct rt_method *m, const char *
         if (strcmp(p->name, name) == 0)
             return p;
     return NULL;
+}
+
+/* "\u0000" inside would make the C string a different one. */
+static bool plain_string(struct json_object *v)
+{
+    return json_object_is_type(v, json_type_string) &&
+           strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
 }
 
 static bool type_ok(const struct rt_param *p, struct json_object *v)
@@ -36,15 +44,19 @@ static bool type_ok(const struct rt_param *p, struct json_object *v)
         return json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int);
     case RT_P_OBJECT:
         return json_object_is_type(v, json_type_object);
+    case RT_P_STRINGS:
+        if (!json_object_is_type(v, json_type_array))
+            return false;
+        for (size_t i = 0; i < json_object_array_length(v); i++)
+            if (!plain_string(json_object_array_get_idx(v, i)))
+                return false;
+        return true;
     case RT_P_STRING:
         break;
     }
-    if (!json_object_is_type(v, json_type_string))
+    if (!plain_string(v))
         return false;
-    /* "\u0000" inside would make the C string a different one. */
     const char *s = json_object_get_string(v);
-    if (strlen(s) != (size_t)json_object_get_string_len(v))
-        return false;
     if (!p->choices)
         return true;
     for (const char *const *ch = p->choices; *ch; ch++)
@@ -86,7 +98,8 @@ static const char *decode_params(const struct rt_method *m, struct json_object *
         case RT_P_FD: *(int64_t *)(void *)at = json_object_get_int64(v); num = (double)json_object_get_int64(v); break;
         case RT_P_FLOAT: *(double *)(void *)at = num = json_object_get_double(v); break;
         case RT_P_STRING: *(const char **)(void *)at = json_object_get_string(v); break;
-        case RT_P_OBJECT: *(struct json_object **)(void *)at = v; break;
+        case RT_P_OBJECT:
+        case RT_P_STRINGS: *(struct json_object **)(void *)at = v; break;
         }
         if (p->min < p->max && !(num >= p->min && num <= p->max)) /* NaN is out of every range */
             return p->name;

@@ -17,6 +17,7 @@ enum rt_ptype {
     RT_P_STRING,  /* without NUL inside */
     RT_P_OBJECT,  /* a struct type of the IDL; its fields are the handler's to check */
     RT_P_FD,      /* an int: the index of a descriptor sent with the call */
+    RT_P_STRINGS, /* []string: an array of strings without NUL inside */
 };
 
 struct rt_param {
@@ -25,8 +26,9 @@ struct rt_param {
     bool required;                /* "name: type" rather than "name: ?type" */
     const char *const *choices;   /* an IDL enum: the strings allowed */
     /* Decoded into the method's arguments (rt_call_args) at off, as bool,
-     * int64_t, double, const char *, struct json_object * or int64_t (the
-     * index of an RT_P_FD); absent, it stays 0. */
+     * int64_t, double, const char *, struct json_object * (an object, an
+     * array of strings) or int64_t (the index of an RT_P_FD); absent, it
+     * stays 0. */
     size_t off;
     double min, max;              /* RT_P_INT, RT_P_FLOAT: the range allowed, when min < max */
     /* What a range cannot say: NULL, or the name to report as invalid. */

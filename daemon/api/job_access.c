@@ -1,7 +1,9 @@
 #include "api/job_access.h"
 
 #include "daemon.h"
+#include "jobs/notes.h"
 #include "proc/procfs.h"
+#include "rt/request.h"
 #include "rt/json.h"
 #include "rt/util.h"
 #include "upload/upload.h"
@@ -115,6 +117,15 @@ struct rt_job *rt_api_lookup_job(struct rt_call *c)
 struct json_object *rt_api_job_json(struct rt_daemon *d, const struct rt_job *j)
 {
     struct json_object *o = rt_job_to_json(j, (double)rt_real_ns() / 1e9);
+    /* Requested against used, by the configured rules (docs/efficiency.md). */
+    struct rt_request req = {0};
+    if (j->request)
+        rt_request_from_json(j->request, &req);
+    struct rt_notes_rules rules;
+    rt_notes_rules_from_config(&d->cfg, &rules);
+    struct json_object *summary = rt_json_get_object(o, "summary");
+    json_object_object_add(o, "efficiency", rt_job_efficiency(summary, &req));
+    json_object_object_add(o, "notes", rt_job_notes(summary, &req, &rules));
     if (!j->wants_upload || !d->upload)
         return o;
     struct rt_upload_status st;

@@ -28,7 +28,8 @@ const char *rt_api_may_track_cgroup(const struct rt_peer *peer, const struct rt_
 /* The job named by the call's RT_API_JOB_PARAMS, visible to the caller,
  * with the registry locked; NULL after replying the error. */
 struct rt_job *rt_api_lookup_job(struct rt_call *c);
-/* The varlink Job object (rt_job_to_json) with the upload state the
+/* The varlink Job object (rt_job_to_json) with its efficiency and notes
+ * (jobs/notes.h, by the configuration's rules) and the upload state the
  * worker knows. Registry locked. */
 struct json_object *rt_api_job_json(struct rt_daemon *d, const struct rt_job *j);
 /* Without the jobs lock: an ended job's metadata, read from the store into

@@ -7,12 +7,14 @@
 #include "cgroup/container.h"
 #include "system/sdunit.h"
 #include "jobs/placement.h"
+#include "notice/target.h"
 #include "proc/access.h"
 #include "proc/pidfd.h"
 #include "proc/procfs.h"
 #include "store/job_sample.h"
 #include "rt/cleanup.h"
 #include "rt/json.h"
+#include "rt/request.h"
 #include "rt/util.h"
 
 #include <ctype.h>
@@ -68,9 +70,19 @@ struct start_args {
     int64_t pid, pidfd, start_time, upload_interval_secs;
     const char *name, *sentinel_token, *sentinel_api_url, *cgroup, *unit, *container;
     double interval_secs;
-    struct json_object *metadata;
+    struct json_object *metadata, *request, *notify;
     bool adopt_orphans, own_cgroup;
 };
+
+static const char *check_request(struct json_object *v)
+{
+    return rt_request_from_json(v, NULL);
+}
+
+static const char *check_notify(struct json_object *v)
+{
+    return rt_notice_targets_check(v, NULL, 0) < 0 ? "notify" : NULL;
+}
 
 struct finish_args {
     int64_t id, exit_code, signal, max_rss_bytes;
@@ -360,6 +372,10 @@ static void m_start_job(struct rt_call *c)
         j->summary.gates = RT_GATE_TREE | RT_GATE_DISK | RT_GATE_MEM;
     j->pidfd = rt_take_fd(&t.pidfd);
     j->wants_upload = d->upload && (token || d->has_default_token);
+    if (a->request && json_object_object_length(a->request))
+        json_object_deep_copy(a->request, &j->request, NULL);
+    if (a->notify && json_object_array_length(a->notify))
+        json_object_deep_copy(a->notify, &j->notify, NULL);
     rt_jobs_lock(&d->jobs);
     rt_jobs_add(&d->jobs, j);
     rt_jobs_unlock(&d->jobs);
@@ -557,7 +573,8 @@ static const struct rt_method methods[] = {
                 START(interval_secs, RT_P_FLOAT, RT_RANGE(RT_JOB_INTERVAL_MIN, RT_JOB_INTERVAL_MAX)),
                 START(metadata, RT_P_OBJECT, .check = rt_job_metadata_check), START(sentinel_token, RT_P_STRING),
                 START(sentinel_api_url, RT_P_STRING, .check = check_api_url),
-                START(upload_interval_secs, RT_P_INT, RT_RANGE(1, 86400)), START(adopt_orphans, RT_P_BOOL)}},
+                START(upload_interval_secs, RT_P_INT, RT_RANGE(1, 86400)), START(adopt_orphans, RT_P_BOOL),
+                START(request, RT_P_OBJECT, .check = check_request), START(notify, RT_P_STRINGS, .check = check_notify)}},
     {.name = "FinishJob", .fn = m_finish_job, .args_size = sizeof(struct finish_args),
      .params = {FINISH(id, RT_P_INT, .required = true), FINISH(exit_code, RT_P_INT, RT_RANGE(0, 255)),
                 FINISH(signal, RT_P_INT, RT_RANGE(1, 64)), FINISH(max_rss_bytes, RT_P_INT, RT_RANGE(0, INT64_MAX))}},

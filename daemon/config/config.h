@@ -49,6 +49,17 @@ struct rt_config {
     /* cgroups */
     bool cgroup_run;                   /* `run` puts its command in a cgroup of its own */
     char cgroup_parent[PATH_MAX];      /* where the daemon makes them when systemd does not */
+    /* notes on requested against used (jobs/notes.h): percentages, 0 = off */
+    unsigned notes_cpu_efficiency_below;
+    unsigned notes_memory_usage_below;
+    unsigned notes_gpu_usage_below;
+    unsigned notes_throttled_above;
+    unsigned notes_memory_pressure_above;
+    unsigned notes_min_duration_secs;  /* shorter jobs: no efficiency notes */
+    /* notifications at the end of a job (notice/notice.h) */
+    char notify_sendmail[PATH_MAX];    /* the sendmail that mail goes through */
+    char notify_adopted[2048 + 1];     /* adopted jobs' target ("%u": the user), "" = none */
+    bool notify_adopted_every_job;     /* false: adopted jobs notify when failed or noted only */
     /* logging */
     int log_level;                     /* syslog level */
     /* modes */
@@ -98,6 +109,15 @@ enum {
     RT_CFG_RETENTION_MAX_JOBS = 1ull << 28,
     RT_CFG_CGROUP_RUN = 1ull << 29,
     RT_CFG_CGROUP_PARENT = 1ull << 30,
+    RT_CFG_NOTES_CPU_BELOW = 1ull << 31,
+    RT_CFG_NOTES_MEMORY_BELOW = 1ull << 32,
+    RT_CFG_NOTES_GPU_BELOW = 1ull << 33,
+    RT_CFG_NOTES_THROTTLED_ABOVE = 1ull << 34,
+    RT_CFG_NOTES_PRESSURE_ABOVE = 1ull << 35,
+    RT_CFG_NOTES_MIN_DURATION = 1ull << 36,
+    RT_CFG_NOTIFY_SENDMAIL = 1ull << 37,
+    RT_CFG_NOTIFY_ADOPTED = 1ull << 38,
+    RT_CFG_NOTIFY_ADOPTED_EVERY_JOB = 1ull << 39,
 };
 
 /* Command-line flags: the values in .values whose bits are in .set win over

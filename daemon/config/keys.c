@@ -60,6 +60,23 @@ const struct key rt_config_keys[] = {
      FILE_KEY, "256M", RESTART},
     {IN("upload", "s3_endpoint"), K_URL, RT_CFG_S3_ENDPOINT, F(s3_endpoint), 0, 0, FILE_KEY, "", RESTART},
     {IN("upload", "s3_region"), K_REGION, RT_CFG_S3_REGION, F(s3_region), 0, 0, FILE_KEY, "", RESTART},
+    {IN("notes", "cpu_efficiency_below"), K_UINT, RT_CFG_NOTES_CPU_BELOW, F(notes_cpu_efficiency_below), 0, 100,
+     FILE_KEY, "50", LIVE},
+    {IN("notes", "memory_usage_below"), K_UINT, RT_CFG_NOTES_MEMORY_BELOW, F(notes_memory_usage_below), 0, 100,
+     FILE_KEY, "50", LIVE},
+    {IN("notes", "gpu_usage_below"), K_UINT, RT_CFG_NOTES_GPU_BELOW, F(notes_gpu_usage_below), 0, 100, FILE_KEY,
+     "25", LIVE},
+    {IN("notes", "throttled_above"), K_UINT, RT_CFG_NOTES_THROTTLED_ABOVE, F(notes_throttled_above), 0, 100,
+     FILE_KEY, "20", LIVE},
+    {IN("notes", "memory_pressure_above"), K_UINT, RT_CFG_NOTES_PRESSURE_ABOVE, F(notes_memory_pressure_above), 0,
+     100, FILE_KEY, "10", LIVE},
+    {IN("notes", "min_duration"), K_SECS_UINT, RT_CFG_NOTES_MIN_DURATION, F(notes_min_duration_secs), 0, DAY,
+     FILE_KEY, "1min", LIVE},
+    {IN("notify", "sendmail"), K_PATH, RT_CFG_NOTIFY_SENDMAIL, F(notify_sendmail), 0, 0, FILE_KEY,
+     "/usr/sbin/sendmail", RESTART},
+    {IN("notify", "adopted"), K_NOTIFY, RT_CFG_NOTIFY_ADOPTED, F(notify_adopted), 0, 0, FILE_KEY, "", LIVE},
+    {IN("notify", "adopted_every_job"), K_BOOL, RT_CFG_NOTIFY_ADOPTED_EVERY_JOB, F(notify_adopted_every_job), 0, 0,
+     FILE_KEY, "false", LIVE},
     {TOP("proc_root"), K_PATH, RT_CFG_PROC_ROOT, F(proc_root), 0, 0, CLI_ONLY, "/proc", RESTART},
     {TOP("sys_root"), K_PATH, RT_CFG_SYS_ROOT, F(sys_root), 0, 0, CLI_ONLY, "/sys", RESTART},
     {TOP("user_mode"), K_BOOL, RT_CFG_USER_MODE, F(user_mode), 0, 0, CLI_ONLY, "false", RESTART},
@@ -70,5 +87,5 @@ const struct key rt_config_keys[] = {
 const size_t rt_config_nkeys = RT_ARRAY_SIZE(rt_config_keys);
 _Static_assert(RT_ARRAY_SIZE(rt_config_keys) <= RT_CONFIG_MAX_KEYS, "raise RT_CONFIG_MAX_KEYS");
 
-const char *const rt_config_groups[] = {"retention", "limits", "cgroups", "upload"};
+const char *const rt_config_groups[] = {"retention", "limits", "cgroups", "upload", "notes", "notify"};
 const size_t rt_config_ngroups = RT_ARRAY_SIZE(rt_config_groups);

@@ -27,6 +27,7 @@ enum kind {
     K_PATH,          /* absolute path */
     K_GROUP,         /* group name or "" */
     K_URL,           /* http(s) URL or "" */
+    K_NOTIFY,        /* a notification target (notice/target.h), %u for a user's name, or "" */
     K_CREDENTIAL,    /* systemd credential name */
     K_REGION,        /* S3 region name ("us-east-1") or "" */
     K_LOGLEVEL,      /* syslog level name, stored as int */

@@ -2,6 +2,8 @@
  * line (durations, sizes, paths, names, URLs), and written back. */
 #include "config/keys.h"
 
+#include "notice/target.h"
+
 #include "rt/util.h"
 #include "system/log.h"
 
@@ -303,6 +305,27 @@ range: {
 }
 }
 
+/* A target with "%u" for the job's user, checked as the target it becomes
+ * for a user name of letters. */
+static bool valid_notify_template(const char *s)
+{
+    char buf[RT_NOTICE_TARGET_MAX + 1], why[128];
+    size_t n = 0;
+    for (const char *p = s; *p && n + 8 < sizeof(buf); p++) {
+        if (p[0] == '%' && p[1] == 'u') {
+            memcpy(buf + n, "user", 4);
+            n += 4;
+            p++;
+        } else if (*p == '%') {
+            return false; /* no other escapes */
+        } else {
+            buf[n++] = *p;
+        }
+    }
+    buf[n] = '\0';
+    return n < sizeof(buf) - 8 && rt_notice_target_check(buf, why, sizeof(why)) > 0;
+}
+
 static int parse_string(const struct key *k, const struct raw *r, char *why, size_t whylen)
 {
     if (r->type != CONFIG_TYPE_STRING) {
@@ -330,6 +353,12 @@ static int parse_string(const struct key *k, const struct raw *r, char *why, siz
     case K_URL:
         if (!valid_url(s)) {
             snprintf(why, whylen, "\"%s\" is not an http:// or https:// URL", s);
+            return -EINVAL;
+        }
+        break;
+    case K_NOTIFY:
+        if (*s && !valid_notify_template(s)) {
+            snprintf(why, whylen, "\"%s\" is not an http:// or https:// URL or mailto:ADDRESS (%%u: the user)", s);
             return -EINVAL;
         }
         break;

@@ -71,6 +71,9 @@ struct rt_job {
     bool samples_blocked;          /* an older daemon's samples could not be moved: none kept now */
     struct rt_job_current current;
     bool wants_upload;
+    struct json_object *request;   /* checked JobRequest (what it asked for), NULL when none */
+    struct json_object *notify;    /* its own notification targets (secrets: record only), NULL */
+    bool adopted;                  /* the daemon made it by itself (a Slurm job, a container) */
 
     /* sampler-owned */
     int pidfd;

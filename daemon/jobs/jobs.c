@@ -1,6 +1,8 @@
 #include "jobs/jobs.h"
 
 #include "collect/gpu/gpu.h"
+#include "notice/target.h"
+#include "rt/request.h"
 #include "store/job_sample.h"
 #include "store/samples.h"
 
@@ -152,6 +154,8 @@ void rt_job_free(struct rt_job *j)
         rt_cgroup_close(&j->cg);
     rt_figlog_unref(j->fig);
     json_object_put(j->metadata);
+    json_object_put(j->request);
+    json_object_put(j->notify);
     rt_job_summary_free(&j->summary);
     rt_gpu_job_free(j->gpu_state);
     free(j);
@@ -205,6 +209,7 @@ static struct json_object *job_json(const struct rt_job *j, double now, bool rec
     add(o, "signal", j->has_exit && j->signal ? json_object_new_int64(j->signal) : NULL);
     add(o, "interval_secs", rt_json_double(j->interval_secs, 3));
     add(o, "summary", rt_job_summary_json(&j->summary, rt_job_duration(j, now)));
+    add(o, "request", j->request ? json_object_get(j->request) : NULL);
     if (!record) {
         struct json_object *t = json_object_new_object();
         add(t, "kind", json_object_new_string(j->cgroup ? "cgroup" : "process-tree"));
@@ -212,6 +217,7 @@ static struct json_object *job_json(const struct rt_job *j, double now, bool rec
         add(t, "why", rt_json_string_or_null(j->tracking_why));
         add(o, "tracking", t);
         add(o, "memory_limit_bytes", j->memory_limit_bytes ? rt_json_u64(j->memory_limit_bytes) : NULL);
+        add(o, "notify_targets", json_object_new_int64(j->notify ? (int64_t)json_object_array_length(j->notify) : 0));
         add(o, "metadata", j->metadata ? json_object_get(j->metadata) : NULL);
         add(o, "current", current_json(j));
         add(o, "upload", NULL);
@@ -235,6 +241,10 @@ static struct json_object *job_json(const struct rt_job *j, double now, bool rec
         add(o, "tracking_why", json_object_new_string(j->tracking_why));
     if (j->memory_limit_bytes)
         add(o, "memory_limit_bytes", rt_json_u64(j->memory_limit_bytes));
+    if (j->notify)
+        add(o, "notify", json_object_get(j->notify)); /* secrets: the record (root's) only */
+    if (j->adopted)
+        add(o, "adopted", json_object_new_boolean(1));
     if (j->owner_gid != RT_GID_UNKNOWN)
         add(o, "owner_gid", json_object_new_int64(j->owner_gid));
     add(o, "reads_all", json_object_new_boolean(j->reads_all));
@@ -328,6 +338,18 @@ struct rt_job *rt_job_from_record(struct json_object *o, const char **repaired)
         j->metadata_bytes = (size_t)n;
     }
     rt_json_get_bool(o, "wants_upload", &j->wants_upload);
+    /* A request or targets that do not check out are dropped, not trusted. */
+    struct json_object *req = rt_json_get_object(o, "request");
+    if (req && !rt_request_from_json(req, NULL))
+        j->request = json_object_get(req);
+    else if (req)
+        *repaired = "request";
+    rt_json_get_bool(o, "adopted", &j->adopted);
+    struct json_object *notify = rt_json_get_array(o, "notify");
+    if (notify && rt_notice_targets_check(notify, NULL, 0) == 0)
+        j->notify = json_object_get(notify);
+    else if (notify)
+        *repaired = "notify";
     struct json_object *t = rt_json_get_object(o, "totals");
     if (t)
         rt_job_summary_from_record(&j->summary, t, j->interval_secs);

@@ -215,6 +215,20 @@ static void begin_upload(struct rt_sampler *s, struct rt_sreq *q)
         fields = json_object_new_object();
     if (j->name)
         json_object_object_add(fields, "job_name", json_object_new_string(j->name));
+    /* What it asked for, as tags (Sentinel's runs have no fields for it). */
+    static const char *const asked[] = {"cpus", "memory_bytes", "gpus"};
+    for (size_t i = 0; j->request && i < RT_ARRAY_SIZE(asked); i++) {
+        struct json_object *v, *tags;
+        if (!json_object_object_get_ex(j->request, asked[i], &v))
+            continue;
+        if (!json_object_object_get_ex(fields, "tags", &tags) || !json_object_is_type(tags, json_type_array)) {
+            tags = json_object_new_array();
+            json_object_object_add(fields, "tags", tags);
+        }
+        char tag[64];
+        snprintf(tag, sizeof(tag), "request_%s=%s", asked[i], json_object_to_json_string(v));
+        json_object_array_add(tags, json_object_new_string(tag));
+    }
     rt_jobs_unlock(s->jobs);
     struct rt_upload_job_opts opts = {.api_url = q->api_url,
                                       .upload_interval_ms = q->upload_interval_secs * 1000};

@@ -5,6 +5,7 @@
 
 #include "config/config.h"
 #include "system/log.h"
+#include "rt/json.h"
 #include "rt/util.h"
 
 #include <inttypes.h>
@@ -302,6 +303,43 @@ static void total_fields(struct rec *r, const struct rt_event_job_end *e, bool g
     }
 }
 
+/* What the job asked for, its efficiency and its notes (docs/efficiency.md). */
+static void request_fields(struct rec *r, const struct rt_event_job_end *e)
+{
+    static const struct {
+        const char *key, *field;
+    } req[] = {{"cpus", "JOB_REQUEST_CPUS"}, {"memory_bytes", "JOB_REQUEST_MEMORY_BYTES"}, {"gpus", "JOB_REQUEST_GPUS"}},
+      eff[] = {{"cpu_pct", "JOB_CPU_EFFICIENCY_PERCENT"},
+               {"memory_pct", "JOB_MEMORY_EFFICIENCY_PERCENT"},
+               {"gpu_pct", "JOB_GPU_EFFICIENCY_PERCENT"}};
+    double v;
+    for (size_t i = 0; e->request && i < sizeof(req) / sizeof(req[0]); i++)
+        if (rt_json_get_double(e->request, req[i].key, &v))
+            field(r, "%s=%.15g", req[i].field, v);
+    const char *sep = "; efficiency ";
+    for (size_t i = 0; e->efficiency && i < sizeof(eff) / sizeof(eff[0]); i++)
+        if (rt_json_get_double(e->efficiency, eff[i].key, &v)) {
+            field(r, "%s=%.1f", eff[i].field, v);
+            message(r, "%s%.*s %.0f%%", sep, (int)strcspn(eff[i].key, "_"), eff[i].key, v);
+            sep = ", ";
+        }
+    size_t n = e->notes ? json_object_array_length(e->notes) : 0;
+    char ids[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *note = json_object_array_get_idx(e->notes, i);
+        const char *id = rt_json_get_string(note, "id"), *text = rt_json_get_string(note, "text");
+        if (id && len < sizeof(ids))
+            len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%s", len ? " " : "", id);
+        if (text)
+            field(r, "JOB_NOTE=%s", text);
+    }
+    if (n) {
+        field(r, "JOB_NOTES=%s", ids);
+        message(r, "; %zu note%s: %s", n, n == 1 ? "" : "s", ids);
+    }
+}
+
 void rt_event_job_finished(const struct rt_event_job *job, const struct rt_event_job_end *e)
 {
     struct rec r = {.priority = LOG_INFO};
@@ -339,6 +377,7 @@ void rt_event_job_finished(const struct rt_event_job *job, const struct rt_event
         field(&r, "GPU_COUNT=%u", gpus);
         total_fields(&r, e, true, &sep);
     }
+    request_fields(&r, e);
     emit(&r, RT_MSGID_JOB_FINISHED);
 }
 

@@ -63,6 +63,10 @@ struct rt_event_job_end {
     uint64_t duration_usec;    /* JOB_DURATION_USEC, wall clock */
     unsigned processes_max;    /* JOB_PROCESSES_MAX: most processes alive at once */
     const struct rt_job_summary *totals; /* JOB_SAMPLES, GPU_COUNT and the totals' fields */
+    /* Requested against used (NULL: none): JOB_REQUEST_CPUS, JOB_REQUEST_MEMORY_BYTES,
+     * JOB_REQUEST_GPUS; JOB_CPU_EFFICIENCY_PERCENT, JOB_MEMORY_EFFICIENCY_PERCENT,
+     * JOB_GPU_EFFICIENCY_PERCENT; JOB_NOTES (the notes' ids) and a JOB_NOTE per note. */
+    struct json_object *request, *efficiency, *notes;
 };
 
 /* One failed upload attempt. Never pass a token or a signed URL here. */

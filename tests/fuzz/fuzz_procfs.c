@@ -8,12 +8,14 @@
  * tree of PID 1 scanned twice, as root and as a user; then the cgroup layer
  * (daemon/cgroup/) on the hierarchies of the input's mountinfo: the cgroups
  * of PID 1 and 42, their limits and owners, each of them and the root
- * opened and read, and the container "web". Nothing is written. */
+ * opened and read, and the container "web"; every process read as a Slurm
+ * job's too (facts/slurm.h). Nothing is written. */
 #include "cgroup/cgroup.h"
 #include "cgroup/classify.h"
 #include "cgroup/container.h"
 #include "cgroup/place.h"
 #include "collect/host_sampler.h"
+#include "facts/slurm.h"
 #include "fuzz_tree.h"
 #include "proc/access.h"
 #include "proc/ptree.h"
@@ -89,6 +91,8 @@ static void host(const struct rt_roots *roots)
 
 static void processes(const struct rt_roots *roots)
 {
+    struct rt_cg_host cg;
+    bool have_cg = rt_cg_host_open(&cg, roots) == 0;
     struct rt_proc_cache c;
     rt_proc_cache_init(&c, roots->proc_fd);
     rt_proc_cache_begin_tick(&c);
@@ -100,6 +104,10 @@ static void processes(const struct rt_roots *roots)
         if (!rt_str_all_digits(de->d_name) || strlen(de->d_name) > 9)
             continue;
         rt_proc_cache_get(&c, atoi(de->d_name), RT_PI_IO | RT_PI_PSS | RT_PI_KIDS | RT_PI_OWNER | RT_PI_CREDS);
+        struct rt_slurm_job job = {0};
+        if (have_cg)
+            rt_slurm_job_read(&cg, roots, NULL, atoi(de->d_name), &job);
+        rt_slurm_job_free(&job);
     }
     if (d)
         closedir(d);
@@ -119,6 +127,8 @@ static void processes(const struct rt_roots *roots)
         rt_ptree_free(&t);
     }
     rt_proc_cache_free(&c);
+    if (have_cg)
+        rt_cg_host_close(&cg);
 }
 
 static void read_cgroup(const struct rt_cg_host *h, const char *path)

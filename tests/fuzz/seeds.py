@@ -130,6 +130,23 @@ def cgroup_seeds():
         write("procfs", "cgroup-" + host, b"".join(out))
 
 
+def slurm_seeds():
+    # Slurm jobs' processes and cgroups: the fixture trees of test_slurm_facts.
+    fixtures = os.path.join(HERE, "..", "fixtures", "slurm")
+    for layout in ("v1", "v2"):
+        out = []
+        top = os.path.join(fixtures, layout)
+        for root, _, names in sorted(os.walk(top)):
+            for n in sorted(names):
+                full = os.path.join(root, n)
+                rel = os.path.relpath(full, top)
+                if rel.count("/") >= 8:  # fuzz_tree.h's paths: at most 8 levels
+                    continue
+                with open(full, "rb") as f:
+                    out.append(rec(rel, f.read()))
+        write("procfs", "slurm-" + layout, b"".join(out))
+
+
 def state_seeds(state, name="daemon"):
     out = []
     for root, _, names in os.walk(state):
@@ -148,5 +165,6 @@ if __name__ == "__main__":
     config_seeds()
     procfs_seeds()
     cgroup_seeds()
+    slurm_seeds()
     if len(sys.argv) > 1:
         state_seeds(*sys.argv[1:3])

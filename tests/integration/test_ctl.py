@@ -143,11 +143,11 @@ class Ctl(DaemonTest):
         self.assertEqual((rc, err), (0, ""))
         head, *rows = out.splitlines()
         self.assertEqual(head.split(), ["ID", "NAME", "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG",
-                                        "CPU", "PEAK", "CPU", "PEAK", "RSS", "COMMAND"])
+                                        "CPU", "PEAK", "CPU", "PEAK", "RSS", "EFF", "C/M/G%", "COMMAND"])
         self.assertEqual(len(rows), 2)
         when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
-        # start knows no command: "-".
-        self.assertRegex(rows[0], r"^%-6d tab-two +failed +3 +%d +root +%s +\d+\.\ds +\d+\.\d\d +\d+\.\d\d +\S+ \S+  -$"
+        # start knows no command: "-"; nothing asked for, no efficiency: "-".
+        self.assertRegex(rows[0], r"^%-6d tab-two +failed +3 +%d +root +%s +\d+\.\ds +\d+\.\d\d +\d+\.\d\d +\S+ \S+ +- +-$"
                          % (j2, p2.pid, when))
         self.assertRegex(rows[1], r"^%-6d tab-one +running +- +%d +root +%s " % (j1, p1.pid, when))
         running = run_ctl(self.d, "jobs", "--running", check=0)[1].splitlines()[1:]

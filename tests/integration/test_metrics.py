@@ -80,12 +80,12 @@ def documented():
 class Metrics(DaemonTest):
     interval = 0.2
 
-    def busy_job(self, name, user=None):
+    def busy_job(self, name, user=None, *options):
         """A job that burns CPU until the test ends."""
         cmd = ["sh", "-c", "while :; do :; done"]
         p = spawn_as(user, cmd) if user else subprocess.Popen(cmd)
         self.addCleanup(lambda: (p.kill(), p.wait()))
-        rc, out, err = run_ctl(self.d, "start", "--pid", str(p.pid), "--name", name, user=user)
+        rc, out, err = run_ctl(self.d, "start", "--pid", str(p.pid), "--name", name, *options, user=user)
         self.assertEqual(rc, 0, err)
         jid = int(out)
         wait_for(lambda: self.d.call("GetJob", {"id": jid})["job"]["summary"]["samples"] >= 3, what="samples")
@@ -126,7 +126,7 @@ class Metrics(DaemonTest):
         return port
 
     def test_exposition_passes_promtool_and_has_the_figures(self):
-        p, jid = self.busy_job("expo")
+        p, jid = self.busy_job("expo", None, "--request", "cpus=4,mem=2G")
         text = self.metrics()
         self.promtool(text)
         m = parse(text)
@@ -158,12 +158,21 @@ class Metrics(DaemonTest):
         self.assertEqual(m[("resource_tracker_job_processes", labels)], 1)
         self.assertGreater(m[("resource_tracker_job_memory_rss_bytes", labels)], 0)
         self.assertGreater(m[("resource_tracker_job_memory_pss_bytes", labels)], 0)
+        # What it asked for, and its use against that (a ratio, the API's percent / 100).
+        self.assertEqual(m[("resource_tracker_job_request_cpus", labels)], 4)
+        self.assertEqual(m[("resource_tracker_job_request_memory_bytes", labels)], 2 << 30)
+        eff = self.d.call("GetJob", {"id": jid})["job"]["efficiency"]
+        self.assertGreater(m[("resource_tracker_job_cpu_efficiency_ratio", labels)], 0)
+        self.assertLessEqual(m[("resource_tracker_job_cpu_efficiency_ratio", labels)], 0.5)  # at most 2 of 4 CPUs
+        self.assertAlmostEqual(m[("resource_tracker_job_memory_efficiency_ratio", labels)], eff["memory_pct"] / 100,
+                               places=2)
+        self.assertIn(("resource_tracker_job_notes", labels), m)
 
     def test_the_documented_set_is_the_published_set(self):
         """docs/metrics.md is the interface: every family published is documented with its
         type and labels, and every documented family is one the exporter knows."""
         doc = documented()
-        self.busy_job("doc")
+        self.busy_job("doc", None, "--request", "cpus=1,mem=1G,gpus=1")
         p = subprocess.Popen(["sleep", "0.2"])
         jid = int(run_ctl(self.d, "start", "--pid", str(p.pid), "--name", "ended", check=0)[1])
         p.wait()
@@ -350,7 +359,8 @@ class GpuMetrics(unittest.TestCase):
         self.d = Daemon(interval=0.25, env={"LD_LIBRARY_PATH": fake, "FAKE_NVML_CONFIG": cfg.name}).start()
         self.addCleanup(self.d.cleanup)
         self.addCleanup(self.d.stop)
-        self.jid = int(run_ctl(self.d, "start", "--pid", str(self.job.pid), "--name", "gpujob", check=0)[1])
+        self.jid = int(run_ctl(self.d, "start", "--pid", str(self.job.pid), "--name", "gpujob", "--request", "gpus=2",
+                               check=0)[1])
         wait_for(lambda: (self.d.call("GetJob", {"id": self.jid})["job"]["current"] or {}).get("gpu_vram_bytes"),
                  what="the job's GPU figures")
 
@@ -375,6 +385,10 @@ class GpuMetrics(unittest.TestCase):
         current = self.d.call("GetJob", {"id": self.jid})["job"]["current"]
         self.assertGreater(m[("resource_tracker_job_gpu_busy_gpus", labels)], 0)
         self.assertEqual(m[("resource_tracker_job_gpu_busy_gpus", labels)], current["gpu_usage"])
+        # its use of the 2 GPUs it asked for
+        eff = self.d.call("GetJob", {"id": self.jid})["job"]["efficiency"]
+        self.assertAlmostEqual(m[("resource_tracker_job_gpu_efficiency_ratio", labels)], eff["gpu_pct"] / 100, delta=0.05)
+        self.assertEqual(m[("resource_tracker_job_request_gpus", labels)], 2)
         # The GPU families as documented.
         doc = documented()
         types = dict(ln.split()[2:4] for ln in text.splitlines() if ln.startswith("# TYPE "))

@@ -251,6 +251,17 @@ static void test_out_of_range(void **state)
     expect_refused("upload: { token_credential = \"../etc/shadow\"; };\n",
                    "1: upload.token_credential: \"../etc/shadow\" is not a credential name");
     expect_refused("admin_group = \"wheel users\";\n", "1: admin_group: \"wheel users\" is not a group name");
+    expect_refused("notes: { cpu_efficiency_below = 101; };\n", "1: notes.cpu_efficiency_below: 101 is out of range 0..100");
+    expect_refused("notify: { adopted = \"mailto:%u,root\"; };\n",
+                   "1: notify.adopted: \"mailto:%u,root\" is not an http:// or https:// URL or mailto:ADDRESS (%u: the user)");
+    expect_refused("notify: { adopted = \"mailto:%s\"; };\n",
+                   "1: notify.adopted: \"mailto:%s\" is not an http:// or https:// URL or mailto:ADDRESS (%u: the user)");
+    struct rt_config c;
+    rt_config_defaults(&c);
+    assert_int_equal(rt_config_load(conf("notify: { adopted = \"mailto:%u@lab.example.org\"; };\n"), &c, err,
+                                    sizeof(err)),
+                     0);
+    assert_string_equal(c.notify_adopted, "mailto:%u@lab.example.org");
 }
 
 static void test_overrides_and_reload(void **state)

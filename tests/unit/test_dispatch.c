@@ -267,7 +267,7 @@ static void idl_param(const char *decl, size_t len, char *name, size_t nsize, ch
 
 static const char *ptype_name(const struct rt_param *p)
 {
-    static const char *const names[] = {"bool", "int", "float", "string", "object", "int"};
+    static const char *const names[] = {"bool", "int", "float", "string", "object", "int", "[]string"};
     return p->choices ? "enum" : names[p->type];
 }
 

@@ -131,6 +131,37 @@ static void test_job_finished_unknowns(void **state)
                         "SYSLOG_IDENTIFIER=resource-trackerd\n");
 }
 
+/* What the job asked for, its efficiency and its notes: fields of their
+ * own, and a word in the message; nothing of notification targets. */
+static void test_job_finished_request(void **state)
+{
+    (void)state;
+    struct rt_event_job j = {.id = "9", .owner_uid = 1000};
+    struct rt_job_summary t = {.samples = 100, .cpu_secs = 190};
+    struct json_object *req = json_tokener_parse("{\"cpus\":8.0,\"memory_bytes\":68719476736,\"gpus\":2}");
+    struct json_object *eff = json_tokener_parse("{\"cpu_pct\":23.8,\"memory_pct\":15.0,\"gpu_pct\":null}");
+    struct json_object *notes = json_tokener_parse(
+        "[{\"id\":\"cpu_efficiency\",\"text\":\"CPU efficiency 24%: ask for 2 (cpus=2).\"},"
+        "{\"id\":\"gpu_unused\",\"text\":\"The GPUs were not used.\"}]");
+    struct rt_event_job_end end = {.state = "finished", .exit_status = 0, .duration_usec = 100000000,
+                                   .processes_max = 1, .totals = &t, .request = req, .efficiency = eff,
+                                   .notes = notes};
+    rt_event_job_finished(&j, &end);
+    const char *fields[] = {"JOB_REQUEST_CPUS=8\n", "JOB_REQUEST_MEMORY_BYTES=68719476736\n", "JOB_REQUEST_GPUS=2\n",
+                            "JOB_CPU_EFFICIENCY_PERCENT=23.8\n", "JOB_MEMORY_EFFICIENCY_PERCENT=15.0\n",
+                            "JOB_NOTE=CPU efficiency 24%: ask for 2 (cpus=2).\n", "JOB_NOTE=The GPUs were not used.\n",
+                            "JOB_NOTES=cpu_efficiency gpu_unused\n",
+                            "MESSAGE=Job 9 of uid 1000 finished after 1min 40s, exit status 0: CPU 3min 10s; efficiency cpu 24%, "
+                            "memory 15%; 2 notes: cpu_efficiency gpu_unused\n"};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        if (!strstr(last, fields[i]))
+            fail_msg("no %s in\n%s", fields[i], last);
+    assert_null(strstr(last, "GPU_EFFICIENCY")); /* unknown: left out */
+    json_object_put(req);
+    json_object_put(eff);
+    json_object_put(notes);
+}
+
 static void test_job_started_cleans_message(void **state)
 {
     (void)state;
@@ -430,6 +461,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_job_finished),
         cmocka_unit_test(test_job_finished_unknowns),
+        cmocka_unit_test(test_job_finished_request),
         cmocka_unit_test(test_job_started_cleans_message),
         cmocka_unit_test(test_upload_events),
         cmocka_unit_test(test_gpu_and_daemon_events),

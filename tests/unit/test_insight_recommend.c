@@ -11,6 +11,7 @@
 
 #include "insight/recommend.h"
 #include "insight/stats.h"
+#include "rt/request.h"
 
 #include <math.h>
 
@@ -20,42 +21,42 @@ static void test_round_memory_python_cases(void **state)
 {
     (void)state;
     /* report.py doctests */
-    assert_int_equal(insight_round_memory(68), 128);
-    assert_int_equal(insight_round_memory(896), 1024);
-    assert_int_equal(insight_round_memory(3863), 4096);
+    assert_int_equal(rt_request_round_memory_mib(68), 128);
+    assert_int_equal(rt_request_round_memory_mib(896), 1024);
+    assert_int_equal(rt_request_round_memory_mib(3863), 4096);
     /* tests/test_report.py */
-    assert_int_equal(insight_round_memory(12), 128);
-    assert_int_equal(insight_round_memory(987), 1024);
-    assert_int_equal(insight_round_memory(1024), 1024);
-    assert_int_equal(insight_round_memory(1025), 2048);
+    assert_int_equal(rt_request_round_memory_mib(12), 128);
+    assert_int_equal(rt_request_round_memory_mib(987), 1024);
+    assert_int_equal(rt_request_round_memory_mib(1024), 1024);
+    assert_int_equal(rt_request_round_memory_mib(1025), 2048);
     /* every step's edges, and whole GiB above 2048 */
-    assert_int_equal(insight_round_memory(128), 128);
-    assert_int_equal(insight_round_memory(128.01), 256);
-    assert_int_equal(insight_round_memory(256), 256);
-    assert_int_equal(insight_round_memory(257), 512);
-    assert_int_equal(insight_round_memory(512), 512);
-    assert_int_equal(insight_round_memory(513), 1024);
-    assert_int_equal(insight_round_memory(2048), 2048);
-    assert_int_equal(insight_round_memory(2048.5), 3072);
-    assert_int_equal(insight_round_memory(4096), 4096);
-    assert_int_equal(insight_round_memory(4097), 5120);
-    assert_int_equal(insight_round_memory(100 * 1024 + 1), 101 * 1024);
+    assert_int_equal(rt_request_round_memory_mib(128), 128);
+    assert_int_equal(rt_request_round_memory_mib(128.01), 256);
+    assert_int_equal(rt_request_round_memory_mib(256), 256);
+    assert_int_equal(rt_request_round_memory_mib(257), 512);
+    assert_int_equal(rt_request_round_memory_mib(512), 512);
+    assert_int_equal(rt_request_round_memory_mib(513), 1024);
+    assert_int_equal(rt_request_round_memory_mib(2048), 2048);
+    assert_int_equal(rt_request_round_memory_mib(2048.5), 3072);
+    assert_int_equal(rt_request_round_memory_mib(4096), 4096);
+    assert_int_equal(rt_request_round_memory_mib(4097), 5120);
+    assert_int_equal(rt_request_round_memory_mib(100 * 1024 + 1), 101 * 1024);
     /* nothing measured */
-    assert_int_equal(insight_round_memory(0), 128);
-    assert_int_equal(insight_round_memory(-5), 128);
-    assert_int_equal(insight_round_memory(NAN), 128);
+    assert_int_equal(rt_request_round_memory_mib(0), 128);
+    assert_int_equal(rt_request_round_memory_mib(-5), 128);
+    assert_int_equal(rt_request_round_memory_mib(NAN), 128);
 }
 
 static void test_round_half_even_like_python(void **state)
 {
     (void)state;
-    assert_true(insight_round_half_even(0.5) == 0);
-    assert_true(insight_round_half_even(1.5) == 2);
-    assert_true(insight_round_half_even(2.5) == 2);
-    assert_true(insight_round_half_even(3.5) == 4);
-    assert_true(insight_round_half_even(0.49) == 0);
-    assert_true(insight_round_half_even(0.51) == 1);
-    assert_true(insight_round_half_even(2.6) == 3);
+    assert_true(rt_round_half_even(0.5) == 0);
+    assert_true(rt_round_half_even(1.5) == 2);
+    assert_true(rt_round_half_even(2.5) == 2);
+    assert_true(rt_round_half_even(3.5) == 4);
+    assert_true(rt_round_half_even(0.49) == 0);
+    assert_true(rt_round_half_even(0.51) == 1);
+    assert_true(rt_round_half_even(2.6) == 3);
 }
 
 /* A run as a summary without GPU figures gives it. */
