@@ -1,33 +1,17 @@
 #include "insight/keeper.h"
 
+#include "insight/http.h"
+#include "module.h"
+
 #include "rt/json.h"
 #include "rt/util.h"
 #include "rt/varlink.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #define MAX_BODY (8 * 1024 * 1024)
-
-struct body {
-    char *buf;
-    size_t len;
-};
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
-{
-    struct body *b = ud;
-    size_t add = size * n;
-    if (b->len + add > MAX_BODY)
-        return 0; /* aborts the transfer */
-    b->buf = rt_xrealloc(b->buf, b->len + add + 1);
-    memcpy(b->buf + b->len, p, add);
-    b->len += add;
-    b->buf[b->len] = '\0';
-    return add;
-}
 
 static long now_ms(void)
 {
@@ -36,43 +20,33 @@ static long now_ms(void)
     return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-/* GET url within the time left; the body on a 2xx, else NULL and why. */
-static char *get(CURL *c, const char *url, long deadline, char *err, size_t errlen)
+/* libcurl's calls, from the module (ctl-http.so). */
+struct http {
+    insight_http_get_fn *get;
+    insight_http_close_fn *close;
+    struct insight_http *h;
+};
+
+static bool http_open(struct http *w, char *err, size_t errlen)
 {
+    insight_http_open_fn *open = ctl_module_sym(CTL_MODULE_HTTP, "insight_http_open", err, errlen);
+    w->get = ctl_module_sym(CTL_MODULE_HTTP, "insight_http_get", err, errlen);
+    w->close = ctl_module_sym(CTL_MODULE_HTTP, "insight_http_close", err, errlen);
+    w->h = open && w->get && w->close ? open(err, errlen) : NULL;
+    return w->h != NULL;
+}
+
+/* GET url within the time left; the body on a 2xx, else NULL and why. */
+static char *get(struct http *w, const char *url, long deadline, char *err, size_t errlen)
+{
+    static const char *const headers[] = {"X-Application-ID: resource-tracker", "Accept: application/json",
+                                          NULL};
     long left = deadline - now_ms();
     if (left <= 0) {
         snprintf(err, errlen, "no answer within %d ms", INSIGHT_KEEPER_TIMEOUT_MS);
         return NULL;
     }
-    struct body b = {0};
-    char cerr[CURL_ERROR_SIZE] = "";
-    struct curl_slist *hdr = curl_slist_append(NULL, "X-Application-ID: resource-tracker");
-    hdr = curl_slist_append(hdr, "Accept: application/json");
-    curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, left);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "resource-trackerctl/" RT_VERSION);
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
-    curl_slist_free_all(hdr);
-    if (rc != CURLE_OK || status < 200 || status > 299) {
-        if (rc != CURLE_OK)
-            snprintf(err, errlen, "%s", cerr[0] ? cerr : curl_easy_strerror(rc));
-        else
-            snprintf(err, errlen, "HTTP %ld", status);
-        free(b.buf);
-        return NULL;
-    }
-    return b.buf ? b.buf : rt_xstrdup("");
+    return w->get(w->h, url, headers, left, MAX_BODY, err, errlen);
 }
 
 static struct json_object *parse_array(const char *body)
@@ -174,6 +148,23 @@ static char *servers_url(const char *base, const struct insight_rec *r)
                         base, r->cpus, (double)r->memory_mib / 1024.0, gpu);
 }
 
+char *insight_url_escape(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *out = rt_xmalloc(3 * strlen(s) + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || strchr("-._~", *p)) {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
 void insight_keeper_lookup(const char *base, const struct insight_rec *rec, const char *vendor, const char *region,
                            const char *instance_type, struct insight_prices *out)
 {
@@ -184,26 +175,25 @@ void insight_keeper_lookup(const char *base, const struct insight_rec *rec, cons
     while (blen && base[blen - 1] == '/')
         blen--;
     char *b = rt_xasprintf("%.*s", (int)blen, base);
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        snprintf(out->error, sizeof(out->error), "libcurl could not start");
+    struct http w;
+    if (!http_open(&w, out->error, sizeof(out->error))) {
         free(b);
         return;
     }
-    CURL *c = curl_easy_init();
     char *url = servers_url(b, rec);
-    char *body = c ? get(c, url, deadline, out->error, sizeof(out->error)) : NULL;
+    char *body = get(&w, url, deadline, out->error, sizeof(out->error));
     free(url);
     if (body) {
         int r = insight_keeper_parse_servers(body, &out->server, out->error, sizeof(out->error));
         out->have_server = r > 0;
         free(body);
         if (r >= 0 && vendor && instance_type) {
-            char *v = curl_easy_escape(c, vendor, 0), *t = curl_easy_escape(c, instance_type, 0);
+            char *v = insight_url_escape(vendor), *t = insight_url_escape(instance_type);
             url = rt_xasprintf("%s/server/%s/%s/prices", b, v, t);
-            curl_free(v);
-            curl_free(t);
+            free(v);
+            free(t);
             char err[256];
-            body = get(c, url, deadline, err, sizeof(err));
+            body = get(&w, url, deadline, err, sizeof(err));
             free(url);
             /* An instance Keeper does not know is no failure of the lookup. */
             if (body)
@@ -212,10 +202,7 @@ void insight_keeper_lookup(const char *base, const struct insight_rec *rec, cons
                                                                sizeof(out->current_currency)) > 0;
             free(body);
         }
-    } else if (!c) {
-        snprintf(out->error, sizeof(out->error), "libcurl could not start");
     }
-    curl_easy_cleanup(c);
-    curl_global_cleanup();
+    w.close(w.h);
     free(b);
 }

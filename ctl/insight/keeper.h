@@ -48,4 +48,8 @@ int insight_keeper_parse_servers(const char *body, struct insight_server *out, c
 int insight_keeper_parse_price(const char *body, const char *region, double *price, char *currency,
                                size_t currency_len);
 
+/* s percent-encoded for a URL path segment (RFC 3986: all but unreserved
+ * characters), as curl_easy_escape does; to free. */
+char *insight_url_escape(const char *s);
+
 #endif

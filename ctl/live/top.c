@@ -4,6 +4,7 @@
 
 #include "args.h"
 #include "live/stream.h"
+#include "module.h"
 #include "rt/json.h"
 
 #include <errno.h>
@@ -125,6 +126,19 @@ static int daemon_info(struct ctl *ctl, struct top *t)
     return rc;
 }
 
+/* The full-screen view is a module: only top in a terminal maps ncurses. */
+static int screen_run(struct top *t, struct rt_vl_client *host, struct rt_vl_client *jobs)
+{
+    char err[512];
+    int (*run)(struct top *, struct rt_vl_client *, struct rt_vl_client *) =
+        ctl_module_sym(CTL_MODULE_TOP, "top_screen_run", err, sizeof(err));
+    if (!run) {
+        CTL_ERR("top: %s", err);
+        return RT_EXIT_FAILURE;
+    }
+    return run(t, host, jobs);
+}
+
 int ctl_top(struct ctl *ctl, int argc, char **argv)
 {
     struct top t = {.sort = TOP_CORES};
@@ -155,7 +169,7 @@ int ctl_top(struct ctl *ctl, int argc, char **argv)
         sigprocmask(SIG_BLOCK, &set, NULL);
         sigfd = signalfd(-1, &set, SFD_CLOEXEC);
         bool tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
-        rc = tty ? top_screen_run(&t, &host, &jobs) : top_plain_run(&t, &host, &jobs);
+        rc = tty ? screen_run(&t, &host, &jobs) : top_plain_run(&t, &host, &jobs);
         close(sigfd);
         sigfd = -1;
     }

@@ -68,8 +68,8 @@ void top_set_jobs(struct top *t, struct json_object *jobs);
 void top_sort(struct top *t);
 void top_free(struct top *t);
 
-/* top_screen.c: run the full-screen view until q, a signal or a lost
- * stream; top_plain.c: print a refresh per jobs reply. Both return an
+/* top_screen.c (the module ctl-top.so, called through ctl/module.h): run
+ * the full-screen view until q, a signal or a lost stream; top_plain.c: print a refresh per jobs reply. Both return an
  * RT_EXIT_* code. */
 int top_screen_run(struct top *t, struct rt_vl_client *host, struct rt_vl_client *jobs);
 int top_plain_run(struct top *t, struct rt_vl_client *host, struct rt_vl_client *jobs);

@@ -259,8 +259,12 @@ int run_link_start(struct run_link *l, struct json_object *params)
     json_object_put(reply);
     l->watch = rt_json_get_object(l->job, "upload") != NULL;
     l->watch_at_ns = ms_from_now(WATCH_FIRST_MS);
-    open_stream(l);
     return 0;
+}
+
+void run_link_follow(struct run_link *l)
+{
+    open_stream(l);
 }
 
 void run_link_poll_fds(const struct run_link *l, struct pollfd pfd[2])

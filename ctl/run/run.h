@@ -77,6 +77,9 @@ struct run_link {
 void run_link_init(struct run_link *l, struct ctl *ctl, struct rt_vl_client *ctrl);
 /* StartJob (params taken); 0 or an RT_EXIT_* code after printing why. */
 int run_link_start(struct run_link *l, struct json_object *params);
+/* Open the sample stream (when samples are wanted): after the command is
+ * released, so that its exec waits for one round trip only. */
+void run_link_follow(struct run_link *l);
 /* The descriptors to poll (ctrl, stream; -1 when down) and how long to wait. */
 void run_link_poll_fds(const struct run_link *l, struct pollfd pfd[2]);
 int run_link_timeout_ms(const struct run_link *l);

@@ -251,6 +251,7 @@ int ctl_run(struct ctl *ctl, int argc, char **argv)
         goto close;
     }
     run_child_release(&ch);
+    run_link_follow(&l);
     siginfo_t si = {0};
     supervise(&r, &ch, &l, &si);
     /* The command ended but is not reaped: the daemon still sees the zombie. */

@@ -4,12 +4,16 @@
  *   jobs/<id>/fig-…, host/…  its samples (store/samples.h)
  *   last-id                  the last job id handed out
  * Samples are written with one write(2) per tick (no fsync): they survive a
- * crash or kill -9 of the daemon; records are fsynced on state changes. */
+ * crash or kill -9 of the daemon; a state change goes into the record log
+ * first (jobs/record_log.h), records are fsynced on state changes, by the
+ * syncer's thread just after they are written (store/syncer.h). */
 #ifndef RT_STATE_DIR_H
 #define RT_STATE_DIR_H
 
 #include "jobs/jobs.h"
+#include "jobs/record_log.h"
 #include "store/samples.h"
+#include "store/syncer.h"
 
 #include <json-c/json.h>
 #include <limits.h>
@@ -24,9 +28,13 @@ struct rt_state_dir {
     char path[PATH_MAX];
     mode_t file_mode, dir_mode;
     uint64_t last_id;
+    int last_id_fd;               /* last-id, open for rewriting */
+    size_t last_id_len;
     size_t backlog_max;           /* sample bytes kept in memory per log on a full disk (0: 16 MiB) */
     struct rt_samples samples;    /* opened by rt_state_dir_load */
     bool samples_open;
+    struct rt_syncer *syncer;
+    struct rt_record_log log;     /* records of state changes not yet in their files */
 };
 
 /* Create or open the state directory. private: 0700/0600 (user daemons),
@@ -41,12 +49,21 @@ void rt_state_dir_close(struct rt_state_dir *s);
  * id up to RT_JOB_ID_MAX has been used (ids are never reused: an id names
  * one job forever), or -errno when the counter cannot be written. */
 int rt_state_dir_alloc_id(struct rt_state_dir *s, uint64_t *id);
-/* Create jobs/<id>/ and write its metadata and record. */
+/* A state change (a job starts, md its metadata; ends; …): its record into
+ * the record log, one append, before the change is answered; the files
+ * follow (rt_state_dir_create_job, rt_state_dir_save_record with sync). A new job is
+ * refused (-ENOSPC) when the file system has no room for its files. */
+int rt_state_dir_log_record(struct rt_state_dir *s, uint64_t id, struct json_object *record, struct json_object *md);
+/* Once every logged record is in its file and synced, empty the log: now
+ * if wait, else only when nothing waits for the disk. */
+void rt_state_dir_settle(struct rt_state_dir *s, bool wait);
+/* Create jobs/<id>/ and write its metadata and record (synced soon). */
 int rt_state_dir_create_job(struct rt_state_dir *s, uint64_t id, struct json_object *record, struct json_object *md);
 /* The job's metadata, or NULL when its file is missing or malformed. */
 struct json_object *rt_state_dir_read_metadata(struct rt_state_dir *s, uint64_t id);
-/* sync: fsync (state changes); periodic refreshes of totals skip it. The
- * record's length, or -errno. */
+/* sync: fsync soon, off the caller's path (a logged state change); periodic
+ * refreshes of totals skip it. Either way the record is written when this
+ * returns. The record's length, or -errno. */
 int rt_state_dir_save_record(struct rt_state_dir *s, uint64_t id, struct json_object *record, bool sync);
 /* Remove a job's files (fig: its samples, or NULL). */
 int rt_state_dir_remove_job(struct rt_state_dir *s, uint64_t id, struct rt_figlog *fig);

@@ -18,6 +18,13 @@
 
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
+/* A job that ended: its record's file to write (the record log holds it),
+ * its figures to seal. */
+struct rt_ended {
+    uint64_t id;
+    bool record, figures;
+};
+
 struct rt_sampler {
     struct rt_sampler_opts o;
     struct rt_jobs *jobs;
@@ -57,6 +64,9 @@ struct rt_sampler {
     struct rt_buf text;         /* a job sample being made */
     struct rt_figlog **figs;    /* the active jobs' logs, for sealing */
     size_t figs_cap, seal_turn;
+    struct rt_ended *ended;     /* ended jobs whose record and figures wait for the next tick */
+    size_t nended, ended_cap;
+    bool host_unsealed;         /* the last running job ended: seal the host's hot block */
     uint64_t next_retention_ns;
     unsigned ended_since_retention; /* a pass follows within a second */
     bool stall_logged;
@@ -95,8 +105,13 @@ void rt_sampler_begin_scan(struct rt_sampler *s, bool fresh);
 bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, struct rt_ptree_result *r);
 /* One full block of the store sealed (once per tick). */
 void rt_sampler_seal_one(struct rt_sampler *s);
-/* A job ended: its samples are sealed, retention will look at it. */
-void rt_sampler_job_stored(struct rt_sampler *s, struct rt_job *j);
+/* A job ended (record_logged: its record is in the record log, not yet in
+ * its file): its record is written and its samples are sealed at the next
+ * tick, not on the path of FinishJob's answer; retention will look at it. */
+void rt_sampler_job_stored(struct rt_sampler *s, struct rt_job *j, bool record_logged);
+/* Do what ended jobs left, for about budget_ns (one job at least); with all
+ * done, empty the record log if it is synced. */
+void rt_sampler_finish_ended(struct rt_sampler *s, uint64_t budget_ns);
 /* A new host sample (its text, as published): job samples are made from it. */
 void rt_sampler_host_stored(struct rt_sampler *s, const struct rt_rcstr *text);
 void rt_sampler_save_record(struct rt_sampler *s, struct rt_job *j, bool sync);

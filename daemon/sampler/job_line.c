@@ -21,7 +21,11 @@ void rt_sampler_save_record(struct rt_sampler *s, struct rt_job *j, bool sync)
     rt_jobs_lock(s->jobs);
     struct json_object *rec = rt_job_to_record(j);
     rt_jobs_unlock(s->jobs);
-    int r = rt_state_dir_save_record(s->state, j->id, rec, sync);
+    /* A state change goes into the record log first: an older entry there
+     * would otherwise be replayed over this one. */
+    int r = sync ? rt_state_dir_log_record(s->state, j->id, rec, NULL) : 0;
+    if (r == 0)
+        r = rt_state_dir_save_record(s->state, j->id, rec, sync);
     if (r < 0)
         rt_err("job %" PRIu64 ": cannot save its record: %s", j->id, strerror(-r));
     else
@@ -60,10 +64,58 @@ void rt_sampler_seal_one(struct rt_sampler *s)
     rt_samples_seal_one(&s->state->samples, s->figs, s->nactive);
 }
 
-void rt_sampler_job_stored(struct rt_sampler *s, struct rt_job *j)
+void rt_sampler_job_stored(struct rt_sampler *s, struct rt_job *j, bool record_logged)
 {
-    rt_samples_job_ended(&s->state->samples, j->fig, s->nactive == 0);
+    rt_samples_flush(&s->state->samples, j->fig);
+    if (s->nended == s->ended_cap) {
+        s->ended_cap = s->ended_cap ? 2 * s->ended_cap : 16;
+        s->ended = rt_xrealloc(s->ended, s->ended_cap * sizeof(*s->ended));
+    }
+    s->ended[s->nended++] = (struct rt_ended){j->id, record_logged, j->fig != NULL};
+    s->host_unsealed |= s->nactive == 0;
     s->ended_since_retention++;
+}
+
+/* What an ended job left: its record's file (the record log has it), then
+ * its figures sealed. */
+static void finish_ended(struct rt_sampler *s, const struct rt_ended *e)
+{
+    /* Looked up again: retention may have removed it meanwhile. */
+    rt_jobs_lock(s->jobs);
+    struct rt_job *j = rt_jobs_find(s->jobs, e->id);
+    bool ended = j && !j->tracking;
+    struct json_object *rec = ended && e->record ? rt_job_to_record(j) : NULL;
+    struct rt_figlog *fig = ended && e->figures ? j->fig : NULL;
+    rt_jobs_unlock(s->jobs);
+    if (rec) {
+        int r = rt_state_dir_save_record(s->state, e->id, rec, true);
+        if (r < 0)
+            rt_err("job %" PRIu64 ": cannot save its record: %s", e->id, strerror(-r));
+        else
+            j->record_bytes = (uint64_t)r;
+        json_object_put(rec);
+    }
+    if (fig)
+        rt_samples_job_ended(&s->state->samples, fig, false);
+}
+
+void rt_sampler_finish_ended(struct rt_sampler *s, uint64_t budget_ns)
+{
+    uint64_t t0 = rt_mono_ns();
+    size_t k = 0;
+    for (; k < s->nended && (k == 0 || rt_mono_ns() - t0 < budget_ns); k++)
+        finish_ended(s, &s->ended[k]);
+    if (k) {
+        memmove(s->ended, s->ended + k, (s->nended - k) * sizeof(*s->ended));
+        s->nended -= k;
+    }
+    /* The host's hot block, once no job has been running for a tick. */
+    if (s->host_unsealed && s->nactive == 0)
+        rt_samples_job_ended(&s->state->samples, NULL, true);
+    s->host_unsealed = false;
+    /* Every record logged is in its file now: once synced, the log empties. */
+    if (!s->nended)
+        rt_state_dir_settle(s->state, false);
 }
 
 /* A process tree's figures over the interval. */

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +72,9 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
     if (why == RT_END_STOPPED)
         has_exit = false;
     rt_samples_flush(&s->state->samples, j->fig);
-    /* The end is on disk before clients can see it: a crash right after
-     * must not bring the job back as running. */
+    /* The end is in the record log before clients can see it: a crash
+     * right after must not bring the job back as running. Its file is
+     * written at the next tick (rt_sampler_finish_ended). */
     rt_jobs_lock(s->jobs);
     struct rt_job ended = *j;
     ended.ended_at = (double)rt_real_ns() / 1e9;
@@ -88,11 +90,9 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
         ended.state = code != 0 || sig != 0 ? RT_JOB_FAILED : RT_JOB_FINISHED;
     struct json_object *rec = rt_job_to_record(&ended);
     rt_jobs_unlock(s->jobs);
-    int w = rt_state_dir_save_record(s->state, j->id, rec, true);
+    int w = rt_state_dir_log_record(s->state, j->id, rec, NULL);
     if (w < 0)
         rt_err("job %" PRIu64 ": cannot save its record: %s", j->id, strerror(-w));
-    else
-        j->record_bytes = (uint64_t)w;
     json_object_put(rec);
     rt_jobs_lock(s->jobs);
     j->ended_at = ended.ended_at;
@@ -113,13 +113,56 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
     j->gpu_state = NULL;
     j->tracking = false;
     active_remove(s, j);
-    rt_sampler_job_stored(s, j);
+    rt_sampler_job_stored(s, j, true);
     if (j->wants_upload && s->o.upload)
         rt_upload_job_end(s->o.upload, j->id, j->has_exit ? j->exit_code : RT_UPLOAD_EXIT_UNKNOWN);
     /* Its journal record ("Job N … finished after …") comes from the main thread. */
     struct rt_sevt *e = rt_sevt_new(RT_SEVT_JOB_ENDED);
     e->job_id = j->id;
     rt_sampler_publish(s, e, false);
+}
+
+/* The job's record and a copy of its metadata, taken under the registry's
+ * lock (the main thread may be writing the same objects out). */
+static void job_record(struct rt_sampler *s, struct rt_job *j, struct json_object **rec, struct json_object **md)
+{
+    rt_jobs_lock(s->jobs);
+    *rec = rt_job_to_record(j);
+    *md = NULL;
+    if (json_object_deep_copy(j->metadata, md, NULL) != 0)
+        *md = json_object_new_object();
+    if (!j->name_json)
+        j->name_json = rt_job_name_json(j->name);
+    rt_jobs_unlock(s->jobs);
+}
+
+/* The log of the job's figures (its directory exists). */
+static void open_samples(struct rt_sampler *s, struct rt_job *j)
+{
+    if (j->fig || j->samples_blocked)
+        return;
+    struct rt_figlog *fig = rt_samples_job_log(&s->state->samples, j->id);
+    rt_jobs_lock(s->jobs);
+    j->fig = fig;
+    if (!j->name_json)
+        j->name_json = rt_job_name_json(j->name);
+    rt_jobs_unlock(s->jobs);
+}
+
+/* After StartJob's answer (the record log holds the job): its directory and
+ * files, and the log of its figures, before its first sample. */
+static void begin_files(struct rt_sampler *s, struct rt_job *j)
+{
+    struct json_object *rec, *md;
+    job_record(s, j, &rec, &md);
+    int r = rt_state_dir_create_job(s->state, j->id, rec, md);
+    json_object_put(rec);
+    json_object_put(md);
+    if (r < 0)
+        rt_err("job %" PRIu64 ": cannot write its files to the state directory: %s", j->id, strerror(-r));
+    else
+        j->record_bytes = (uint64_t)r;
+    open_samples(s, j);
 }
 
 /* Begin tracking: baseline, storage, pidfd watch. */
@@ -166,13 +209,13 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
         rt_ptree_set_reaper(&j->tree, j->reaper_pid, j->reaper_starttime);
     j->tracking = true;
     if (!resume) {
-        rt_jobs_lock(s->jobs);
-        struct json_object *rec = rt_job_to_record(j);
-        rt_jobs_unlock(s->jobs);
-        r = rt_state_dir_create_job(s->state, j->id, rec, j->metadata);
+        /* What a crash of the daemon must keep once StartJob answers; its
+         * files follow the answer (begin_files). */
+        struct json_object *rec, *md;
+        job_record(s, j, &rec, &md);
+        r = rt_state_dir_log_record(s->state, j->id, rec, md);
         json_object_put(rec);
-        if (r >= 0)
-            j->record_bytes = (uint64_t)r;
+        json_object_put(md);
         if (r < 0) {
             snprintf(err, errlen, "cannot write the job to the state directory: %s", strerror(-r));
             if (!j->cgroup)
@@ -181,14 +224,8 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
             j->tracking = false;
             return r;
         }
-    }
-    if (!j->fig && !j->samples_blocked) {
-        struct rt_figlog *fig = rt_samples_job_log(&s->state->samples, j->id);
-        rt_jobs_lock(s->jobs);
-        j->fig = fig;
-        if (!j->name_json)
-            j->name_json = rt_job_name_json(j->name);
-        rt_jobs_unlock(s->jobs);
+    } else {
+        open_samples(s, j);
     }
     j->last_sample_mono_ns = rt_mono_ns();
     rt_sampler_schedule_job(s, j, j->last_sample_mono_ns);
@@ -242,6 +279,7 @@ static void begin_upload(struct rt_sampler *s, struct rt_sreq *q)
 void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
 {
     q->result = 0;
+    struct rt_job *started = NULL;
     switch (q->type) {
     case RT_SREQ_START:
         /* The main thread put the job in the registry already (names stay
@@ -249,6 +287,7 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
         q->result = begin_job(s, q->job, false, q->error, sizeof(q->error));
         if (q->result == 0 && q->job->wants_upload && s->o.upload)
             begin_upload(s, q);
+        started = q->result == 0 ? q->job : NULL;
         break;
     case RT_SREQ_RESUME: {
         struct rt_job *j = q->job;
@@ -266,7 +305,7 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
         j->ended_at = last > j->started_at ? last : j->started_at;
         rt_jobs_unlock(s->jobs);
         rt_sampler_save_record(s, j, true);
-        rt_sampler_job_stored(s, j);
+        rt_sampler_job_stored(s, j, false);
         rt_notice("job %" PRIu64 " lost: its process ended while the daemon was not running", j->id);
         if (j->wants_upload && s->o.upload)
             rt_upload_job_end(s->o.upload, j->id, RT_UPLOAD_EXIT_UNKNOWN);
@@ -317,6 +356,12 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
     }
     }
     struct rt_sevt *e = rt_sevt_new(RT_SEVT_REQ_DONE);
-    e->req = q;
+    e->req = q; /* the main thread's from now on */
     rt_sampler_publish(s, e, false);
+    if (started) {
+        /* The main thread answers now; on this CPU it would wait for the
+         * files (the scheduler lets a running thread finish its slice). */
+        sched_yield();
+        begin_files(s, started);
+    }
 }

@@ -21,6 +21,9 @@
 #define RECORD_EVERY 60                 /* ticks between record saves of running jobs */
 #define RETENTION_EVERY_NS (60 * RT_NSEC_PER_SEC)
 #define RETENTION_SOON_NS RT_NSEC_PER_SEC
+/* What ended jobs left to write takes at most this share of an interval per
+ * tick (one job at least): a burst of short jobs is done over a few ticks. */
+#define ENDED_SHARE 20
 
 /* Deadlines within this of each other are one tick: grids that meet share
  * the host sample and the process scan. */
@@ -165,6 +168,7 @@ static void tick(struct rt_sampler *s)
     if (host_due)
         rt_ticker_advance(&s->ticker, now);
     rt_sampler_seal_one(s);
+    rt_sampler_finish_ended(s, atomic_load(&s->host_interval_ns) / ENDED_SHARE);
     now = rt_mono_ns();
     /* Every minute, and soon after jobs end: a user who starts and stops
      * jobs in a loop must not run past the limits for a minute. */
@@ -335,12 +339,14 @@ void rt_sampler_stop(struct rt_sampler *s)
         pthread_join(s->thread, NULL);
         s->started = false;
     }
+    rt_sampler_finish_ended(s, UINT64_MAX);
     /* Running jobs stay "running" on disk and are resumed at the next start. */
     for (size_t i = 0; i < s->nactive; i++) {
         struct rt_job *j = s->active[i];
         rt_samples_flush(&s->state->samples, j->fig);
         rt_sampler_save_record(s, j, true);
     }
+    rt_state_dir_settle(s->state, true);
 }
 
 void rt_sampler_test_tick(struct rt_sampler *s)
@@ -368,6 +374,7 @@ void rt_sampler_free(struct rt_sampler *s)
     free(s->active);
     rt_buf_free(&s->text);
     free(s->figs);
+    free(s->ended);
     rt_csv_host_free(&s->csv_host);
     /* Requests never answered and undelivered events. */
     for (struct rt_sreq *q = s->reqs; q;) {

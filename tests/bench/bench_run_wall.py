@@ -1,9 +1,12 @@
 #!/usr/bin/python3
-"""Benchmark: wall time of `resource-trackerctl run -- true` next to a bare
-`true`, with the daemon already running (default interval 1 s, no other
-jobs). Three commands are timed the same way:
+"""Benchmark: wall time of `resource-trackerctl run -- true` and of the
+client's start (`version`) next to a bare `true`, with the daemon already
+running (default interval 1 s, no other jobs), on a quiet machine and then
+loaded with one busy loop per CPU (at the same priority as everything
+else). Four commands are timed the same way, the yardstick first:
 
   true                                   the bare command
+  resource-trackerctl version            the client's start alone
   resource-trackerctl run --quiet -- true   register, run, report the exit
   resource-trackerctl run -- true           the same, plus following the
                                          sample stream (samples to stderr,
@@ -12,9 +15,10 @@ jobs). Three commands are timed the same way:
 Each command runs BENCH_RUNS times (default 200) after 5 for warmup, timed
 by hyperfine (-N: no shell) when it is installed (Debian package
 hyperfine), else by a posix_spawn loop here; mean/median/p90/min/max are
-printed either way.
+printed, and each median less the median of true. The number of shared
+libraries the client maps comes from ldd.
 
-  tests/bench/bench_run_wall.py [--quick] [--no-hyperfine]"""
+  tests/bench/bench_run_wall.py [--quick] [--no-hyperfine] [--quiet-only]"""
 
 import json
 import os
@@ -57,30 +61,50 @@ def print_table(rows):
             name, sum(t) / len(t), med, B.percentile(t, 0.9), t[0], t[-1], med - base))
 
 
+def measure(cmds, runs, env, hyperfine):
+    if hyperfine:
+        with tempfile.NamedTemporaryFile(suffix=".json") as js:
+            args = ["hyperfine", "-N", "--warmup", "5", "--runs", str(runs), "--style", "none",
+                    "--export-json", js.name]
+            for name, a in cmds:
+                args += ["-n", name, " ".join(a)]
+            subprocess.run(args, env=env, check=True, stdout=subprocess.DEVNULL)
+            results = json.load(open(js.name))["results"]
+        print("hyperfine -N, %d runs each; load average %.1f" % (runs, os.getloadavg()[0]))
+        print_table([(r["command"], sorted(t * 1e3 for t in r["times"])) for r in results])
+    else:
+        print("posix_spawn loop, %d runs each; load average %.1f" % (runs, os.getloadavg()[0]))
+        print_table([(name, spawn_loop(a, runs, env)) for name, a in cmds])
+
+
 def main(argv):
     quick = "--quick" in argv
     runs = int(B.env_float("BENCH_RUNS", 50 if quick else 200))
     B.build("resource-trackerd", "resource-trackerctl")
-    cmds = [("true", ["true"]),
-            ("ctl run --quiet -- true", [B.CTL, "run", "--quiet", "--", "true"]),
-            ("ctl run -- true", [B.CTL, "run", "--", "true"])]
+    true = shutil.which("true")
+    cmds = [("true", [true]),
+            ("ctl version", [B.CTL, "version"]),
+            ("ctl run --quiet -- true", [B.CTL, "run", "--quiet", "--", true]),
+            ("ctl run -- true", [B.CTL, "run", "--", true])]
+    libs = subprocess.run(["ldd", B.CTL], capture_output=True, text=True, check=True).stdout
     print("# resource-trackerctl run -- true vs true — %s; daemon interval 1 s" % B.machine())
+    print("the client maps %d shared libraries (ldd, vdso and loader included)" % len(libs.splitlines()))
+    hyperfine = shutil.which("hyperfine") and "--no-hyperfine" not in argv
     with B.Daemon(1.0) as d:
         env = dict(os.environ, RESOURCE_TRACKER_SOCKET=d.socket)
-        hyperfine = shutil.which("hyperfine") and "--no-hyperfine" not in argv
-        if hyperfine:
-            with tempfile.NamedTemporaryFile(suffix=".json") as js:
-                args = ["hyperfine", "-N", "--warmup", "5", "--runs", str(runs), "--style", "none",
-                        "--export-json", js.name]
-                for name, a in cmds:
-                    args += ["-n", name, " ".join(a)]
-                subprocess.run(args, env=env, check=True, stdout=subprocess.DEVNULL)
-                results = json.load(open(js.name))["results"]
-            print("hyperfine -N, %d runs each" % runs)
-            print_table([(r["command"], sorted(t * 1e3 for t in r["times"])) for r in results])
-        else:
-            print("posix_spawn loop, %d runs each" % runs)
-            print_table([(name, spawn_loop(a, runs, env)) for name, a in cmds])
+        print("## quiet")
+        measure(cmds, runs, env, hyperfine)
+        if "--quiet-only" not in argv:
+            n = os.cpu_count() or 1
+            hogs = [subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"]) for _ in range(n)]
+            try:
+                time.sleep(2)
+                print("## loaded: %d busy loops" % n)
+                measure(cmds, runs, env, hyperfine)
+            finally:
+                for h in hogs:
+                    h.kill()
+                    h.wait()
         jobs = d.call("ListJobs")["jobs"]
         print("jobs recorded by the daemon: %d" % len(jobs))
 

@@ -19,8 +19,16 @@ counters are zeroed after the settle time and dumped after the window
 (default 30 s); ticks are the calls of rt_host_sampler_collect in between. The dumps stay
 in $BENCH_OUT (default /tmp/rt-bench) for callgrind_annotate.
 
+The yardstick, measured in the same window on the same processes:
+rt_bench_readloop reads every file a tick needs (the host's, the /proc
+listing, each job process's stat, io and children) the plain way, open,
+read, close, every interval, and parses nothing; "× read" is the daemon's
+CPU per tick over the loop's CPU per round (target: at most 1.0 with a job
+on a quiet host, 0.7 with 1,000 extra sleepers).
+
 Scenarios are NAME=SLEEPERS:JOBS[:PROCS_PER_JOB[:cgroup]]; the default set is
-host=1000:0 1job=1000:1 1job-5k=5000:1 50jobs=1000:50 50jobs-5k=5000:50. With
+host=1000:0 1job-q=0:1 1job=1000:1 1job-5k=5000:1 50jobs=1000:50 50jobs-5k=5000:50
+(1job-q: the host's own processes only, about a hundred on the CI VM). With
 "cgroup" each job is a cgroup made here (in every hierarchy mounted) that
 its processes start in, tracked with StartJob's cgroup; --cgroup-jobs runs
 the set that compares them with process trees of 4 and 1,000 processes,
@@ -29,13 +37,14 @@ each on a host of 1,004 processes in all."""
 import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
 
 import benchlib as B
 
-DEFAULT = ["host=1000:0", "1job=1000:1", "1job-5k=5000:1", "50jobs=1000:50", "50jobs-5k=5000:50"]
+DEFAULT = ["host=1000:0", "1job-q=0:1", "1job=1000:1", "1job-5k=5000:1", "50jobs=1000:50", "50jobs-5k=5000:50"]
 CGROUP_JOBS = ["host-1004=1004:0", "tree-4=1000:1:4", "tree-1000=4:1:1000", "cgroup-4=1000:1:4:cgroup",
                "cgroup-1000=4:1:1000:cgroup"]
 INTERVAL = B.env_float("BENCH_INTERVAL", 1.0)
@@ -49,6 +58,26 @@ def parse_scenario(s):
     cgroup = parts[3:] == ["cgroup"]
     parts = [int(x) for x in parts[:3]]
     return name, parts[0], parts[1], parts[2] if len(parts) > 2 else 4, cgroup
+
+
+class ReadLoop:
+    """rt_bench_readloop over the given job roots: the yardstick."""
+
+    def __init__(self, interval, roots):
+        self.args = [os.path.join(B.TOOLS, "rt_bench_readloop"), str(interval)] + [str(p) for p in roots]
+
+    def __enter__(self):
+        self.p = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.pid = int(self.p.stdout.readline().split()[1])
+        return self
+
+    def rounds(self):
+        os.kill(self.pid, signal.SIGUSR1)
+        return int(self.p.stdout.readline().split()[1])
+
+    def __exit__(self, *a):
+        self.p.stdin.close()
+        self.p.wait(timeout=30)
 
 
 def sampler_tid(pid):
@@ -112,10 +141,14 @@ def run_scenario(name, nsleep, njobs, nprocs, cgroup, seconds, callgrind):
                     return {"ticks": ticks, "ir": ir, "tracked": njobs * nprocs,
                             "dump": os.path.join(OUT, dumps[-1])}
                 tid = sampler_tid(d.pid)
-                s0 = B.job_samples(c, ids[0]) if ids else 0
-                p0, t0, m0 = B.process_cpu(d.pid), B.task_cpu(d.pid, tid), time.monotonic()
-                time.sleep(seconds)
-                p1, t1, m1 = B.process_cpu(d.pid), B.task_cpu(d.pid, tid), time.monotonic()
+                with ReadLoop(INTERVAL, [t.pid for t in trees]) as loop:
+                    time.sleep(SETTLE)
+                    s0 = B.job_samples(c, ids[0]) if ids else 0
+                    r0, l0 = loop.rounds(), B.process_cpu(loop.pid)
+                    p0, t0, m0 = B.process_cpu(d.pid), B.task_cpu(d.pid, tid), time.monotonic()
+                    time.sleep(seconds)
+                    p1, t1, m1 = B.process_cpu(d.pid), B.task_cpu(d.pid, tid), time.monotonic()
+                    r1, l1 = loop.rounds(), B.process_cpu(loop.pid)
                 wall = m1 - m0
                 s1 = B.job_samples(c, ids[0]) if ids else 0
                 rss, hwm = B.status_kib(d.pid, "VmRSS", "VmHWM")
@@ -130,6 +163,7 @@ def run_scenario(name, nsleep, njobs, nprocs, cgroup, seconds, callgrind):
         "sampler_us": (t1[0] - t0[0]) / 1e3 / ticks,
         "rss_kib": rss,
         "hwm_kib": hwm,
+        "read_us": (l1[0] - l0[0]) / 1e3 / max(1, r1 - r0),
     }
 
 
@@ -139,16 +173,16 @@ def main(argv):
     scen = [a for a in argv if not a.startswith("--")] or (CGROUP_JOBS if "--cgroup-jobs" in argv else DEFAULT)
     seconds = B.env_float("BENCH_SECONDS", (10 if quick else 30) if callgrind else
                           (20 if quick else 60))
-    B.build("resource-trackerd", "rt_bench_procs")
+    B.build("resource-trackerd", "rt_bench_procs", "rt_bench_readloop")
     print("# daemon CPU per tick — %s; interval %.2g s, window %g s%s"
           % (B.machine(), INTERVAL, seconds, ", callgrind" if callgrind else ""))
     if callgrind:
         print("%-10s %8s %5s %8s %6s %14s" % ("scenario", "sleepers", "jobs", "tracked", "ticks",
                                               "Ir/tick"))
     else:
-        print("%-10s %8s %5s %8s %6s %11s %11s %8s %9s" % (
+        print("%-10s %8s %5s %8s %6s %11s %11s %8s %9s %11s %7s" % (
             "scenario", "sleepers", "jobs", "tracked", "ticks", "µs/tick", "sampler µs",
-            "% core", "RSS KiB"))
+            "% core", "RSS KiB", "read µs", "× read"))
     results = {}
     for s in scen:
         name, nsleep, njobs, nprocs, cgroup = parse_scenario(s)
@@ -160,9 +194,9 @@ def main(argv):
             print("%-10s %8d %5d %8d %6d %14.0f" % (name, nsleep, njobs, r["tracked"], r["ticks"],
                                                     r["proc_us"]))
         else:
-            print("%-10s %8d %5d %8d %6d %11.1f %11.1f %8.3f %9d" % (
+            print("%-10s %8d %5d %8d %6d %11.1f %11.1f %8.3f %9d %11.1f %7.2f" % (
                 name, nsleep, njobs, r["tracked"], r["ticks"], r["proc_us"], r["sampler_us"],
-                r["core_pct"], r["rss_kib"]))
+                r["core_pct"], r["rss_kib"], r["read_us"], r["proc_us"] / r["read_us"]))
         sys.stdout.flush()
     if "1job" in results and "50jobs" in results:
         one, fifty = results["1job"], results["50jobs"]

@@ -148,6 +148,62 @@ class KillAndRestart(StateDirTest):
         d2.stop()
         self.assertEqual(self.stored(j_surv), served)
 
+    def test_kill9_right_after_the_answers(self):
+        # StartJob and FinishJob answer once the job's files are written,
+        # before they are synced (docs/jobs.md, "Durability"): the page cache
+        # keeps them for the next daemon however soon this one dies.
+        d1 = self.daemon()
+        p = self.proc("sleep", "60")
+        j = d1.call("StartJob", {"pid": p.pid, "name": "quick", "metadata": {"team": "t1"}})["job"]["id"]
+        self.kill9(d1)
+        d2 = self.daemon()
+        job = self.job(d2, j)
+        self.assertEqual((job["name"], job["state"], job["metadata"]["team"]), ("quick", "running", "t1"))
+        d2.call("FinishJob", {"id": j, "exit_code": 3})
+        self.kill9(d2)
+        d3 = self.daemon()
+        job = self.job(d3, j)
+        self.assertEqual((job["state"], job["exit_code"]), ("failed", 3))
+        fresh = self.proc("sleep", "60")
+        self.assertEqual(d3.call("StartJob", {"pid": fresh.pid})["job"]["id"], j + 1, "the id counter kept")
+        d3.stop()
+
+    def test_record_log_is_replayed_at_start(self):
+        # What a crash left in records.log before the files were written:
+        # a job whose files never came, an end its record does not show yet,
+        # and the end of a job retention removed since.
+        d1 = self.daemon()
+        p = self.proc("sleep", "60")
+        started = d1.call("StartJob", {"pid": p.pid, "name": "no-files", "metadata": {"team": "t2"}})["job"]["id"]
+        q = self.proc("sh", "-c", "sleep 0.3")
+        ended = d1.call("StartJob", {"pid": q.pid, "name": "end-not-written"})["job"]["id"]
+        wait_for(lambda: self.job(d1, ended)["state"] == "finished", what="a finished job")
+        d1.stop()
+        with open(os.path.join(self.state, "records.log")) as f:
+            self.assertEqual(f.read(), "", "a clean stop leaves the log empty")
+        with open(self.job_path(started)) as f:
+            started_rec = json.load(f)
+        with open(self.job_path(ended)) as f:
+            ended_rec = json.load(f)
+        shutil.rmtree(os.path.dirname(self.job_path(started)))
+        with open(self.job_path(ended), "w") as f:
+            json.dump(dict(ended_rec, state="running", ended_at=None, exit_code=None), f)
+        gone = dict(ended_rec, id=ended + 100)
+        with open(os.path.join(self.state, "records.log"), "w") as f:
+            for e in ({"id": started, "record": started_rec, "metadata": {"team": "t2"}},
+                      {"id": ended, "record": ended_rec}, {"id": ended + 100, "record": gone}):
+                f.write(json.dumps(e) + "\n")
+        d2 = self.daemon()
+        job = self.job(d2, started)
+        self.assertEqual((job["name"], job["state"], job["metadata"]["team"]), ("no-files", "running", "t2"))
+        job = self.job(d2, ended)
+        self.assertEqual((job["state"], job["exit_code"]), ("finished", 0))
+        self.assertFalse(os.path.exists(os.path.dirname(self.job_path(ended + 100))), "removed stays removed")
+        with open(os.path.join(self.state, "records.log")) as f:
+            self.assertEqual(f.read(), "", "replayed, then emptied")
+        d2.call("StopJob", {"id": started})
+        d2.stop()
+
     def test_job_ids_end_at_2_pow_63_without_wrapping(self):
         # The API's integers are signed 64-bit: the last id is 2**63 - 1.
         # After it, StartJob is refused; the counter never wraps to 1 and
@@ -220,6 +276,8 @@ class KillAndRestart(StateDirTest):
         ended = d1.call("StartJob", {"pid": q.pid, "name": "torn-ended"})["job"]["id"]
         wait_for(lambda: self.job(d1, ended)["state"] == "finished", what="a finished job")
         self.wait_samples(d1, running, 3)
+        # An ended job's block is sealed at the tick after its end.
+        wait_for(lambda: os.path.exists(self.job_path(ended, "fig-0.z")), what="the ended job's block")
         self.kill9(d1)
         before = {i: self.stored(i) for i in (running, ended)}
         # A write cut short at the end of the running job's figures and of
@@ -301,6 +359,9 @@ class Retention(StateDirTest):
         p = self.proc("sh", "-c", "sleep %s" % secs)
         j = d.call("StartJob", {"pid": p.pid, "name": name})["job"]["id"]
         wait_for(lambda: self.job(d, j)["state"] == "finished", what="job %s to finish" % name)
+        # The host samples it used are sealed once a tick passes with no job
+        # running: the next job's are a block of their own.
+        time.sleep(3 * self.interval)
         return j
 
     def names(self, d):

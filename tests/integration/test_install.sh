@@ -31,6 +31,11 @@ for f in "$root$prefix/sbin/resource-trackerd" "$root$prefix/bin/resource-tracke
   [ -f "$f" ] || fail "not installed: ${f#"$root"}"
 done
 [ -f "$root$prefix/share/resource-tracker/com.sparecores.ResourceTracker.varlink" ] || fail "IDL not installed"
+# The client's modules (ctl/module.h), where the installed client looks for them.
+moduledir=$(strings -a "$root$prefix/bin/resource-trackerctl" | grep -x "$prefix/lib.*/resource-tracker")
+for m in ctl-top.so ctl-http.so; do
+  [ -f "$root$moduledir/$m" ] || fail "module $m not installed in $moduledir"
+done
 cmp -s "$root$confdir/resource-trackerd.conf" "$RT_SOURCE_DIR/etc/resource-trackerd.conf" ||
   fail "installed configuration differs from etc/resource-trackerd.conf"
 # The unit starts the binary that was installed.
@@ -129,7 +134,13 @@ if command -v dpkg-deb >/dev/null && command -v dpkg-shlibdeps >/dev/null; then
   # path of this build tree.
   dpkg-deb -x "$deb" "$tmp/deb"
   multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-  for bin in "$tmp/deb$prefix/sbin/resource-trackerd" "$tmp/deb$prefix/bin/resource-trackerctl"; do
+  # (the client's modules too: their libraries, libncursesw6 and libcurl4, come through them)
+  modules=$(find "$tmp/deb" -name 'ctl-*.so' | sort)
+  [ "$(echo "$modules" | wc -w)" = 2 ] || fail "the package lacks the client's modules: $modules"
+  for lib in libncursesw6 libcurl4; do
+    [[ ", $depends," == *", $lib "* || ", $depends," == *", $lib,"* ]] || fail "Depends lacks $lib: $depends"
+  done
+  for bin in "$tmp/deb$prefix/sbin/resource-trackerd" "$tmp/deb$prefix/bin/resource-trackerctl" $modules; do
     readelf -d "$bin" >"$tmp/dynamic"
     for lib in $(sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' "$tmp/dynamic"); do
       pkg=$({ dpkg -S "/lib/$multiarch/$lib" "/usr/lib/$multiarch/$lib" 2>/dev/null || true; } | cut -d: -f1 | head -n1)
@@ -149,9 +160,9 @@ if command -v dpkg-deb >/dev/null && command -v dpkg-shlibdeps >/dev/null; then
   if [ "$(cache CMAKE_BUILD_TYPE)" = Release ]; then
     dbg=$(ls "$tmp"/pkg/resource-tracker-dbgsym_*.ddeb) || fail "no -dbgsym package"
     ids=$(dpkg-deb -f "$dbg" Build-Ids)
-    for bin in resource-trackerd resource-trackerctl; do
-      id=$(file -L "$tmp/deb$prefix/"*"/$bin" | sed -n 's/.*BuildID\[sha1\]=\([0-9a-f]*\).*/\1/p')
-      [[ " $ids " == *" $id "* ]] || fail "-dbgsym lacks $bin's build ID $id: $ids"
+    for bin in "$tmp/deb$prefix/"*/resource-trackerd "$tmp/deb$prefix/"*/resource-trackerctl $modules; do
+      id=$(file -L "$bin" | sed -n 's/.*BuildID\[sha1\]=\([0-9a-f]*\).*/\1/p')
+      [[ " $ids " == *" $id "* ]] || fail "-dbgsym lacks $(basename "$bin")'s build ID $id: $ids"
     done
   fi
   dpkg-deb -e "$deb" "$tmp/control"

@@ -72,11 +72,30 @@ static void test_instance_price(void **state)
     assert_int_equal(insight_keeper_parse_price("{\"detail\":\"Server not found\"}", "x", &p, cur, sizeof(cur)), -1);
 }
 
+/* Path segments of the /prices URL, escaped as curl_easy_escape does. */
+static void test_url_escape(void **state)
+{
+    (void)state;
+    const char *cases[][2] = {
+        {"Standard_D2s_v3", "Standard_D2s_v3"},
+        {"a-b.c~d", "a-b.c~d"},
+        {"../x y/?#%", "..%2Fx%20y%2F%3F%23%25"},
+        {"\xc3\xa9", "%C3%A9"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *e = insight_url_escape(cases[i][0]);
+        assert_string_equal(e, cases[i][1]);
+        free(e);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_servers),
         cmocka_unit_test(test_instance_price),
+        cmocka_unit_test(test_url_escape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
