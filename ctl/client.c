@@ -12,17 +12,45 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CALL_TIMEOUT_MS 30000
 #define LIST_PAGE_MAX 10000 /* ListJobs' largest limit */
 
-static bool try_connect(struct ctl *ctl, struct rt_vl_client *c, const char *path, int *err)
+/* A private daemon's socket is reached through its directory, opened and
+ * checked to be ours first (rt_user_socket_dir_open): another user renaming
+ * a directory of theirs into the path meanwhile is never followed. Every
+ * connection also checks who answers (root or us). */
+int ctl_connect_path(struct rt_vl_client *c, const char *path, bool private)
 {
-    *err = rt_vl_client_connect(c, path);
+    if (!private)
+        return rt_vl_client_connect(c, path);
+    int dir = rt_user_socket_dir_open(path, false);
+    if (dir < 0) {
+        *c = (struct rt_vl_client){.fd = -1, .peer_uid = (uid_t)-1};
+        return dir;
+    }
+    int r = rt_vl_client_connect_at(c, dir, rt_path_base(path));
+    close(dir);
+    return r;
+}
+
+int ctl_connect_used(struct ctl *ctl, struct rt_vl_client *c)
+{
+    return ctl_connect_path(c, ctl->used_socket, ctl->used_private);
+}
+
+static bool try_connect(struct ctl *ctl, struct rt_vl_client *c, const char *path, bool private, int *err)
+{
+    *err = ctl_connect_path(c, path, private);
     if (*err == 0) {
         rt_strlcpy(ctl->used_socket, path, sizeof(ctl->used_socket));
+        ctl->used_private = private;
         return true;
     }
+    if (*err == -EPERM && c->peer_uid != (uid_t)-1)
+        CTL_ERR("warn: %s is served by uid %u, neither root nor you: not talking to it", path,
+                (unsigned)c->peer_uid);
     rt_vl_client_close(c);
     return false;
 }
@@ -33,26 +61,30 @@ static int connect_to_daemon(struct ctl *ctl, struct rt_vl_client *c, bool autos
     /* A socket named by --socket or the environment is that daemon or none:
      * starting a private one there would hide a typo or a dead daemon. */
     if (ctl->socket) {
-        if (try_connect(ctl, c, ctl->socket, &err))
+        if (try_connect(ctl, c, ctl->socket, false, &err))
             return 0;
         CTL_ERR("cannot reach the daemon at %s: %s", ctl->socket, strerror(-err));
         return RT_EXIT_UNREACHABLE;
     }
-    if (try_connect(ctl, c, RT_SYSTEM_SOCKET, &err))
+    if (try_connect(ctl, c, RT_SYSTEM_SOCKET, false, &err))
         return 0;
     /* No system daemon: the user's own, started when it is not running, so
-     * that every verb reaches the user's history. */
-    char user[PATH_MAX], tried[PATH_MAX] = "";
+     * that every verb reaches the user's history. Its directory in /tmp may
+     * turn out to be another user's (-EPERM) only when we open it: then the
+     * fallback under our state directory. */
+    char user[PATH_MAX];
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (rt_user_socket_path(user, sizeof(user)) < 0) {
+        if ((attempt ? rt_user_socket_fallback : rt_user_socket_path)(user, sizeof(user)) < 0 ||
+            (attempt && strcmp(user, ctl->used_socket) == 0)) {
             ctl->blocked = true;
             CTL_ERR("no daemon is running and there is no place for a private one");
             return RT_EXIT_UNREACHABLE;
         }
-        if (strcmp(user, tried) == 0)
-            break;
-        if (try_connect(ctl, c, user, &err))
+        rt_strlcpy(ctl->used_socket, user, sizeof(ctl->used_socket)); /* tried */
+        if (try_connect(ctl, c, user, true, &err))
             return 0;
+        if (err == -EPERM)
+            continue;
         if (!autostart) {
             CTL_ERR("cannot reach the daemon at %s or %s: %s", RT_SYSTEM_SOCKET, user, strerror(-err));
             return RT_EXIT_UNREACHABLE;
@@ -61,8 +93,6 @@ static int connect_to_daemon(struct ctl *ctl, struct rt_vl_client *c, bool autos
         int rc = ctl_autostart(ctl, c, user);
         if (!ctl->blocked)
             return rc;
-        /* Its directory was taken meanwhile: the next path is the fallback. */
-        rt_strlcpy(tried, user, sizeof(tried));
     }
     return RT_EXIT_UNREACHABLE;
 }
@@ -82,9 +112,9 @@ int ctl_reconnect(struct ctl *ctl, struct rt_vl_client *c)
     char path[sizeof(ctl->used_socket)];
     rt_strlcpy(path, ctl->used_socket, sizeof(path));
     int err;
-    if (try_connect(ctl, c, path, &err))
+    if (try_connect(ctl, c, path, ctl->used_private, &err))
         return 0;
-    if (ctl->socket || strcmp(path, RT_SYSTEM_SOCKET) == 0)
+    if (!ctl->used_private)
         return RT_EXIT_UNREACHABLE; /* that daemon comes back, or not */
     ctl->quiet = true; /* the caller retries and says so once */
     int rc = ctl_autostart(ctl, c, path);

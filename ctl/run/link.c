@@ -94,7 +94,7 @@ static void open_stream(struct run_link *l)
 {
     if (!l->want_samples || l->stream_ended || l->gone)
         return;
-    if (rt_vl_client_connect(&l->stream, l->ctl->used_socket) < 0) {
+    if (ctl_connect_used(l->ctl, &l->stream) < 0) {
         rt_vl_client_close(&l->stream);
         return; /* ctrl tells whether the daemon is there */
     }
@@ -188,7 +188,7 @@ static void watch_send(struct run_link *l)
 static bool reopen_ctrl(struct run_link *l)
 {
     struct rt_vl_client c;
-    if (rt_vl_client_connect(&c, l->ctl->used_socket) < 0) {
+    if (ctl_connect_used(l->ctl, &c) < 0) {
         rt_vl_client_close(&c);
         return false;
     }
