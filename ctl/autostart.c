@@ -252,12 +252,20 @@ int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_pa
     size_t len = strlen(text);
     while (len && text[len - 1] == '\n')
         text[--len] = '\0';
+    const char *last = strrchr(text, '\n');
+    last = last ? last + 1 : text;
+    if (strncmp(last, "resource-trackerd: ", 19) == 0)
+        last += 19;
+    if (strncmp(last, "error: ", 7) == 0)
+        last += 7;
     if (!closed)
         START_ERR(ctl, "started a private daemon, but it does not answer at %s after %d s", socket_path,
                   START_TIMEOUT_MS / 1000);
+    else if (ctl_err_holding()) /* one line: its last words are the reason */
+        START_ERR(ctl, "the private daemon did not start: %s", len ? last : "it wrote nothing");
     else
         START_ERR(ctl, "the private daemon did not start%s", len ? ":" : " (it wrote nothing)");
-    for (char *line = text, *next; len && !ctl->quiet && line && *line; line = next) {
+    for (char *line = text, *next; len && !ctl->quiet && !ctl_err_holding() && line && *line; line = next) {
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';

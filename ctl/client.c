@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -122,6 +124,59 @@ int ctl_reconnect(struct ctl *ctl, struct rt_vl_client *c)
     return rc;
 }
 
+static struct {
+    bool on;
+    char text[4096]; /* lines held, each ending in '\n' */
+    size_t len, last; /* bytes held; where the last line starts */
+} held;
+
+void ctl_err(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (!held.on) {
+        fprintf(stderr, "resource-trackerctl: %s\n", line);
+        return;
+    }
+    size_t n = strlen(line);
+    if (held.len + n + 1 >= sizeof(held.text))
+        held.len = 0; /* the last ones matter */
+    held.last = held.len;
+    memcpy(held.text + held.len, line, n);
+    held.text[held.len + n] = '\n';
+    held.len += n + 1;
+    held.text[held.len] = '\0';
+}
+
+void ctl_err_hold(bool on)
+{
+    held.on = on;
+    if (on)
+        return;
+    for (char *line = held.text, *end; held.len && (end = strchr(line, '\n')); line = end + 1) {
+        *end = '\0';
+        fprintf(stderr, "resource-trackerctl: %s\n", line);
+    }
+    held.len = held.last = 0;
+}
+
+bool ctl_err_holding(void)
+{
+    return held.on;
+}
+
+const char *ctl_err_take_last(void)
+{
+    if (!held.len)
+        return "";
+    held.text[held.len - 1] = '\0';
+    held.len = 0;
+    return held.text + held.last;
+}
+
 int ctl_report_error(struct json_object *reply)
 {
     const char *err = rt_vl_reply_error(reply);
@@ -194,9 +249,14 @@ int ctl_call_fd(struct rt_vl_client *c, const char *method, struct json_object *
     *reply = NULL;
     if (out_params)
         *out_params = NULL;
+    /* Command lines, file names and TRACKER_* values need not be UTF-8;
+     * the protocol is: their stray bytes go as \xHH. */
+    rt_json_utf8_escape(params);
     int r = rt_vl_client_send_fds(c, method, params, 0, &fd, fd >= 0 ? 1 : 0);
     if (r >= 0)
         r = rt_vl_client_recv(c, reply, CALL_TIMEOUT_MS);
+    else if ((r == -EPIPE || r == -ECONNRESET) && rt_vl_client_recv(c, reply, 1000) == 0)
+        r = 0; /* a refused connection: the daemon said why, unasked, and closed */
     if (r < 0) {
         CTL_ERR("lost the connection to the daemon: %s", strerror(-r));
         return RT_EXIT_UNREACHABLE;

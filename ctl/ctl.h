@@ -135,6 +135,14 @@ void ctl_fmt_cell(char *buf, size_t size, const char *s, size_t width);
  * upload; `run` prints it at the end. */
 void ctl_print_job_summary(FILE *f, struct json_object *job);
 
-#define CTL_ERR(...) (fprintf(stderr, "resource-trackerctl: " __VA_ARGS__), fputc('\n', stderr))
+/* The client's messages on stderr, "resource-trackerctl: " before them. */
+#define CTL_ERR(...) ctl_err(__VA_ARGS__)
+void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Hold the messages instead of printing them (run, while it finds out whether
+ * its command runs tracked), or print those held and stop holding. */
+void ctl_err_hold(bool on);
+bool ctl_err_holding(void);
+/* The last message held ("" when none), and forget them all. */
+const char *ctl_err_take_last(void);
 
 #endif

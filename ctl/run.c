@@ -151,11 +151,15 @@ static void emit(void *ctx, const char *text, size_t len)
     }
 }
 
-/* No daemon could be had because the private one has no place for its
- * socket: the command still runs (nobody may keep a user from running it). */
+/* The job could not be registered (no daemon answers or can be started, a
+ * limit, a refusal): the command still runs, whatever the daemon says —
+ * nobody may keep a user from running it. One line says why (the last
+ * message held, run_untracked stops holding). */
 static int run_untracked(struct run *r)
 {
-    CTL_ERR("warn: no daemon can be reached or started; running %s untracked", r->cmd[0]);
+    const char *why = ctl_err_take_last();
+    ctl_err_hold(false);
+    CTL_ERR("warn: %s; running %s untracked", *why ? why : "no daemon can be reached or started", r->cmd[0]);
     struct run_child ch;
     int e = run_child_spawn(&ch, r->cmd);
     if (e < 0) {
@@ -222,10 +226,10 @@ int ctl_run(struct ctl *ctl, int argc, char **argv)
         }
     }
     struct rt_vl_client ctrl = {.fd = -1};
+    ctl_err_hold(true);
     rc = ctl_connect(ctl, &ctrl);
     if (rc) {
-        if (ctl->blocked)
-            rc = run_untracked(&r);
+        rc = run_untracked(&r);
         goto out;
     }
     struct run_link l;
@@ -243,9 +247,16 @@ int ctl_run(struct ctl *ctl, int argc, char **argv)
     }
     rc = run_link_start(&l, start_params(&r, ch.pid, starttime_of(ch.pid)));
     if (rc) {
-        run_child_abort(&ch);
+        run_child_abort(&ch); /* held: it has not run */
+        /* A value of run's command line or TRACKER_* the daemon refuses is a
+         * usage error (exit 2, nothing runs); whatever else, the command runs. */
+        if (rc == RT_EXIT_USAGE)
+            ctl_err_hold(false);
+        else
+            rc = run_untracked(&r);
         goto close;
     }
+    ctl_err_hold(false);
     run_child_release(&ch);
     siginfo_t si = {0};
     supervise(&r, &ch, &l, &si);
@@ -269,6 +280,7 @@ close:
     run_child_close(&ch);
     run_link_close(&l);
 out:
+    ctl_err_hold(false); /* what is still held: printed */
     if (r.out && r.out != stderr)
         fclose(r.out);
     ctl_meta_free(&r.meta);

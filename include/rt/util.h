@@ -26,6 +26,13 @@ bool rt_str_all_digits(const char *s);
 /* Well-formed UTF-8 (RFC 3629): no overlong forms, surrogates or code
  * points above U+10FFFF. */
 bool rt_utf8_valid(const char *s, size_t len);
+/* The length of the well-formed UTF-8 character at s (1–4), 0 when the
+ * bytes there are not one. */
+size_t rt_utf8_char(const char *s, size_t len);
+/* s with every byte that is not part of well-formed UTF-8 written as \xHH
+ * (as Python's "backslashreplace" shows it); malloc'd. */
+char *rt_utf8_escape(const char *s, size_t len);
+
 
 /* Read a whole (small) file relative to dirfd into buf, NUL-terminated.
  * Returns the length, or -errno. A file longer than size-1 is truncated. */
