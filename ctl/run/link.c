@@ -160,7 +160,8 @@ static void watch_upload(struct run_link *l)
     struct json_object *up = l->job ? rt_json_get_object(l->job, "upload") : NULL;
     if (!up)
         return;
-    const char *state = rt_json_get_string(up, "state"), *err = rt_json_get_string(up, "last_error");
+    const char *state = rt_json_get_string(up, "state"), *last = rt_json_get_string(up, "last_error");
+    char safe[1024], *err = last ? (rt_text_safe(safe, sizeof(safe), last), safe) : NULL;
     int64_t pending = 0;
     rt_json_get_i64(up, "batches_pending", &pending);
     if (state && strcmp(state, "starting") == 0 && err && !l->warned_register) {
