@@ -135,6 +135,16 @@ const char *rt_path_base(const char *path)
     return slash ? slash + 1 : path;
 }
 
+int rt_open_parent(const char *path)
+{
+    char *copy = rt_xstrdup(path), *slash = strrchr(copy, '/');
+    if (slash)
+        slash[slash == copy] = '\0'; /* "/x": the directory is "/" */
+    int fd = open(slash ? copy : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(copy);
+    return fd < 0 ? -errno : fd;
+}
+
 int rt_fd_path(char *buf, size_t size, int dirfd, const char *name)
 {
     int n = snprintf(buf, size, "/proc/self/fd/%d/%s", dirfd, name);

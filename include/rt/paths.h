@@ -31,6 +31,10 @@ int rt_user_state_dir(char *buf, size_t size);
 int rt_user_socket_dir_open(const char *socket_path, bool create);
 /* What follows the last '/' of path (all of it without one). */
 const char *rt_path_base(const char *path);
+/* The directory path is in (its symbolic links followed: the caller named
+ * it), to open rt_path_base(path) in without following one there. The
+ * descriptor, or -errno. */
+int rt_open_parent(const char *path);
 /* "/proc/self/fd/DIRFD/NAME": name in the directory dirfd, for calls that
  * take a path only (bind, connect). 0 or -ENAMETOOLONG. */
 int rt_fd_path(char *buf, size_t size, int dirfd, const char *name);

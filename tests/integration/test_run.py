@@ -17,7 +17,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from rtlib import (CTL, DAEMON, IFACE, SANITIZER_MARKS, Connection, Daemon, DaemonTest, TestUsers,  # noqa: E402
-                   UsersTest, read_json_lines, run_ctl, setpriv, split_summary, wait_for, world_path)
+                   UsersDaemonTest, UsersTest, read_json_lines, run_ctl, setpriv, split_summary, wait_for,
+                   world_path)
 
 CSV_FIELDS = 32
 PY = "/usr/bin/python3"
@@ -425,6 +426,62 @@ class PrivateDaemon(unittest.TestCase):
         self.assertEqual(log.count("resource-trackerd: info: resource-trackerd "), 2, log)  # started, stopped
         for bad in ("already listening", "skipping job", "warning", "error"):
             self.assertNotIn(bad, log)
+
+class OutputFile(UsersDaemonTest):
+    """root's run --output FILE in a directory a user can write: a link the
+    user planted there is not followed, a FIFO of theirs does not hold it."""
+
+    def setUp(self):
+        self.uid = pwd.getpwnam(self.u).pw_uid
+        self.tmp = tempfile.mkdtemp(prefix="rt-output-")
+        os.chmod(self.tmp, 0o755)
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", self.tmp]))
+        self.victim = os.path.join(self.tmp, "victim")
+        with open(self.victim, "w") as f:
+            f.write("precious\n")
+        self.shared = os.path.join(self.tmp, "shared")  # the user's, as a home or a project directory
+        os.mkdir(self.shared)
+        os.chown(self.shared, self.uid, -1)
+
+    def as_user(self, *cmd):
+        subprocess.run(setpriv(self.u) + list(cmd), check=True)
+
+    def test_a_planted_link_is_not_followed(self):
+        out = os.path.join(self.shared, "out.csv")
+        self.as_user("ln", "-s", self.victim, out)
+        mark = os.path.join(self.tmp, "ran")
+        rc, _, err = run_ctl(self.d, "run", "-f", "csv", "-o", out, "--", "touch", mark)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("cannot open output file %s: a symbolic link another user could have put there is not "
+                      "followed" % out, err)
+        with open(self.victim) as f:
+            self.assertEqual(f.read(), "precious\n")
+        # Nor in a directory others may write (not sticky), even a link of root's.
+        os.chmod(self.shared, 0o777)
+        os.unlink(out)
+        os.symlink(self.victim, out)
+        self.assertEqual(run_ctl(self.d, "run", "-o", out, "--", "true")[0], 1)
+        with open(self.victim) as f:
+            self.assertEqual(f.read(), "precious\n")
+
+    def test_what_is_ours_is_followed_and_a_fifo_does_not_block(self):
+        # A link of root's in root's directory, and /dev/stdout, are written through.
+        mine = os.path.join(self.tmp, "mine.csv")
+        os.symlink(self.victim, mine)
+        rc, _, err = run_ctl(self.d, "run", "-f", "csv", "-o", mine, "--", "sleep", "0.5")
+        self.assertEqual(rc, 0, err)
+        with open(self.victim) as f:
+            self.assertTrue(f.read().startswith("timestamp,"), "truncated and written")
+        rc, out, err = run_ctl(self.d, "run", "-f", "csv", "-o", "/dev/stdout", "--", "sleep", "0.5")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("timestamp,"), out)
+        # The user's FIFO nobody reads: refused at once, not waited on.
+        fifo = os.path.join(self.shared, "fifo")
+        self.as_user("mkfifo", fifo)
+        rc, _, err = run_ctl(self.d, "run", "-o", fifo, "--", "true", timeout=20)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("No such device or address", err)
+
 
 class WhateverTheDaemonSays(UsersTest):
     """run runs its command however registering it fails: a refused
