@@ -4,10 +4,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -198,11 +200,60 @@ char *rt_utf8_escape(const char *s, size_t len)
     return out;
 }
 
-ssize_t rt_read_file_at(int dirfd, const char *path, char *buf, size_t size)
+/* openat without following p, a link reported as -ELOOP (O_DIRECTORY
+ * reports one as ENOTDIR). */
+static int open_nofollow(int dirfd, const char *p, int flags, mode_t mode)
 {
-    if (size == 0)
+    if (strcmp(p, "..") == 0)
         return -EINVAL;
-    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    int fd = openat(dirfd, p, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+    struct stat st;
+    if (fd < 0 && errno == ENOTDIR && fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        errno = ELOOP;
+    return fd < 0 ? -errno : fd;
+}
+
+int rt_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+    char buf[PATH_MAX];
+    if (rt_strlcpy(buf, path, sizeof(buf)) >= sizeof(buf))
+        return -ENAMETOOLONG;
+    int cur = dirfd;
+    char *p = buf;
+    for (char *slash; (slash = strchr(p, '/')); p = slash + 1) {
+        *slash = '\0';
+        int fd = open_nofollow(cur, p, O_RDONLY | O_DIRECTORY, 0);
+        if (cur != dirfd)
+            close(cur);
+        if (fd < 0)
+            return fd;
+        cur = fd;
+    }
+    int fd = open_nofollow(cur, p, flags | O_NONBLOCK, mode);
+    if (cur != dirfd)
+        close(cur);
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !((flags & O_DIRECTORY) ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))) {
+        close(fd);
+        return -EINVAL;
+    }
+    return fd;
+}
+
+const char *rt_beneath_strerror(int err)
+{
+    switch (-err) {
+    case ELOOP: return "it is a symbolic link, which is not followed there";
+    case EINVAL: return "it is neither a directory nor a regular file where one belongs";
+    case ENOTDIR: return "a file is where a directory belongs";
+    default: return strerror(-err);
+    }
+}
+
+static ssize_t read_whole(int fd, char *buf, size_t size)
+{
     if (fd < 0)
         return -errno;
     size_t len = 0;
@@ -222,6 +273,23 @@ ssize_t rt_read_file_at(int dirfd, const char *path, char *buf, size_t size)
     close(fd);
     buf[len] = '\0';
     return (ssize_t)len;
+}
+
+ssize_t rt_read_file_at(int dirfd, const char *path, char *buf, size_t size)
+{
+    if (size == 0)
+        return -EINVAL;
+    return read_whole(openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY), buf, size);
+}
+
+ssize_t rt_read_file_beneath(int dirfd, const char *path, char *buf, size_t size)
+{
+    if (size == 0)
+        return -EINVAL;
+    int fd = rt_open_beneath(dirfd, path, O_RDONLY, 0);
+    if (fd < 0)
+        errno = -fd;
+    return read_whole(fd, buf, size);
 }
 
 int rt_read_u64_at(int dirfd, const char *path, uint64_t *out)
@@ -301,7 +369,9 @@ uint64_t rt_boot_ns(void) { return clock_ns(CLOCK_BOOTTIME); }
 
 DIR *rt_opendir_sub(int dirfd, const char *path)
 {
-    int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = rt_open_beneath(dirfd, path, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0)
+        errno = -fd;
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d && fd >= 0) {
         int e = errno;
@@ -318,9 +388,13 @@ int rt_write_file_at(int dirfd, const char *name, const void *data, size_t len, 
     base = base ? base + 1 : name;
     if (snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", (int)(base - name), name, base) >= (int)sizeof(tmp))
         return -ENAMETOOLONG;
-    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    int fd = rt_open_beneath(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, mode);
+    if (fd == -EINVAL || fd == -ELOOP || fd == -ENXIO) { /* something not ours in our temporary's place */
+        unlinkat(dirfd, tmp, 0);
+        fd = rt_open_beneath(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, mode);
+    }
     if (fd < 0)
-        return -errno;
+        return fd;
     int r = 0;
     for (size_t off = 0; off < len && r == 0;) {
         ssize_t n = write(fd, (const char *)data + off, len - off);

@@ -532,7 +532,11 @@ int rt_daemon_run(struct rt_daemon *d)
     if (d->log_file[0] && (r = rt_log_file_open(d->store.dir_fd, d->log_file)) < 0)
         rt_warn("cannot open the log file %s: %s", d->log_file, strerror(-r));
     d->store.backlog_max = test_backlog_bytes();
+    /* A state directory the store cannot use (host a file or a link) is
+     * refused here, with its reason logged, rather than served broken. */
     int loaded = rt_store_load(&d->store, &d->jobs);
+    if (loaded < 0)
+        goto out;
     if (loaded > 0)
         rt_info("loaded %d jobs from %s", loaded, d->cfg.state_dir);
     rt_host_info_collect(&d->roots, &d->host);

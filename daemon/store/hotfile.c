@@ -32,7 +32,7 @@ ssize_t rt_hot_pread(int fd, void *buf, size_t n, off_t off)
 /* The whole file, or NULL. */
 uint8_t *rt_hot_slurp(int dirfd, const char *name, size_t *len)
 {
-    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    int fd = rt_open_beneath(dirfd, name, O_RDONLY, 0);
     if (fd < 0)
         return NULL;
     struct stat st;

@@ -34,13 +34,14 @@ int rt_samples_open(struct rt_samples *s, int state_fd, int jobs_fd, mode_t dir_
         pthread_mutex_destroy(&s->health.mu);
         return -e;
     }
-    s->host_fd = openat(state_fd, "host", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    s->host_fd = rt_open_beneath(state_fd, "host", O_RDONLY | O_DIRECTORY, 0);
     struct rt_seglog_opts o = {.dirfd = s->host_fd, .prefix = "", .what = "host timeline", .block = RT_HOST_BLOCK,
                                .mode = file_mode, .backlog_max = backlog_max, .csv_cols = rt_host_csv_cols,
                                .health = &s->health};
-    int r = s->host_fd < 0 ? -errno : rt_seglog_open(&s->host, &o);
+    int r = s->host_fd < 0 ? s->host_fd : rt_seglog_open(&s->host, &o);
     if (r < 0) {
-        snprintf(err, errlen, "cannot open the host timeline: %s", strerror(-r));
+        snprintf(err, errlen, "cannot open the host timeline (host in the state directory): %s; move it away",
+                 rt_beneath_strerror(r));
         if (s->host_fd >= 0)
             close(s->host_fd);
         pthread_mutex_destroy(&s->health.mu);

@@ -208,9 +208,9 @@ bool rt_seglog_flush(struct rt_seglog *l)
     if (l->hot_fd < 0) {
         char hot[128];
         rt_seglog_file_name(l, l->hot_first, ".hot", hot, sizeof(hot));
-        int fd = openat(l->o.dirfd, hot, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, l->o.mode);
+        int fd = rt_open_beneath(l->o.dirfd, hot, O_RDWR | O_APPEND | O_CREAT, l->o.mode);
         if (fd < 0) {
-            health_warn(l, errno);
+            health_warn(l, -fd);
             return false;
         }
         pthread_mutex_lock(&l->mu);
@@ -393,7 +393,7 @@ static void open_hot(struct rt_seglog *l, uint64_t *hots, size_t nhots)
             rt_warn("%s: %s is damaged; the samples in the damaged part are skipped", l->what, name);
         if (h.valid_end < len) {
             rt_warn("%s: dropping a torn last sample (%zu bytes) of %s", l->what, len - h.valid_end, name);
-            int fd = openat(l->o.dirfd, name, O_WRONLY | O_CLOEXEC);
+            int fd = rt_open_beneath(l->o.dirfd, name, O_WRONLY, 0);
             /* Keep the modification time: it tells when the job was last seen. */
             struct stat st;
             if (fd >= 0 && fstat(fd, &st) == 0 && ftruncate(fd, (off_t)h.valid_end) == 0)
@@ -402,11 +402,11 @@ static void open_hot(struct rt_seglog *l, uint64_t *hots, size_t nhots)
                 close(fd);
         }
         if (newest) {
-            int fd = openat(l->o.dirfd, name, O_RDWR | O_APPEND | O_CLOEXEC);
+            int fd = rt_open_beneath(l->o.dirfd, name, O_RDWR | O_APPEND, 0);
             if (fd >= 0)
                 adopt_hot(l, fd, buf, &h);
             else
-                rt_warn("%s: cannot open %s: %s", l->what, name, strerror(errno));
+                rt_warn("%s: cannot open %s: %s", l->what, name, rt_beneath_strerror(fd));
         } else if (seal_hot_file(l, hots[i], buf, &h) < 0) {
             rt_warn("%s: cannot seal %s; its samples stay unread", l->what, name);
         }
@@ -449,7 +449,7 @@ int rt_seglog_open(struct rt_seglog *l, const struct rt_seglog_opts *o)
         uint8_t head[RT_FRAME_HEADER];
         char path[128];
         rt_seglog_file_name(l, first, ".z", path, sizeof(path));
-        int bfd = openat(o->dirfd, path, O_RDONLY | O_CLOEXEC);
+        int bfd = rt_open_beneath(o->dirfd, path, O_RDONLY, 0);
         struct stat st;
         uint64_t bfirst;
         uint32_t span;

@@ -44,9 +44,9 @@ void rt_log_file_expect(void)
 
 int rt_log_file_open(int dirfd, const char *path)
 {
-    int fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int fd = rt_open_beneath(dirfd, path, O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (fd < 0)
-        return -errno;
+        return fd;
     pthread_mutex_lock(&tee_mu);
     write_all(fd, early, early_len);
     early_len = 0;

@@ -467,5 +467,86 @@ class Disk(StateDirTest):
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "s.sock")))
 
 
+class DamagedStateDir(StateDirTest):
+    """What is not a file of the daemon's where one belongs: a host that is a
+    file or a dangling link is refused at start with a clear reason (it
+    crashed the sampler at the first job); a FIFO in place of any state file
+    never hangs the daemon; nothing is read through a symbolic link out of
+    the state directory."""
+
+    def start_refused(self):
+        r = subprocess.run([DAEMON, "--socket", os.path.join(self.tmp, "s.sock"), "--state-dir", self.state,
+                            "--log-target", "stderr"], capture_output=True, timeout=30)
+        for mark in SANITIZER_MARKS:
+            self.assertNotIn(mark.encode(), r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "s.sock")))
+        return r.returncode, r.stderr.decode()
+
+    def test_a_host_that_is_no_directory_is_refused_at_start(self):
+        os.makedirs(self.state)
+        host = os.path.join(self.state, "host")
+        for make, why in ((lambda: open(host, "w").close(), "a file is where a directory belongs"),
+                          (lambda: os.symlink("/nonexistent/host", host), "it is a symbolic link, which is not "
+                                                                            "followed there"),
+                          (lambda: os.symlink(self.tmp, host), "it is a symbolic link, which is not followed there")):
+            make()
+            rc, err = self.start_refused()
+            self.assertEqual(rc, 1, err)
+            self.assertIn("state: cannot open the host timeline (host in the state directory): %s; move it away"
+                          % why, err)
+            os.unlink(host)
+        d = self.daemon()  # moved away: it serves, and a job's samples are kept
+        p = self.proc("sleep", "60")
+        jid = d.call("StartJob", {"pid": p.pid})["job"]["id"]
+        self.wait_samples(d, jid, 2)
+        d.stop()
+
+    def test_fifos_and_links_in_place_of_state_files(self):
+        d1 = self.daemon()
+        p = self.proc("sleep", "60")
+        running = d1.call("StartJob", {"pid": p.pid, "name": "alive", "metadata": {"project_name": "mine"}})["job"]
+        q = self.proc("sh", "-c", "sleep 0.5")
+        ended = d1.call("StartJob", {"pid": q.pid, "name": "over", "metadata": {"team": "t"}})["job"]["id"]
+        wait_for(lambda: self.job(d1, ended)["state"] == "finished", what="a finished job")
+        self.wait_samples(d1, running["id"], 3)
+        other = d1.call("StartJob", {"pid": self.proc("sleep", "60").pid, "name": "other"})["job"]["id"]
+        self.wait_samples(d1, other, 2)
+        self.kill9(d1)
+        # A root-only file out of the state directory, named as metadata.
+        secret = os.path.join(self.tmp, "secret.json")
+        with open(secret, "w") as f:
+            json.dump({"project_name": "root-only secret"}, f)
+        os.chmod(secret, 0o600)
+        jid = running["id"]
+        fifo = lambda path: (os.unlink(path) if os.path.lexists(path) else None, os.mkfifo(path))
+        os.unlink(self.job_path(jid, "metadata.json"))
+        os.symlink(secret, self.job_path(jid, "metadata.json"))
+        os.unlink(self.job_path(ended, "metadata.json"))
+        os.symlink(secret, self.job_path(ended, "metadata.json"))
+        for path in (os.path.join(self.state, "last-id"), self.job_path(other, "job.json"),
+                     self.job_path(other, "fig-0.hot"), os.path.join(self.state, "jobs", "77", "job.json")):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fifo(path)
+        hot = [f for f in os.listdir(os.path.join(self.state, "host")) if f.endswith(".hot")]
+        fifo(os.path.join(self.state, "host", "%d.z" % (int(hot[0][:-4]) + 100000)))
+        os.symlink(os.path.join(self.tmp), os.path.join(self.state, "jobs", "78"))
+        d2 = self.daemon()
+        with d2.connect(timeout=10) as c:
+            jobs = {j["id"]: j for j in c.call("ListJobs")["jobs"]}
+            self.assertEqual(sorted(jobs), sorted([jid, ended]), "the jobs whose records are files")
+            self.assertEqual(jobs[jid]["metadata"], {}, "a link is not followed")
+            self.assertNotIn("secret", json.dumps(c.call("GetJob", {"id": ended})))
+            self.assertGreaterEqual(len(job_samples(d2, jid)), 3, "its samples are kept")
+            # New jobs get ids past the old ones, whatever last-id was.
+            new = c.call("StartJob", {"pid": p.pid, "name": "next"})["job"]["id"]
+            self.assertGreater(new, other)
+        log = d2.read_log()
+        self.assertIn("skipping job %d" % other, log)
+        self.assertIn("its metadata is unreadable", log)
+        t0 = time.monotonic()
+        d2.stop()  # SIGTERM is heard: nothing hung on a FIFO
+        self.assertLess(time.monotonic() - t0, 20)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
