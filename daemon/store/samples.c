@@ -142,7 +142,7 @@ static void note_host(struct rt_samples *s, struct rt_figlog *fl, uint64_t hseq)
 uint64_t rt_samples_job_load(struct rt_samples *s, struct rt_figlog *fl, uint64_t from, struct rt_job_summary *sum,
                              double interval_secs)
 {
-    uint64_t n = rt_seglog_count(&fl->log);
+    uint64_t n = rt_seglog_count(&fl->log), host_refs = 0;
     struct rt_seglog_cursor c;
     rt_seglog_cursor_init(&c, &fl->log, false);
     for (uint64_t i = 0; i < n; i++) {
@@ -154,6 +154,7 @@ uint64_t rt_samples_job_load(struct rt_samples *s, struct rt_figlog *fl, uint64_
         bool ok;
         if (rt_figures_decode(&r, &f, &hseq, &ts)) {
             note_host(s, fl, hseq);
+            host_refs = hseq + 1 > host_refs ? hseq + 1 : host_refs;
             ok = true;
         } else {
             ok = r.tlen > 1 && r.tmpl[0] == RT_FIG_VERBATIM &&
@@ -163,6 +164,20 @@ uint64_t rt_samples_job_load(struct rt_samples *s, struct rt_figlog *fl, uint64_
             rt_job_summary_add(sum, &f);
     }
     rt_seglog_cursor_free(&c);
+    /* Numbers others have seen are never given again: a host sample this
+     * job refers to, lost from the host timeline; the job's own samples its
+     * record counted, lost from its files (an older copy of them). */
+    if (host_refs > rt_seglog_count(&s->host)) {
+        rt_warn("host timeline: host samples up to %" PRIu64 " are lost (jobs refer to them); new ones are "
+                "numbered after them", host_refs - 1);
+        rt_seglog_skip_to(&s->host, host_refs);
+    }
+    if (from != UINT64_MAX && n < from) {
+        rt_warn("%s: its samples %" PRIu64 "–%" PRIu64 " are lost (its record counts %" PRIu64 ", its files hold "
+                "%" PRIu64 "); new ones are numbered after them", fl->log.what, n, from - 1, from, n);
+        rt_seglog_skip_to(&fl->log, from);
+        n = from;
+    }
     return n;
 }
 

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 import unittest
+import zlib
 
 sys.path.insert(0, os.path.dirname(__file__))
 from rtlib import (DAEMON, SANITIZER_MARKS, TOOLS, Daemon, job_samples, spawn_at, starttime, wait_for)  # noqa: E402
@@ -465,6 +466,107 @@ class Disk(StateDirTest):
         self.assertIn(b"Read-only file system", r.stderr)
         self.assertIn(b"state", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "s.sock")))
+
+
+def flip(path, offset, mask=0x21):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        b = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([b ^ mask]))
+
+
+class DamagedStore(StateDirTest):
+    """Damage costs only what it touches: a flipped byte in a hot file's
+    header, in a host hot file's template, a sealed host block whose header
+    (with a valid checksum) claims a span of 2^32-1, and stray and older
+    copies of a job's hot file. Every record that is whole is kept, the
+    numbers others have seen are never given again, and each loss is logged
+    once."""
+
+    def host_files(self, ext):
+        d = os.path.join(self.state, "host")
+        return sorted((f for f in os.listdir(d) if f.endswith(ext)), key=lambda f: int(f.split(".")[0]))
+
+    def test_damage_costs_only_what_it_touches(self):
+        d1 = self.daemon()
+        q = self.proc("sh", "-c", "sleep 1")
+        ended = d1.call("StartJob", {"pid": q.pid, "name": "early"})["job"]["id"]
+        wait_for(lambda: self.job(d1, ended)["state"] == "finished", what="the first job to end")
+        # No job runs: the host's hot block is sealed.
+        wait_for(lambda: self.host_files(".z"), what="a sealed host block")
+        p = self.proc("sleep", "60")
+        running = d1.call("StartJob", {"pid": p.pid, "name": "alive"})["job"]["id"]
+        self.wait_samples(d1, running, 20)
+        self.kill9(d1)
+        early, alive = self.stored(ended), self.stored(running)
+        self.assertGreaterEqual(len(early), 5)
+        # A sealed host block says it spans 2^32-1 samples (a valid checksum):
+        # it covered the host's hot file, which was removed with every
+        # running job's host samples.
+        block = os.path.join(self.state, "host", self.host_files(".z")[0])
+        with open(block, "r+b") as f:
+            head = bytearray(f.read(44))
+            head[16:20] = (0xffffffff).to_bytes(4, "little")
+            head[4:8] = (zlib.crc32(bytes(head[8:44])) & 0xffffffff).to_bytes(4, "little")
+            f.seek(0)
+            f.write(head)
+        # A flipped byte in the running job's hot file header, and in the
+        # template entry of the host's hot file (all its records use it).
+        flip(self.job_path(running, "fig-0.hot"), 3)
+        host_hot = os.path.join(self.state, "host", self.host_files(".hot")[0])
+        flip(host_hot, 16 + 10 + 4)
+        # A stray copy of the job's hot file under a name that reads as its number.
+        shutil.copy(self.job_path(running, "fig-0.hot"), self.job_path(running, "fig-00.hot"))
+        d2 = self.daemon()
+        self.assertEqual(job_samples(d2, ended), early, "the sealed host block's samples")
+        self.assertEqual(job_samples(d2, running)[:len(alive)], alive, "every sample kept, in its place")
+        log = d2.read_log()
+        self.assertIn("job %d: %s is damaged (its header); the samples in the damaged part are skipped (%d whole "
+                      "ones kept)" % (running, "%d/fig-0.hot" % running, len(alive)), log)
+        self.assertIn("says it spans 4294967295 samples, its records", log)
+        self.assertEqual(log.count("says it spans"), 1)
+        self.wait_samples(d2, running, len(alive) + 3)
+        after = job_samples(d2, running)
+        self.assertEqual(after[:len(alive)], alive)
+        self.assertEqual(len(after), self.job(d2, running)["summary"]["samples"])
+        self.kill9(d2)
+        self.assertEqual(self.stored(running)[:len(alive)], alive, "the header was repaired on disk")
+        self.assertNotIn("is damaged (its header)", self.daemon().read_log())
+        self.daemons[-1].stop()
+
+    def test_an_older_copy_of_a_hot_file_renumbers_nothing(self):
+        # The job's hot file replaced by a copy taken earlier: the samples
+        # after the copy are lost (logged), and new ones are numbered after
+        # the last number the job's record counted, never again one a client
+        # has seen.
+        d1 = self.daemon()
+        p = self.proc("sleep", "60")
+        running = d1.call("StartJob", {"pid": p.pid, "name": "copied"})["job"]["id"]
+        self.wait_samples(d1, running, 10)
+        old = open(self.job_path(running, "fig-0.hot"), "rb").read()
+        self.wait_samples(d1, running, 130)  # the record is saved every 60 samples
+        self.kill9(d1)
+        counted = json.load(open(self.job_path(running)))["summary"]["samples"]
+        before = self.stored(running)
+        with open(self.job_path(running, "fig-0.hot"), "wb") as f:
+            f.write(old)
+        kept = len(self.stored(running))
+        self.assertLess(kept, counted)
+        d2 = self.daemon()
+        self.assertIn("job %d: its samples %d–%d are lost (its record counts %d, its files hold %d)"
+                      % (running, kept, counted - 1, counted, kept), d2.read_log())
+        self.assertEqual(job_samples(d2, running), before[:kept])
+        self.wait_samples(d2, running, counted + 2)
+        r = d2.call("GetJobSamples", {"id": running, "offset": counted, "limit": 10})
+        self.assertGreaterEqual(len(r["samples"]), 1, "the next sample has the next number")
+        first_new = r["samples"][0]["timestamp_ms"]
+        self.assertGreater(first_new, before[-1]["timestamp_ms"], "not a number a client saw before")
+        # Read from the first lost number on: the gap is skipped.
+        gap = d2.call("GetJobSamples", {"id": running, "offset": kept, "limit": 1})
+        self.assertEqual((gap["samples"][0]["timestamp_ms"], gap["next_offset"]), (first_new, counted + 1))
+        d2.call("StopJob", {"id": running})
+        d2.stop()
 
 
 class DamagedStateDir(StateDirTest):
