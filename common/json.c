@@ -1,6 +1,7 @@
 #include "rt/json.h"
 
 #include "rt/sample.h"
+#include "rt/util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -163,4 +164,25 @@ struct json_object *rt_json_get_array(struct json_object *o, const char *key)
 const char *rt_json_plain(struct json_object *o)
 {
     return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
+void rt_json_utf8_escape(struct json_object *o)
+{
+    if (json_object_is_type(o, json_type_string)) {
+        const char *s = json_object_get_string(o);
+        size_t len = (size_t)json_object_get_string_len(o);
+        if (!rt_utf8_valid(s, len)) {
+            char *e = rt_utf8_escape(s, len);
+            json_object_set_string(o, e);
+            free(e);
+        }
+    } else if (json_object_is_type(o, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(o); i++)
+            rt_json_utf8_escape(json_object_array_get_idx(o, i));
+    } else if (json_object_is_type(o, json_type_object)) {
+        json_object_object_foreach(o, key, val) {
+            (void)key;
+            rt_json_utf8_escape(val);
+        }
+    }
 }

@@ -3,6 +3,7 @@
 #include "rt/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -50,6 +51,22 @@ static bool taken(const char *dir)
     return lstat(dir, &st) == 0 && (!S_ISDIR(st.st_mode) || st.st_uid != getuid());
 }
 
+static int socket_in(char *buf, size_t size, const char *dir)
+{
+    int n = snprintf(buf, size, "%s/%s", dir, RT_SOCKET_NAME);
+    /* A Unix socket's path must fit sun_path. */
+    return n > 0 && (size_t)n < size && (size_t)n < sizeof(((struct sockaddr_un *)0)->sun_path) ? 0 : -1;
+}
+
+int rt_user_socket_fallback(char *buf, size_t size)
+{
+    char dir[4096];
+    if (rt_user_state_dir(dir, sizeof(dir) - 4) < 0)
+        return -1;
+    strcat(dir, "/run");
+    return socket_in(buf, size, dir);
+}
+
 int rt_user_socket_path(char *buf, size_t size)
 {
     const char *run;
@@ -60,12 +77,9 @@ int rt_user_socket_path(char *buf, size_t size)
         snprintf(dir, sizeof(dir), "/tmp/resource-tracker-%u", (unsigned)getuid());
     /* Anyone may mkdir in /tmp: a directory planted there must not keep us
      * from running. The state dir is under our home, where only we create. */
-    if (taken(dir) && (rt_user_state_dir(buf, size) < 0 ||
-                       snprintf(dir, sizeof(dir), "%s/run", buf) >= (int)sizeof(dir)))
-        return -1;
-    int n = snprintf(buf, size, "%s/%s", dir, RT_SOCKET_NAME);
-    /* A Unix socket's path must fit sun_path. */
-    return n > 0 && (size_t)n < size && (size_t)n < sizeof(((struct sockaddr_un *)0)->sun_path) ? 0 : -1;
+    if (taken(dir))
+        return rt_user_socket_fallback(buf, size);
+    return socket_in(buf, size, dir);
 }
 
 /* mkdir -p of path's parents, each new one 0700. */
@@ -81,27 +95,58 @@ static int make_parents(char *path)
     return 0;
 }
 
-int rt_user_socket_dir_prepare(const char *socket_path)
+int rt_user_socket_dir_open(const char *socket_path, bool create)
 {
     char tmp[4096];
     rt_strlcpy(tmp, socket_path, sizeof(tmp));
     char *dir = dirname(tmp);
-    int r = make_parents(dir);
-    if (r < 0)
-        return r;
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-        return -errno;
+    if (create) {
+        int r = make_parents(dir);
+        if (r < 0)
+            return r;
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+            return -errno;
+    }
+    /* The descriptor, not the path, is checked and used: a directory renamed
+     * into the path after this (another user's, in /tmp) is never reached. */
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOTDIR || errno == ELOOP || errno == EACCES ? -EPERM : -errno;
     struct stat st;
-    if (lstat(dir, &st) < 0)
-        return -errno;
-    /* A directory planted by another user (e.g. in /tmp) must not be used. */
-    if (!S_ISDIR(st.st_mode) || st.st_uid != getuid())
+    if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
+        close(fd);
         return -EPERM;
+    }
     /* Others who may write here could replace our socket: then it becomes
      * ours alone. A sticky directory (/tmp) keeps their files apart, and one
      * only we may write to keeps its mode: --socket may name a directory
      * others use (as root, /tmp or /run). */
-    if ((st.st_mode & 0022) && !(st.st_mode & S_ISVTX) && chmod(dir, 0700) < 0)
-        return -errno;
-    return 0;
+    if (create && (st.st_mode & 0022) && !(st.st_mode & S_ISVTX) && fchmod(fd, 0700) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+const char *rt_path_base(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+int rt_open_parent(const char *path)
+{
+    char *copy = rt_xstrdup(path), *slash = strrchr(copy, '/');
+    if (slash)
+        slash[slash == copy] = '\0'; /* "/x": the directory is "/" */
+    int fd = open(slash ? copy : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(copy);
+    return fd < 0 ? -errno : fd;
+}
+
+int rt_fd_path(char *buf, size_t size, int dirfd, const char *name)
+{
+    int n = snprintf(buf, size, "/proc/self/fd/%d/%s", dirfd, name);
+    return n > 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
 }

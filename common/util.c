@@ -4,10 +4,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -99,47 +101,159 @@ bool rt_str_all_digits(const char *s)
     return true;
 }
 
-bool rt_utf8_valid(const char *str, size_t len)
+size_t rt_utf8_char(const char *str, size_t len)
 {
-    const unsigned char *s = (const unsigned char *)str, *end = s + len;
-    while (s < end) {
-        unsigned c = *s++;
-        if (c < 0x80)
-            continue;
-        size_t more;
-        unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-        if (c >= 0xC2 && c <= 0xDF) {
-            more = 1;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            more = 2;
-            if (c == 0xE0)
-                lo = 0xA0; /* overlong */
-            else if (c == 0xED)
-                hi = 0x9F; /* surrogates */
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            more = 3;
-            if (c == 0xF0)
-                lo = 0x90; /* overlong */
-            else if (c == 0xF4)
-                hi = 0x8F; /* above U+10FFFF */
-        } else {
-            return false;
-        }
-        if ((size_t)(end - s) < more || s[0] < lo || s[0] > hi)
-            return false;
-        for (size_t i = 1; i < more; i++)
-            if (s[i] < 0x80 || s[i] > 0xBF)
-                return false;
-        s += more;
+    const unsigned char *s = (const unsigned char *)str;
+    if (len == 0)
+        return 0;
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t more;
+    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF) {
+        more = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        more = 2;
+        if (c == 0xE0)
+            lo = 0xA0; /* overlong */
+        else if (c == 0xED)
+            hi = 0x9F; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        more = 3;
+        if (c == 0xF0)
+            lo = 0x90; /* overlong */
+        else if (c == 0xF4)
+            hi = 0x8F; /* above U+10FFFF */
+    } else {
+        return 0;
     }
+    if (len - 1 < more || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i <= more; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return more + 1;
+}
+
+bool rt_utf8_valid(const char *s, size_t len)
+{
+    for (size_t i = 0, n; i < len; i += n)
+        if (!(n = rt_utf8_char(s + i, len - i)))
+            return false;
     return true;
 }
 
-ssize_t rt_read_file_at(int dirfd, const char *path, char *buf, size_t size)
+/* C0 controls, DEL and C1 controls (U+0080–U+009F) as a terminal would act
+ * on them: the length of the one at s, 0 when s is none. */
+static size_t control_at(const char *s, size_t n)
 {
-    if (size == 0)
+    unsigned char c = (unsigned char)s[0];
+    if (n == 1 && (c < 0x20 || c == 0x7f))
+        return 1;
+    return n == 2 && c == 0xc2 && (unsigned char)s[1] < 0xa0 ? 2 : 0;
+}
+
+size_t rt_text_safe(char *buf, size_t size, const char *s)
+{
+    size_t o = 0, len = s ? strlen(s) : 0;
+    for (size_t i = 0, n; i < len && o + 1 < size; i += n) {
+        char esc[8] = "";
+        if (!(n = rt_utf8_char(s + i, len - i))) {
+            snprintf(esc, sizeof(esc), "\\x%02x", (unsigned char)s[i]);
+            n = 1;
+        } else if (control_at(s + i, n)) {
+            snprintf(esc, sizeof(esc), "\\x%02x", n == 1 ? (unsigned char)s[i] : (unsigned char)s[i + 1]);
+        }
+        size_t w = *esc ? strlen(esc) : n;
+        if (o + w + 1 > size)
+            break; /* never half an escape or a character */
+        memcpy(buf + o, *esc ? esc : s + i, w);
+        o += w;
+    }
+    if (size)
+        buf[o] = '\0';
+    return o;
+}
+
+char *rt_text_safe_dup(const char *s)
+{
+    size_t size = (s ? strlen(s) : 0) * 4 + 1;
+    char *buf = rt_xmalloc(size);
+    rt_text_safe(buf, size, s);
+    return buf;
+}
+
+char *rt_utf8_escape(const char *s, size_t len)
+{
+    char *out = rt_xmalloc(len * 4 + 1), *o = out;
+    for (size_t i = 0, n; i < len; i += n) {
+        if ((n = rt_utf8_char(s + i, len - i))) {
+            memcpy(o, s + i, n);
+            o += n;
+        } else {
+            o += sprintf(o, "\\x%02x", (unsigned char)s[i]);
+            n = 1;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/* openat without following p, a link reported as -ELOOP (O_DIRECTORY
+ * reports one as ENOTDIR). */
+static int open_nofollow(int dirfd, const char *p, int flags, mode_t mode)
+{
+    if (strcmp(p, "..") == 0)
         return -EINVAL;
-    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    int fd = openat(dirfd, p, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+    struct stat st;
+    if (fd < 0 && errno == ENOTDIR && fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        errno = ELOOP;
+    return fd < 0 ? -errno : fd;
+}
+
+int rt_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+    char buf[PATH_MAX];
+    if (rt_strlcpy(buf, path, sizeof(buf)) >= sizeof(buf))
+        return -ENAMETOOLONG;
+    int cur = dirfd;
+    char *p = buf;
+    for (char *slash; (slash = strchr(p, '/')); p = slash + 1) {
+        *slash = '\0';
+        int fd = open_nofollow(cur, p, O_RDONLY | O_DIRECTORY, 0);
+        if (cur != dirfd)
+            close(cur);
+        if (fd < 0)
+            return fd;
+        cur = fd;
+    }
+    int fd = open_nofollow(cur, p, flags | O_NONBLOCK, mode);
+    if (cur != dirfd)
+        close(cur);
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !((flags & O_DIRECTORY) ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))) {
+        close(fd);
+        return -EINVAL;
+    }
+    return fd;
+}
+
+const char *rt_beneath_strerror(int err)
+{
+    switch (-err) {
+    case ELOOP: return "it is a symbolic link, which is not followed there";
+    case EINVAL: return "it is neither a directory nor a regular file where one belongs";
+    case ENOTDIR: return "a file is where a directory belongs";
+    default: return strerror(-err);
+    }
+}
+
+static ssize_t read_whole(int fd, char *buf, size_t size)
+{
     if (fd < 0)
         return -errno;
     size_t len = 0;
@@ -159,6 +273,23 @@ ssize_t rt_read_file_at(int dirfd, const char *path, char *buf, size_t size)
     close(fd);
     buf[len] = '\0';
     return (ssize_t)len;
+}
+
+ssize_t rt_read_file_at(int dirfd, const char *path, char *buf, size_t size)
+{
+    if (size == 0)
+        return -EINVAL;
+    return read_whole(openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY), buf, size);
+}
+
+ssize_t rt_read_file_beneath(int dirfd, const char *path, char *buf, size_t size)
+{
+    if (size == 0)
+        return -EINVAL;
+    int fd = rt_open_beneath(dirfd, path, O_RDONLY, 0);
+    if (fd < 0)
+        errno = -fd;
+    return read_whole(fd, buf, size);
 }
 
 int rt_read_u64_at(int dirfd, const char *path, uint64_t *out)
@@ -256,7 +387,9 @@ uint64_t rt_boot_ns(void) { return clock_ns(CLOCK_BOOTTIME); }
 
 DIR *rt_opendir_sub(int dirfd, const char *path)
 {
-    int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = rt_open_beneath(dirfd, path, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0)
+        errno = -fd;
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d && fd >= 0) {
         int e = errno;
@@ -273,9 +406,13 @@ int rt_write_file_at(int dirfd, const char *name, const void *data, size_t len, 
     base = base ? base + 1 : name;
     if (snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", (int)(base - name), name, base) >= (int)sizeof(tmp))
         return -ENAMETOOLONG;
-    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    int fd = rt_open_beneath(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, mode);
+    if (fd == -EINVAL || fd == -ELOOP || fd == -ENXIO) { /* something not ours in our temporary's place */
+        unlinkat(dirfd, tmp, 0);
+        fd = rt_open_beneath(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, mode);
+    }
     if (fd < 0)
-        return -errno;
+        return fd;
     int r = 0;
     for (size_t off = 0; off < len && r == 0;) {
         ssize_t n = write(fd, (const char *)data + off, len - off);

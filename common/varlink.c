@@ -1,6 +1,7 @@
 #include "rt/varlink.h"
 
 #include "rt/json.h"
+#include "rt/paths.h"
 #include "rt/util.h"
 
 #include <errno.h>
@@ -256,9 +257,23 @@ struct json_object *rt_vl_call_new(const char *method, struct json_object *param
     return o;
 }
 
+/* Who answers: root or we ourselves. Another user's socket at the path we
+ * meant (a directory swapped in, a planted socket) would receive our calls,
+ * their command lines and upload tokens. */
+static int check_peer(struct rt_vl_client *c, int fd)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+        return -errno;
+    c->peer_uid = cred.uid;
+    return cred.uid == 0 || cred.uid == geteuid() || cred.uid == getuid() ? 0 : -EPERM;
+}
+
 int rt_vl_client_connect(struct rt_vl_client *c, const char *path)
 {
     c->fd = -1;
+    c->peer_uid = (uid_t)-1;
     rt_vl_reader_init(&c->rd, 64 * 1024 * 1024);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof(sa.sun_path))
@@ -267,13 +282,24 @@ int rt_vl_client_connect(struct rt_vl_client *c, const char *path)
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        int e = errno;
+    int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : check_peer(c, fd);
+    if (r < 0) {
         close(fd);
-        return -e;
+        return r;
     }
     c->fd = fd;
     return 0;
+}
+
+int rt_vl_client_connect_at(struct rt_vl_client *c, int dirfd, const char *name)
+{
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    if (rt_fd_path(path, sizeof(path), dirfd, name) < 0) {
+        c->fd = -1;
+        rt_vl_reader_init(&c->rd, 0);
+        return -ENAMETOOLONG;
+    }
+    return rt_vl_client_connect(c, path);
 }
 
 void rt_vl_client_close(struct rt_vl_client *c)

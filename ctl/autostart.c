@@ -184,40 +184,40 @@ static bool read_until_closed(int fd, char *out, size_t size, int timeout_ms)
     }
 }
 
-static bool connect_to(struct ctl *ctl, struct rt_vl_client *c, const char *path)
+static bool connect_to(struct ctl *ctl, struct rt_vl_client *c, int dir, const char *path)
 {
-    if (rt_vl_client_connect(c, path) == 0) {
+    if (rt_vl_client_connect_at(c, dir, rt_path_base(path)) == 0) {
         rt_strlcpy(ctl->used_socket, path, sizeof(ctl->used_socket));
+        ctl->used_private = true;
         return true;
     }
     rt_vl_client_close(c);
     return false;
 }
 
-/* The start lock, next to the socket; -1 after printing why. */
-static int take_lock(struct ctl *ctl, const char *socket_path)
+/* The start lock, in the socket's directory (*dir: that directory, ours);
+ * -1 after printing why. */
+static int take_lock(struct ctl *ctl, const char *socket_path, int *dir)
 {
-    int r = rt_user_socket_dir_prepare(socket_path);
-    if (r < 0) {
-        /* Taken by another user, or no home: the caller has a fallback. */
+    *dir = rt_user_socket_dir_open(socket_path, true);
+    if (*dir < 0) {
+        /* Taken by another user, or no home: the caller has a fallback
+         * (and says so when that fails too). */
         ctl->blocked = true;
-        START_ERR(ctl, "cannot prepare the directory of %s: %s", socket_path, strerror(-r));
+        if (*dir != -EPERM)
+            START_ERR(ctl, "cannot prepare the directory of %s: %s", socket_path, strerror(-*dir));
         return -1;
     }
-    char path[PATH_MAX];
-    rt_strlcpy(path, socket_path, sizeof(path));
-    char *slash = strrchr(path, '/');
-    rt_strlcpy(slash + 1, "start.lock", sizeof(path) - (size_t)(slash + 1 - path));
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = openat(*dir, "start.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
-        START_ERR(ctl, "cannot open %s: %s", path, strerror(errno));
+        START_ERR(ctl, "cannot open the start lock next to %s: %s", socket_path, strerror(errno));
         return -1;
     }
     uint64_t deadline = rt_mono_ns() + (uint64_t)LOCK_TIMEOUT_MS * 1000000;
     while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         if ((errno != EWOULDBLOCK && errno != EINTR) || rt_mono_ns() >= deadline) {
-            START_ERR(ctl, "cannot lock %s: %s", path,
-                    errno == EWOULDBLOCK ? "another client is still starting the daemon" : strerror(errno));
+            START_ERR(ctl, "cannot lock the start lock next to %s: %s", socket_path,
+                      errno == EWOULDBLOCK ? "another client is still starting the daemon" : strerror(errno));
             close(fd);
             return -1;
         }
@@ -229,12 +229,12 @@ static int take_lock(struct ctl *ctl, const char *socket_path)
 
 int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_path)
 {
-    int lock = take_lock(ctl, socket_path);
-    if (lock < 0)
-        return RT_EXIT_UNREACHABLE;
+    int dir = -1, lock = take_lock(ctl, socket_path, &dir);
     int rc = RT_EXIT_UNREACHABLE;
+    if (lock < 0)
+        goto out;
     /* Another client may have started it while we waited for the lock. */
-    if (connect_to(ctl, c, socket_path)) {
+    if (connect_to(ctl, c, dir, socket_path)) {
         rc = 0;
         goto out;
     }
@@ -244,7 +244,7 @@ int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_pa
     char text[4096];
     bool closed = read_until_closed(fd, text, sizeof(text), START_TIMEOUT_MS);
     close(fd);
-    if (closed && connect_to(ctl, c, socket_path)) {
+    if (closed && connect_to(ctl, c, dir, socket_path)) {
         rc = 0;
         goto out;
     }
@@ -252,12 +252,20 @@ int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_pa
     size_t len = strlen(text);
     while (len && text[len - 1] == '\n')
         text[--len] = '\0';
+    const char *last = strrchr(text, '\n');
+    last = last ? last + 1 : text;
+    if (strncmp(last, "resource-trackerd: ", 19) == 0)
+        last += 19;
+    if (strncmp(last, "error: ", 7) == 0)
+        last += 7;
     if (!closed)
         START_ERR(ctl, "started a private daemon, but it does not answer at %s after %d s", socket_path,
                   START_TIMEOUT_MS / 1000);
+    else if (ctl_err_holding()) /* one line: its last words are the reason */
+        START_ERR(ctl, "the private daemon did not start: %s", len ? last : "it wrote nothing");
     else
         START_ERR(ctl, "the private daemon did not start%s", len ? ":" : " (it wrote nothing)");
-    for (char *line = text, *next; len && !ctl->quiet && line && *line; line = next) {
+    for (char *line = text, *next; len && !ctl->quiet && !ctl_err_holding() && line && *line; line = next) {
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';
@@ -265,6 +273,9 @@ int ctl_autostart(struct ctl *ctl, struct rt_vl_client *c, const char *socket_pa
         fprintf(stderr, "  %s\n", p);
     }
 out:
-    close(lock);
+    if (lock >= 0)
+        close(lock);
+    if (dir >= 0)
+        close(dir);
     return rc;
 }

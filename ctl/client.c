@@ -10,19 +10,49 @@
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CALL_TIMEOUT_MS 30000
 #define LIST_PAGE_MAX 10000 /* ListJobs' largest limit */
 
-static bool try_connect(struct ctl *ctl, struct rt_vl_client *c, const char *path, int *err)
+/* A private daemon's socket is reached through its directory, opened and
+ * checked to be ours first (rt_user_socket_dir_open): another user renaming
+ * a directory of theirs into the path meanwhile is never followed. Every
+ * connection also checks who answers (root or us). */
+int ctl_connect_path(struct rt_vl_client *c, const char *path, bool private)
 {
-    *err = rt_vl_client_connect(c, path);
+    if (!private)
+        return rt_vl_client_connect(c, path);
+    int dir = rt_user_socket_dir_open(path, false);
+    if (dir < 0) {
+        *c = (struct rt_vl_client){.fd = -1, .peer_uid = (uid_t)-1};
+        return dir;
+    }
+    int r = rt_vl_client_connect_at(c, dir, rt_path_base(path));
+    close(dir);
+    return r;
+}
+
+int ctl_connect_used(struct ctl *ctl, struct rt_vl_client *c)
+{
+    return ctl_connect_path(c, ctl->used_socket, ctl->used_private);
+}
+
+static bool try_connect(struct ctl *ctl, struct rt_vl_client *c, const char *path, bool private, int *err)
+{
+    *err = ctl_connect_path(c, path, private);
     if (*err == 0) {
         rt_strlcpy(ctl->used_socket, path, sizeof(ctl->used_socket));
+        ctl->used_private = private;
         return true;
     }
+    if (*err == -EPERM && c->peer_uid != (uid_t)-1)
+        CTL_ERR("warn: %s is served by uid %u, neither root nor you: not talking to it", path,
+                (unsigned)c->peer_uid);
     rt_vl_client_close(c);
     return false;
 }
@@ -33,26 +63,30 @@ static int connect_to_daemon(struct ctl *ctl, struct rt_vl_client *c, bool autos
     /* A socket named by --socket or the environment is that daemon or none:
      * starting a private one there would hide a typo or a dead daemon. */
     if (ctl->socket) {
-        if (try_connect(ctl, c, ctl->socket, &err))
+        if (try_connect(ctl, c, ctl->socket, false, &err))
             return 0;
         CTL_ERR("cannot reach the daemon at %s: %s", ctl->socket, strerror(-err));
         return RT_EXIT_UNREACHABLE;
     }
-    if (try_connect(ctl, c, RT_SYSTEM_SOCKET, &err))
+    if (try_connect(ctl, c, RT_SYSTEM_SOCKET, false, &err))
         return 0;
     /* No system daemon: the user's own, started when it is not running, so
-     * that every verb reaches the user's history. */
-    char user[PATH_MAX], tried[PATH_MAX] = "";
+     * that every verb reaches the user's history. Its directory in /tmp may
+     * turn out to be another user's (-EPERM) only when we open it: then the
+     * fallback under our state directory. */
+    char user[PATH_MAX];
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (rt_user_socket_path(user, sizeof(user)) < 0) {
+        if ((attempt ? rt_user_socket_fallback : rt_user_socket_path)(user, sizeof(user)) < 0 ||
+            (attempt && strcmp(user, ctl->used_socket) == 0)) {
             ctl->blocked = true;
             CTL_ERR("no daemon is running and there is no place for a private one");
             return RT_EXIT_UNREACHABLE;
         }
-        if (strcmp(user, tried) == 0)
-            break;
-        if (try_connect(ctl, c, user, &err))
+        rt_strlcpy(ctl->used_socket, user, sizeof(ctl->used_socket)); /* tried */
+        if (try_connect(ctl, c, user, true, &err))
             return 0;
+        if (err == -EPERM)
+            continue;
         if (!autostart) {
             CTL_ERR("cannot reach the daemon at %s or %s: %s", RT_SYSTEM_SOCKET, user, strerror(-err));
             return RT_EXIT_UNREACHABLE;
@@ -61,8 +95,6 @@ static int connect_to_daemon(struct ctl *ctl, struct rt_vl_client *c, bool autos
         int rc = ctl_autostart(ctl, c, user);
         if (!ctl->blocked)
             return rc;
-        /* Its directory was taken meanwhile: the next path is the fallback. */
-        rt_strlcpy(tried, user, sizeof(tried));
     }
     return RT_EXIT_UNREACHABLE;
 }
@@ -82,14 +114,67 @@ int ctl_reconnect(struct ctl *ctl, struct rt_vl_client *c)
     char path[sizeof(ctl->used_socket)];
     rt_strlcpy(path, ctl->used_socket, sizeof(path));
     int err;
-    if (try_connect(ctl, c, path, &err))
+    if (try_connect(ctl, c, path, ctl->used_private, &err))
         return 0;
-    if (ctl->socket || strcmp(path, RT_SYSTEM_SOCKET) == 0)
+    if (!ctl->used_private)
         return RT_EXIT_UNREACHABLE; /* that daemon comes back, or not */
     ctl->quiet = true; /* the caller retries and says so once */
     int rc = ctl_autostart(ctl, c, path);
     ctl->quiet = false;
     return rc;
+}
+
+static struct {
+    bool on;
+    char text[4096]; /* lines held, each ending in '\n' */
+    size_t len, last; /* bytes held; where the last line starts */
+} held;
+
+void ctl_err(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (!held.on) {
+        fprintf(stderr, "resource-trackerctl: %s\n", line);
+        return;
+    }
+    size_t n = strlen(line);
+    if (held.len + n + 1 >= sizeof(held.text))
+        held.len = 0; /* the last ones matter */
+    held.last = held.len;
+    memcpy(held.text + held.len, line, n);
+    held.text[held.len + n] = '\n';
+    held.len += n + 1;
+    held.text[held.len] = '\0';
+}
+
+void ctl_err_hold(bool on)
+{
+    held.on = on;
+    if (on)
+        return;
+    for (char *line = held.text, *end; held.len && (end = strchr(line, '\n')); line = end + 1) {
+        *end = '\0';
+        fprintf(stderr, "resource-trackerctl: %s\n", line);
+    }
+    held.len = held.last = 0;
+}
+
+bool ctl_err_holding(void)
+{
+    return held.on;
+}
+
+const char *ctl_err_take_last(void)
+{
+    if (!held.len)
+        return "";
+    held.text[held.len - 1] = '\0';
+    held.len = 0;
+    return held.text + held.last;
 }
 
 int ctl_report_error(struct json_object *reply)
@@ -170,9 +255,14 @@ int ctl_call_fd(struct rt_vl_client *c, const char *method, struct json_object *
     *reply = NULL;
     if (out_params)
         *out_params = NULL;
+    /* Command lines, file names and TRACKER_* values need not be UTF-8;
+     * the protocol is: their stray bytes go as \xHH. */
+    rt_json_utf8_escape(params);
     int r = rt_vl_client_send_fds(c, method, params, 0, &fd, fd >= 0 ? 1 : 0);
     if (r >= 0)
         r = rt_vl_client_recv(c, reply, CALL_TIMEOUT_MS);
+    else if ((r == -EPIPE || r == -ECONNRESET) && rt_vl_client_recv(c, reply, 1000) == 0)
+        r = 0; /* a refused connection: the daemon said why, unasked, and closed */
     if (r < 0) {
         CTL_ERR("lost the connection to the daemon: %s", strerror(-r));
         return RT_EXIT_UNREACHABLE;

@@ -27,7 +27,8 @@ struct ctl {
     unsigned format;           /* --json, --format: a CTL_FMT_* bit; 0 until chosen or settled */
     bool json;                 /* format is CTL_FMT_JSON */
     const char *user;          /* --user: whose job a JOB name means (administrators) */
-    char used_socket[4096];    /* the socket we connected to */
+    char used_socket[4096];    /* the socket we connected to (or last tried) */
+    bool used_private;         /* it is a private daemon's: reached through its directory */
     bool blocked;              /* no directory for a private daemon's socket could be had */
     bool quiet;                /* autostart failures are not printed (reconnecting) */
 };
@@ -40,6 +41,12 @@ int ctl_connect(struct ctl *ctl, struct rt_vl_client *c);
 /* The same without starting one: for exporters, which must report a daemon
  * that is down rather than start a private one of their own user. */
 int ctl_connect_running(struct ctl *ctl, struct rt_vl_client *c);
+/* Connect to path, a private daemon's socket through its directory checked
+ * to be ours (rt_user_socket_dir_open); the server must be root or us
+ * (rt_vl_client_connect). 0 or -errno (-EPERM: not ours). */
+int ctl_connect_path(struct rt_vl_client *c, const char *path, bool private);
+/* A new connection to the daemon we connected to; 0 or -errno (close c either way). */
+int ctl_connect_used(struct ctl *ctl, struct rt_vl_client *c);
 /* Connect again to the daemon of used_socket (it restarted): a private one
  * is started again there; nothing is printed. 0 or an RT_EXIT_* code. */
 int ctl_reconnect(struct ctl *ctl, struct rt_vl_client *c);
@@ -158,6 +165,14 @@ void ctl_fmt_request(char *buf, size_t size, struct json_object *request);
  * CPU 24%, …"), then a "Note" line per note; nothing without either. */
 void ctl_print_request(FILE *f, struct json_object *job, const char *indent);
 
-#define CTL_ERR(...) (fprintf(stderr, "resource-trackerctl: " __VA_ARGS__), fputc('\n', stderr))
+/* The client's messages on stderr, "resource-trackerctl: " before them. */
+#define CTL_ERR(...) ctl_err(__VA_ARGS__)
+void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Hold the messages instead of printing them (run, while it finds out whether
+ * its command runs tracked), or print those held and stop holding. */
+void ctl_err_hold(bool on);
+bool ctl_err_holding(void);
+/* The last message held ("" when none), and forget them all. */
+const char *ctl_err_take_last(void);
 
 #endif

@@ -60,7 +60,19 @@ void ctl_fmt_time(char *buf, size_t size, double unix_secs)
 
 void ctl_print_json(FILE *f, struct json_object *o)
 {
-    fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE), f);
+    /* json-c escapes C0 controls; DEL and C1 controls (U+0080–U+009F, which
+     * terminals act on too) it writes as they are: \u escapes here. Such
+     * bytes occur only inside strings, where an escape means the same. */
+    const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == 0x7f)
+            fputs("\\u007f", f);
+        else if (c == 0xc2 && (unsigned char)s[1] >= 0x80 && (unsigned char)s[1] < 0xa0)
+            fprintf(f, "\\u00%02x", (unsigned char)*++s);
+        else
+            fputc(c, f);
+    }
     fputc('\n', f);
 }
 

@@ -3,6 +3,7 @@
 #include "ctl.h"
 
 #include "rt/json.h"
+#include "rt/util.h"
 
 #include <signal.h>
 #include <string.h>
@@ -181,12 +182,15 @@ void ctl_print_job_summary(FILE *f, struct json_object *job)
     ctl_print_request(f, job, "  ");
     struct json_object *up = rt_json_get_object(job, "upload");
     if (up) {
-        const char *run = rt_json_get_string(up, "run_id"), *err = rt_json_get_string(up, "last_error");
+        /* The run id and the error are the server's words. */
+        char run[256], err[1024];
+        rt_text_safe(run, sizeof(run), rt_json_get_string(up, "run_id"));
+        rt_text_safe(err, sizeof(err), rt_json_get_string(up, "last_error"));
         int64_t sent = 0, pending = 0;
         rt_json_get_i64(up, "batches_sent", &sent);
         rt_json_get_i64(up, "batches_pending", &pending);
         fprintf(f, "  Upload   %s%s%s, %lld batches sent, %lld pending%s%s\n", rt_json_get_string(up, "state"),
-                run ? ", run " : "", run ? run : "", (long long)sent, (long long)pending,
-                err ? "; last error: " : "", err ? err : "");
+                *run ? ", run " : "", run, (long long)sent, (long long)pending, *err ? "; last error: " : "",
+                err);
     }
 }

@@ -57,11 +57,12 @@ static int open_socket(struct rt_daemon *d)
     char err[512];
     if (d->listen_fd >= 0)
         return 0; /* handed over by systemd */
+    int dir = -1;
     if (d->cfg.user_mode) {
-        int r = rt_user_socket_dir_prepare(d->cfg.socket_path);
-        if (r < 0) {
-            rt_err("cannot prepare the socket directory of %s: %s", d->cfg.socket_path, strerror(-r));
-            return r;
+        dir = rt_user_socket_dir_open(d->cfg.socket_path, true);
+        if (dir < 0) {
+            rt_err("cannot prepare the socket directory of %s: %s", d->cfg.socket_path, strerror(-dir));
+            return dir;
         }
     } else {
         char tmp[PATH_MAX];
@@ -73,7 +74,9 @@ static int open_socket(struct rt_daemon *d)
     }
     /* Every call is authorised from SO_PEERCRED, so the system socket is
      * open to all local users; a user daemon's is private. */
-    int fd = rt_listen_unix(d->cfg.socket_path, d->cfg.user_mode ? 0600 : 0666, err, sizeof(err));
+    int fd = rt_listen_unix(d->cfg.socket_path, dir, d->cfg.user_mode ? 0600 : 0666, err, sizeof(err));
+    if (dir >= 0)
+        close(dir);
     if (fd < 0) {
         rt_err("%s", err);
         return fd;
@@ -562,7 +565,11 @@ int rt_daemon_run(struct rt_daemon *d)
     if (d->log_file[0] && (r = rt_log_file_open(d->state.dir_fd, d->log_file)) < 0)
         rt_warn("cannot open the log file %s: %s", d->log_file, strerror(-r));
     d->state.backlog_max = test_backlog_bytes();
+    /* A state directory the store cannot use (host a file or a link) is
+     * refused here, with its reason logged, rather than served broken. */
     int loaded = rt_state_dir_load(&d->state, &d->jobs);
+    if (loaded < 0)
+        goto out;
     if (loaded > 0)
         rt_info("loaded %d jobs from %s", loaded, d->cfg.state_dir);
     rt_host_info_collect(&d->roots, &d->host);

@@ -19,7 +19,7 @@ static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig) { stop_signal = sig; }
 
-static int write_atomic(const char *path, const char *text, size_t len)
+static int write_atomic(const char *path, const char *text, size_t len, mode_t mode)
 {
     char *copy = rt_xstrdup(path);
     char *base = rt_xstrdup(basename(copy));
@@ -43,7 +43,7 @@ static int write_atomic(const char *path, const char *text, size_t len)
         }
         off += (size_t)n;
     }
-    if (fchmod(fd, 0644) < 0 || close(fd) < 0 || rename(tmp, path) < 0) {
+    if (fchmod(fd, mode) < 0 || close(fd) < 0 || rename(tmp, path) < 0) {
         CTL_ERR("cannot replace %s: %s", path, strerror(errno));
         unlink(tmp);
         goto out;
@@ -61,7 +61,10 @@ static int refresh(const struct ctl_metrics *m, const char *path)
     char *text = NULL;
     size_t len = 0;
     int rc = ctl_metrics_collect(m, &text, &len);
-    if (rc == 0 && write_atomic(path, text, len) < 0)
+    /* Jobs are for the writer's user and group (node_exporter's, docs/metrics.md),
+     * not every local user: the host alone is (as /proc is). */
+    mode_t mode = m->publish == CTL_PUBLISH_NONE ? 0644 : 0640;
+    if (rc == 0 && write_atomic(path, text, len, mode) < 0)
         rc = RT_EXIT_FAILURE;
     if (rc && unlink(path) < 0 && errno != ENOENT)
         CTL_ERR("cannot remove %s: %s", path, strerror(errno));

@@ -12,16 +12,20 @@
 #define KEEP_ENDED_MAX 86400.0 /* the daemon's limit for StreamJobs */
 #define INTERVAL_MIN 0.1
 
-enum { JOBS = CTL_OPT_LONG, KEEP_ENDED, HTTP, TEXTFILE, INTERVAL };
+enum { JOBS = CTL_OPT_LONG, KEEP_ENDED, HTTP, TEXTFILE, INTERVAL, TOKEN_FILE };
 
 static const char usage[] =
     "Usage: resource-trackerctl metrics [--jobs none|visible|all] [--keep-ended SECS]\n"
-    "                                   [--http | --textfile PATH [--interval SECS]]\n"
+    "                                   [--http [--bearer-token-file FILE] |\n"
+    "                                    --textfile PATH [--interval SECS]]\n"
     "Print the host's and jobs' figures in the Prometheus text format (docs/metrics.md).\n\n"
     "  --jobs WHICH         jobs to publish: none (the host only), visible (default: the\n"
     "                       jobs you may see) or all (fails unless you are an administrator)\n"
     "  --keep-ended SECS    ended jobs stay this long, then leave the metrics (default 300)\n"
     "  --http               answer one HTTP request on stdin/stdout (socket activation)\n"
+    "  --bearer-token-file FILE\n"
+    "                       with --http: the token a scraper must send (Authorization:\n"
+    "                       Bearer); required to publish jobs over HTTP\n"
     "  --textfile PATH      write PATH atomically for node_exporter's textfile collector\n"
     "  --interval SECS      with --textfile: rewrite it every SECS until stopped\n"
     "  -h, --help           this help\n";
@@ -30,6 +34,7 @@ static const struct ctl_opt opts[] = {
     {"jobs", JOBS, "WHICH", "which jobs is none, visible or all", CTL_KIND_NONE},
     {"keep-ended", KEEP_ENDED, "SECS", "a retention is a number of seconds from 0 to 86400", CTL_KIND_NONE},
     {"http", HTTP, NULL, NULL, CTL_KIND_NONE},
+    {"bearer-token-file", TOKEN_FILE, "FILE", NULL, CTL_KIND_FILE},
     {"textfile", TEXTFILE, "PATH", NULL, CTL_KIND_FILE},
     {"interval", INTERVAL, "SECS", "an interval is a number of seconds from 0.1 to 3600", CTL_KIND_NONE},
     {NULL, 0, NULL, NULL, CTL_KIND_NONE},
@@ -74,6 +79,7 @@ int ctl_metrics(struct ctl *ctl, int argc, char **argv)
             break;
         case HTTP: http = true; break;
         case TEXTFILE: textfile = optarg; break;
+        case TOKEN_FILE: m.token_file = *optarg ? optarg : NULL; break; /* the unit's empty default */
         case INTERVAL:
             if (!parse_secs(optarg, INTERVAL_MIN, 3600, &interval))
                 return ctl_args_invalid(&a, o, optarg);
@@ -87,6 +93,8 @@ int ctl_metrics(struct ctl *ctl, int argc, char **argv)
         return ctl_args_error(&a, "--http and --textfile exclude each other");
     if (interval > 0 && !textfile)
         return ctl_args_error(&a, "--interval goes with --textfile");
+    if (m.token_file && !http)
+        return ctl_args_error(&a, "--bearer-token-file goes with --http");
     if (http)
         return ctl_metrics_http(&m);
     if (textfile)

@@ -94,7 +94,7 @@ static void open_stream(struct run_link *l)
 {
     if (!l->want_samples || l->stream_ended || l->gone)
         return;
-    if (rt_vl_client_connect(&l->stream, l->ctl->used_socket) < 0) {
+    if (ctl_connect_used(l->ctl, &l->stream) < 0) {
         rt_vl_client_close(&l->stream);
         return; /* ctrl tells whether the daemon is there */
     }
@@ -160,7 +160,8 @@ static void watch_upload(struct run_link *l)
     struct json_object *up = l->job ? rt_json_get_object(l->job, "upload") : NULL;
     if (!up)
         return;
-    const char *state = rt_json_get_string(up, "state"), *err = rt_json_get_string(up, "last_error");
+    const char *state = rt_json_get_string(up, "state"), *last = rt_json_get_string(up, "last_error");
+    char safe[1024], *err = last ? (rt_text_safe(safe, sizeof(safe), last), safe) : NULL;
     int64_t pending = 0;
     rt_json_get_i64(up, "batches_pending", &pending);
     if (state && strcmp(state, "starting") == 0 && err && !l->warned_register) {
@@ -188,7 +189,7 @@ static void watch_send(struct run_link *l)
 static bool reopen_ctrl(struct run_link *l)
 {
     struct rt_vl_client c;
-    if (rt_vl_client_connect(&c, l->ctl->used_socket) < 0) {
+    if (ctl_connect_used(l->ctl, &c) < 0) {
         rt_vl_client_close(&c);
         return false;
     }

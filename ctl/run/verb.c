@@ -14,6 +14,7 @@
 #include "insight/insight.h"
 
 #include "rt/json.h"
+#include "rt/paths.h"
 #include "rt/util.h"
 
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct run {
@@ -143,6 +145,43 @@ static int64_t starttime_of(pid_t pid)
     return field == 22 ? strtoll(p, NULL, 10) : -1;
 }
 
+/* --output FILE, as root, may name a directory another user can write: a
+ * link they planted there must not redirect the samples (onto /etc/shadow),
+ * nor a FIFO of theirs hold the command back. The last component is
+ * followed only when it is a link of ours or root's in a directory nobody
+ * else may change (/dev/stdout); a FIFO or device is opened without
+ * blocking, and only a regular file is truncated. NULL with errno. */
+static FILE *open_output(const char *path)
+{
+    const char *base = rt_path_base(path);
+    int dir = rt_open_parent(path);
+    if (dir < 0) {
+        errno = -dir;
+        return NULL;
+    }
+    struct stat ds, ls;
+    int flags = O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC;
+    bool safe_dir = fstat(dir, &ds) == 0 && (ds.st_uid == 0 || ds.st_uid == geteuid()) &&
+                    (!(ds.st_mode & 0022) || (ds.st_mode & S_ISVTX));
+    bool safe_link = fstatat(dir, base, &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(ls.st_mode) && safe_dir &&
+                     (ls.st_uid == 0 || ls.st_uid == geteuid());
+    int fd = openat(dir, base, flags | (safe_link ? 0 : O_NOFOLLOW), 0666);
+    int e = errno;
+    close(dir);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || (S_ISREG(st.st_mode) && ftruncate(fd, 0) < 0) ||
+                    fcntl(fd, F_SETFL, O_WRONLY) < 0)) {
+        e = errno;
+        close(fd);
+        fd = -1;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f && fd >= 0)
+        close(fd);
+    errno = e;
+    return f;
+}
+
 static void emit(void *ctx, const char *text, size_t len)
 {
     struct run *r = ctx;
@@ -155,11 +194,15 @@ static void emit(void *ctx, const char *text, size_t len)
     }
 }
 
-/* No daemon could be had because the private one has no place for its
- * socket: the command still runs (nobody may keep a user from running it). */
+/* The job could not be registered (no daemon answers or can be started, a
+ * limit, a refusal): the command still runs, whatever the daemon says —
+ * nobody may keep a user from running it. One line says why (the last
+ * message held, run_untracked stops holding). */
 static int run_untracked(struct run *r)
 {
-    CTL_ERR("warn: no daemon can be reached or started; running %s untracked", r->cmd[0]);
+    const char *why = ctl_err_take_last();
+    ctl_err_hold(false);
+    CTL_ERR("warn: %s; running %s untracked", *why ? why : "no daemon can be reached or started", r->cmd[0]);
     struct run_child ch;
     int e = run_child_spawn(&ch, r->cmd);
     if (e < 0) {
@@ -215,9 +258,11 @@ int ctl_run(struct ctl *ctl, int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     if (!r.quiet) {
         if (r.output_path) {
-            r.out = fopen(r.output_path, "w");
+            r.out = open_output(r.output_path);
             if (!r.out) {
-                CTL_ERR("cannot open output file %s: %s", r.output_path, strerror(errno));
+                CTL_ERR("cannot open output file %s: %s", r.output_path,
+                        errno == ELOOP ? "a symbolic link another user could have put there is not followed"
+                                       : strerror(errno));
                 ctl_meta_free(&r.meta);
                 return RT_EXIT_FAILURE;
             }
@@ -226,10 +271,10 @@ int ctl_run(struct ctl *ctl, int argc, char **argv)
         }
     }
     struct rt_vl_client ctrl = {.fd = -1};
+    ctl_err_hold(true);
     rc = ctl_connect(ctl, &ctrl);
     if (rc) {
-        if (ctl->blocked)
-            rc = run_untracked(&r);
+        rc = run_untracked(&r);
         goto out;
     }
     struct run_link l;
@@ -247,9 +292,16 @@ int ctl_run(struct ctl *ctl, int argc, char **argv)
     }
     rc = run_link_start(&l, start_params(&r, ch.pid, starttime_of(ch.pid)));
     if (rc) {
-        run_child_abort(&ch);
+        run_child_abort(&ch); /* held: it has not run */
+        /* A value of run's command line or TRACKER_* the daemon refuses is a
+         * usage error (exit 2, nothing runs); whatever else, the command runs. */
+        if (rc == RT_EXIT_USAGE)
+            ctl_err_hold(false);
+        else
+            rc = run_untracked(&r);
         goto close;
     }
+    ctl_err_hold(false);
     run_child_release(&ch);
     run_link_follow(&l);
     siginfo_t si = {0};
@@ -274,6 +326,7 @@ close:
     run_child_close(&ch);
     run_link_close(&l);
 out:
+    ctl_err_hold(false); /* what is still held: printed */
     if (r.out && r.out != stderr)
         fclose(r.out);
     ctl_meta_free(&r.meta);

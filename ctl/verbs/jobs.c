@@ -153,10 +153,13 @@ static void print_table(struct json_object *jobs)
     }
 }
 
-/* RFC 4180: quoted when it holds a comma, a quote or a line break. */
-static void csv_field(const char *s, bool last)
+/* RFC 4180: quoted when it holds a comma or a quote. Users' text (a
+ * command line) keeps no control character: \xHH (rt_text_safe), so a line
+ * break is never in a field. */
+static void csv_field(const char *text, bool last)
 {
-    if (s && s[strcspn(s, ",\"\r\n")]) {
+    char *safe = text ? rt_text_safe_dup(text) : NULL, *s = safe;
+    if (s && s[strcspn(s, ",\"")]) {
         putchar('"');
         for (; *s; s++) {
             if (*s == '"')
@@ -167,6 +170,7 @@ static void csv_field(const char *s, bool last)
     } else if (s) {
         fputs(s, stdout);
     }
+    free(safe);
     putchar(last ? '\n' : ',');
 }
 

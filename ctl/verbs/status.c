@@ -5,6 +5,8 @@
 
 #include "live/follow.h"
 
+#include "rt/util.h"
+
 #include <stdint.h>
 
 enum { FOLLOW = 'F' };
@@ -200,11 +202,13 @@ static void print_job(struct json_object *j, struct json_object *last)
     ctl_print_request(stdout, j, "");
     struct json_object *up = rt_json_get_object(j, "upload");
     if (up) {
-        const char *err = rt_json_get_string(up, "last_error");
-        const char *run = rt_json_get_string(up, "run_id");
+        /* The run id and the error are the server's words. */
+        char err[1024], run[256];
+        rt_text_safe(err, sizeof(err), rt_json_get_string(up, "last_error"));
+        rt_text_safe(run, sizeof(run), rt_json_get_string(up, "run_id"));
         printf("Upload   %s, run %s, %lld batches sent, %lld pending%s%s\n", rt_json_get_string(up, "state"),
-               run ? run : "-", (long long)i64(up, "batches_sent"), (long long)i64(up, "batches_pending"),
-               err ? ", last error: " : "", err ? err : "");
+               *run ? run : "-", (long long)i64(up, "batches_sent"), (long long)i64(up, "batches_pending"),
+               *err ? ", last error: " : "", err);
     }
 }
 

@@ -10,6 +10,7 @@
 struct rt_budget_user {
     uid_t uid;
     unsigned conns;
+    unsigned shared;           /* of conns, those in the pool open to all users (not an administrator's) */
     size_t held;               /* buffer bytes of its connections */
 };
 

@@ -135,6 +135,7 @@ static void conn_close(struct rt_server *srv, struct rt_conn *c)
     epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     unqueue(srv, c);
+    c->user->shared -= !c->peer.admin;
     rt_budget_leave(&srv->budget, c->user, &c->held);
     if (c->prev)
         c->prev->next = c->next;
@@ -446,6 +447,72 @@ static void refuse(int fd, const char *limit, unsigned max)
     close(fd);
 }
 
+/* One notice a second for what a user can make happen again and again
+ * (drops, evictions); true when this one is logged, with *skipped since. */
+static bool notice_due(struct rt_server *srv, unsigned *skipped)
+{
+    uint64_t now = rt_mono_ns();
+    if (now - srv->drop_logged_ns < RT_NSEC_PER_SEC) {
+        srv->drops_unlogged++;
+        return false;
+    }
+    *skipped = srv->drops_unlogged;
+    srv->drop_logged_ns = now;
+    srv->drops_unlogged = 0;
+    return true;
+}
+
+/* The connection of u to close for another user: its oldest idle one (no
+ * call, nothing unsent or unread, as the idle timeout would close it), else
+ * its oldest. */
+static struct rt_conn *eviction_victim(struct rt_server *srv, const struct rt_budget_user *u)
+{
+    struct rt_conn *idle = NULL, *any = NULL;
+    for (struct rt_conn *c = srv->conns; c; c = c->next) {
+        if (c->user != u || c->peer.admin)
+            continue;
+        bool is_idle = c->phase == RT_CONN_READING && !c->queued && !c->blocked && !c->gone &&
+                       !rt_vl_reader_pending(&c->rd) && !rt_vl_writer_pending(&c->wr);
+        if (is_idle && (!idle || c->active_ns < idle->active_ns))
+            idle = c;
+        if (!any || c->active_ns < any->active_ns)
+            any = c;
+    }
+    return idle ? idle : any;
+}
+
+/* The pool open to all users is full and uid (holding u's connections, or
+ * none) asks for one: each user is guaranteed an even share of the pool
+ * (open_to_all over the users holding some, the newcomer included), so one
+ * below it gets in at the cost of the user holding most, when that is above
+ * its share. True when a connection was closed for it. */
+static bool make_room(struct rt_server *srv, uid_t uid, const struct rt_budget_user *u, unsigned open_to_all)
+{
+    unsigned users = u && u->shared ? 0 : 1;
+    struct rt_budget_user *most = NULL;
+    for (size_t i = 0; i < srv->budget.n; i++) {
+        struct rt_budget_user *o = srv->budget.v[i];
+        users += o->shared > 0;
+        if (!most || o->shared > most->shared)
+            most = o;
+    }
+    unsigned share = open_to_all / users, mine = u ? u->shared : 0;
+    if (mine >= share || !most || most->shared <= share)
+        return false;
+    struct rt_conn *c = eviction_victim(srv, most);
+    if (!c)
+        return false;
+    unsigned skipped;
+    if (notice_due(srv, &skipped))
+        rt_notice("closing a connection of uid %u (pid %d) for uid %u: all %u connections open to users are "
+                  "taken, and uid %u holds %u, above an even share of %u; %u more closed or dropped since the "
+                  "last notice",
+                  (unsigned)c->peer.uid, (int)c->peer.pid, (unsigned)uid, open_to_all, (unsigned)most->uid,
+                  most->shared, share, skipped);
+    conn_close(srv, c);
+    return true;
+}
+
 static void accept_all(struct rt_server *srv)
 {
     for (;;) {
@@ -469,21 +536,22 @@ static void accept_all(struct rt_server *srv)
         }
         const struct rt_config *cfg = &srv->d->cfg;
         bool admin = peer_is_admin(srv, fd, cred.uid, cred.gid);
-        /* Other users together may hold all but reserved_connections: they
-         * cannot lock root and the admin group out. */
-        unsigned open_to_all = cfg->max_connections - cfg->reserved_connections;
-        if (srv->nconns >= cfg->max_connections || (!admin && srv->nconns - srv->nadmin >= open_to_all)) {
-            unsigned max = admin ? cfg->max_connections : open_to_all;
-            rt_log(LOG_NOTICE, "refusing a client of uid %u: %zu connections open", (unsigned)cred.uid,
-                   srv->nconns);
-            refuse(fd, "connections", max);
-            continue;
-        }
         struct rt_budget_user *u = rt_budget_find(&srv->budget, cred.uid);
         if (cred.uid != 0 && u && u->conns >= cfg->max_connections_per_uid) {
             rt_log(LOG_NOTICE, "refusing a client of uid %u: %u connections open", (unsigned)cred.uid,
                    cfg->max_connections_per_uid);
             refuse(fd, "connections_per_user", cfg->max_connections_per_uid);
+            continue;
+        }
+        /* Other users together may hold all but reserved_connections: they
+         * cannot lock root and the admin group out. */
+        unsigned open_to_all = cfg->max_connections - cfg->reserved_connections;
+        bool full = srv->nconns >= cfg->max_connections || (!admin && srv->nconns - srv->nadmin >= open_to_all);
+        if (full && (admin || !make_room(srv, cred.uid, u, open_to_all))) {
+            unsigned max = admin ? cfg->max_connections : open_to_all;
+            rt_log(LOG_NOTICE, "refusing a client of uid %u: %zu connections open", (unsigned)cred.uid,
+                   srv->nconns);
+            refuse(fd, "connections", max);
             continue;
         }
         struct rt_conn *c = rt_xcalloc(1, sizeof(*c));
@@ -501,6 +569,7 @@ static void accept_all(struct rt_server *srv)
             continue;
         }
         c->user = rt_budget_join(&srv->budget, cred.uid);
+        c->user->shared += !admin;
         rt_vl_reader_init(&c->rd, cfg->max_message_bytes);
         rt_vl_writer_init(&c->wr);
         c->next = srv->conns;
@@ -613,18 +682,14 @@ static void enforce_budget(struct rt_server *srv)
         if (!c)
             break;
         /* A client that reconnects at once could fill the journal. */
-        uint64_t now = rt_mono_ns();
-        if (now - srv->drop_logged_ns < RT_NSEC_PER_SEC) {
-            srv->drops_unlogged++;
-        } else {
+        unsigned skipped;
+        if (notice_due(srv, &skipped)) {
             bool mine = u->held > cfg->max_buffer_per_uid;
             rt_notice("dropping client (uid %u, pid %d): it holds %zu bytes of unread replies and input; the "
                       "connections of uid %u hold %zu bytes (%s %zu); %u more dropped since the last notice",
                       (unsigned)c->peer.uid, (int)c->peer.pid, c->held, (unsigned)u->uid, u->held,
                       mine ? "limits.max_buffer_per_user" : "all users hold",
-                      mine ? cfg->max_buffer_per_uid : srv->budget.held, srv->drops_unlogged);
-            srv->drop_logged_ns = now;
-            srv->drops_unlogged = 0;
+                      mine ? cfg->max_buffer_per_uid : srv->budget.held, skipped);
         }
         conn_close(srv, c);
     }

@@ -17,9 +17,11 @@
 
 int rt_record_log_open(struct rt_record_log *l, int dir_fd, mode_t mode)
 {
-    l->fd = openat(dir_fd, LOG_NAME, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
+    l->fd = rt_open_beneath(dir_fd, LOG_NAME, O_RDWR | O_APPEND | O_CREAT, mode);
+    if (l->fd < 0)
+        return l->fd;
     struct stat st;
-    if (l->fd < 0 || fstat(l->fd, &st) < 0)
+    if (fstat(l->fd, &st) < 0)
         return -errno;
     l->dirty = st.st_size > 0;
     return 0;

@@ -32,7 +32,7 @@ ssize_t rt_hot_pread(int fd, void *buf, size_t n, off_t off)
 /* The whole file, or NULL. */
 uint8_t *rt_hot_slurp(int dirfd, const char *name, size_t *len)
 {
-    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    int fd = rt_open_beneath(dirfd, name, O_RDONLY, 0);
     if (fd < 0)
         return NULL;
     struct stat st;
@@ -103,13 +103,14 @@ bool rt_hot_tmpl_bytes(const uint8_t *payload, size_t len, const uint8_t **t, si
     return true;
 }
 
-/* Index a hot file's bytes: whole entries in order, skipping damaged ones. */
-bool rt_hot_scan(const uint8_t *buf, size_t len, struct rt_hot_scan *h)
+bool rt_hot_scan(const uint8_t *buf, size_t len, uint64_t first, struct rt_hot_scan *h)
 {
     memset(h, 0, sizeof(*h));
-    if (len < HOT_HEADER || memcmp(buf, HOT_MAGIC, 8) != 0)
+    if (len < HOT_HEADER)
         return false;
-    h->first = rt_le64(buf + 8);
+    h->first = first;
+    h->header_damaged = memcmp(buf, HOT_MAGIC, 8) != 0 || rt_le64(buf + 8) != first;
+    h->damaged = h->header_damaged;
     size_t pos = HOT_HEADER, tcap = 0, rcap = 0;
     h->valid_end = pos;
     uint64_t last = 0;

@@ -26,6 +26,7 @@ struct rt_hot_scan {
     size_t ntmpl;
     size_t valid_end;               /* bytes up to the end of the last whole entry */
     bool damaged;
+    bool header_damaged;            /* its header is not what its name says: rewritten when kept */
 };
 
 ssize_t rt_hot_pread(int fd, void *buf, size_t n, off_t off);
@@ -36,8 +37,11 @@ void rt_hot_put_entry(struct rt_buf *b, uint8_t kind, const uint8_t *payload, si
 /* An entry at p (n bytes left): its payload length, 0 when it is not a
  * whole, valid entry, SIZE_MAX an empty one. */
 size_t rt_hot_entry_at(const uint8_t *p, size_t n);
-/* Index a hot file's bytes: whole entries in order, skipping damaged ones. */
-bool rt_hot_scan(const uint8_t *buf, size_t len, struct rt_hot_scan *h);
+/* Index the bytes of the hot file named first: whole entries in order,
+ * skipping damaged ones. Entries carry their own checksums and indexes: a
+ * damaged header (its magic, or another first than the name's) costs none
+ * of them. false when the file is shorter than a header. */
+bool rt_hot_scan(const uint8_t *buf, size_t len, uint64_t first, struct rt_hot_scan *h);
 void rt_hot_scan_free(struct rt_hot_scan *h);
 bool rt_hot_record_head(const uint8_t *payload, size_t len, uint64_t *index, uint32_t *tid);
 /* The template in a template entry's payload (after its number). */

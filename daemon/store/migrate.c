@@ -182,7 +182,7 @@ struct rt_figlog *rt_migrate_job(struct rt_samples *s, struct rt_migration *m, c
     char sub[24], path[64];
     snprintf(sub, sizeof(sub), "%" PRIu64, j->id);
     snprintf(path, sizeof(path), "%s/samples.jsonl", sub);
-    int fd = openat(s->jobs_fd, path, O_RDONLY | O_CLOEXEC);
+    int fd = rt_open_beneath(s->jobs_fd, path, O_RDONLY, 0);
     if (fd < 0)
         return NULL;
     struct stat st;
@@ -228,7 +228,7 @@ struct rt_figlog *rt_migrate_job(struct rt_samples *s, struct rt_migration *m, c
         rt_figlog_unref(fl);
         return NULL;
     }
-    int dfd = openat(s->jobs_fd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = rt_open_beneath(s->jobs_fd, sub, O_RDONLY | O_DIRECTORY, 0);
     if (dfd >= 0) {
         fsync(dfd);
         close(dfd);

@@ -34,13 +34,14 @@ int rt_samples_open(struct rt_samples *s, int state_fd, int jobs_fd, mode_t dir_
         pthread_mutex_destroy(&s->health.mu);
         return -e;
     }
-    s->host_fd = openat(state_fd, "host", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    s->host_fd = rt_open_beneath(state_fd, "host", O_RDONLY | O_DIRECTORY, 0);
     struct rt_seglog_opts o = {.dirfd = s->host_fd, .prefix = "", .what = "host timeline", .block = RT_HOST_BLOCK,
                                .mode = file_mode, .backlog_max = backlog_max, .csv_cols = rt_host_csv_cols,
                                .health = &s->health};
-    int r = s->host_fd < 0 ? -errno : rt_seglog_open(&s->host, &o);
+    int r = s->host_fd < 0 ? s->host_fd : rt_seglog_open(&s->host, &o);
     if (r < 0) {
-        snprintf(err, errlen, "cannot open the host timeline: %s", strerror(-r));
+        snprintf(err, errlen, "cannot open the host timeline (host in the state directory): %s; move it away",
+                 rt_beneath_strerror(r));
         if (s->host_fd >= 0)
             close(s->host_fd);
         pthread_mutex_destroy(&s->health.mu);
@@ -141,7 +142,7 @@ static void note_host(struct rt_samples *s, struct rt_figlog *fl, uint64_t hseq)
 uint64_t rt_samples_job_load(struct rt_samples *s, struct rt_figlog *fl, uint64_t from, rt_figures_fn fn, void *ctx,
                              double interval_secs)
 {
-    uint64_t n = rt_seglog_count(&fl->log);
+    uint64_t n = rt_seglog_count(&fl->log), host_refs = 0;
     struct rt_seglog_cursor c;
     rt_seglog_cursor_init(&c, &fl->log, false);
     for (uint64_t i = 0; i < n; i++) {
@@ -153,6 +154,7 @@ uint64_t rt_samples_job_load(struct rt_samples *s, struct rt_figlog *fl, uint64_
         bool ok;
         if (rt_figures_decode(&r, &f, &hseq, &ts)) {
             note_host(s, fl, hseq);
+            host_refs = hseq + 1 > host_refs ? hseq + 1 : host_refs;
             ok = true;
         } else {
             ok = r.tlen > 1 && r.tmpl[0] == RT_FIG_VERBATIM &&
@@ -162,6 +164,20 @@ uint64_t rt_samples_job_load(struct rt_samples *s, struct rt_figlog *fl, uint64_
             fn(ctx, &f);
     }
     rt_seglog_cursor_free(&c);
+    /* Numbers others have seen are never given again: a host sample this
+     * job refers to, lost from the host timeline; the job's own samples its
+     * record counted, lost from its files (an older copy of them). */
+    if (host_refs > rt_seglog_count(&s->host)) {
+        rt_warn("host timeline: host samples up to %" PRIu64 " are lost (jobs refer to them); new ones are "
+                "numbered after them", host_refs - 1);
+        rt_seglog_skip_to(&s->host, host_refs);
+    }
+    if (from != UINT64_MAX && n < from) {
+        rt_warn("%s: its samples %" PRIu64 "–%" PRIu64 " are lost (its record counts %" PRIu64 ", its files hold "
+                "%" PRIu64 "); new ones are numbered after them", fl->log.what, n, from - 1, from, n);
+        rt_seglog_skip_to(&fl->log, from);
+        n = from;
+    }
     return n;
 }
 

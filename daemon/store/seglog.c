@@ -82,6 +82,11 @@ static void add_block(struct rt_seglog *l, uint64_t first, uint32_t span, uint64
     }
     l->blocks[i] = (struct rt_seg_block){first, span, bytes, false};
     l->nblocks++;
+    /* Sealed again (a hot file found beside its block): one entry a block. */
+    if (i > 0 && l->blocks[i - 1].first == first) {
+        memmove(&l->blocks[i - 1], &l->blocks[i], (l->nblocks - i) * sizeof(*l->blocks));
+        l->nblocks--;
+    }
 }
 
 /* Seal the hot file `first` whose bytes and index are given; on success it
@@ -119,7 +124,7 @@ int rt_seglog_seal(struct rt_seglog *l)
     ssize_t n = rt_hot_pread(l->hot_fd, buf, l->hot_size, 0);
     struct rt_hot_scan h;
     int r = -EIO;
-    if (n == (ssize_t)l->hot_size && rt_hot_scan(buf, (size_t)n, &h)) {
+    if (n == (ssize_t)l->hot_size && rt_hot_scan(buf, (size_t)n, l->hot_first, &h)) {
         r = seal_hot_file(l, l->hot_first, buf, &h);
         rt_hot_scan_free(&h);
     }
@@ -208,9 +213,9 @@ bool rt_seglog_flush(struct rt_seglog *l)
     if (l->hot_fd < 0) {
         char hot[128];
         rt_seglog_file_name(l, l->hot_first, ".hot", hot, sizeof(hot));
-        int fd = openat(l->o.dirfd, hot, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, l->o.mode);
+        int fd = rt_open_beneath(l->o.dirfd, hot, O_RDWR | O_APPEND | O_CREAT, l->o.mode);
         if (fd < 0) {
-            health_warn(l, errno);
+            health_warn(l, -fd);
             return false;
         }
         pthread_mutex_lock(&l->mu);
@@ -273,7 +278,7 @@ bool rt_seglog_append(struct rt_seglog *l, const uint8_t *tmpl, size_t tlen, con
     rt_buf_varint(&rec, n);
     for (size_t i = 0; i < n; i++)
         rt_buf_varint(&rec, rt_zigzag(v[i]));
-    size_t need = rec.len + ENTRY_HEADER + (new_tmpl ? tlen + 5 + ENTRY_HEADER : 0) +
+    size_t need = rec.len + ENTRY_HEADER + (new_tmpl ? 2 * (tlen + 5 + ENTRY_HEADER) : 0) +
                   (l->hot_fd < 0 && l->hot_size == 0 ? HOT_HEADER : 0);
     if (l->backlog.len && l->backlog.len + need > l->o.backlog_max) {
         struct rt_store_health *hl = l->o.health;
@@ -295,8 +300,12 @@ bool rt_seglog_append(struct rt_seglog *l, const uint8_t *tmpl, size_t tlen, con
         struct rt_buf te = {0};
         rt_buf_varint(&te, l->wntmpl);
         rt_buf_put(&te, tmpl, tlen);
-        push_pending(l, (struct rt_pending){'T', 0, l->wntmpl, l->backlog.len + ENTRY_HEADER, te.len});
-        rt_hot_put_entry(&l->backlog, 'T', te.p, te.len);
+        /* Twice: every record after it needs it, so one damaged byte there
+         * must not cost them all. */
+        for (int copy = 0; copy < 2; copy++) {
+            push_pending(l, (struct rt_pending){'T', 0, l->wntmpl, l->backlog.len + ENTRY_HEADER, te.len});
+            rt_hot_put_entry(&l->backlog, 'T', te.p, te.len);
+        }
         rt_buf_free(&te);
         l->last_tmpl.len = 0;
         rt_buf_put(&l->last_tmpl, tmpl, tlen);
@@ -336,7 +345,12 @@ static bool parse_name(const struct rt_seglog *l, const char *name, uint64_t *fi
     memcpy(digits, name + pl, nd);
     digits[nd] = '\0';
     *ext = dot;
-    return rt_parse_u64(digits, first);
+    /* Only the names the log gives: a stray copy ("fig-00.hot") is not one
+     * of its files, and two files of one number would mix their records. */
+    char canonical[128];
+    return rt_parse_u64(digits, first) &&
+           snprintf(canonical, sizeof(canonical), "%s%" PRIu64 "%s", l->prefix, *first, dot) < (int)sizeof(canonical) &&
+           strcmp(canonical, name) == 0;
 }
 
 static bool covered(const struct rt_seglog *l, uint64_t index)
@@ -345,6 +359,16 @@ static bool covered(const struct rt_seglog *l, uint64_t index)
         if (index >= l->blocks[i].first && index - l->blocks[i].first < l->blocks[i].count)
             return true;
     return false;
+}
+
+/* Every record of a hot file is in a sealed block already (the daemon died
+ * between writing the block and removing the file). */
+static bool all_covered(const struct rt_seglog *l, const struct rt_hot_scan *h)
+{
+    for (size_t i = 0; i < h->nrecs; i++)
+        if (!covered(l, h->recs[i].index))
+            return false;
+    return true;
 }
 
 static void adopt_hot(struct rt_seglog *l, int fd, const uint8_t *buf, struct rt_hot_scan *h)
@@ -365,6 +389,21 @@ static void adopt_hot(struct rt_seglog *l, int fd, const uint8_t *buf, struct rt
     l->backlog_base = l->hot_size;
 }
 
+/* The header of a hot file kept, as its name says (pwrite of an O_APPEND
+ * descriptor would append). */
+static void repair_header(struct rt_seglog *l, const char *name, uint64_t first)
+{
+    struct rt_buf head = {0};
+    rt_buf_put(&head, HOT_MAGIC, 8);
+    rt_buf_u64(&head, first);
+    int fd = rt_open_beneath(l->o.dirfd, name, O_WRONLY, 0);
+    if (fd < 0 || pwrite(fd, head.p, head.len, 0) != (ssize_t)head.len)
+        rt_warn("%s: cannot repair the header of %s", l->what, name);
+    if (fd >= 0)
+        close(fd);
+    rt_buf_free(&head);
+}
+
 /* The hot files found: the newest continues, older ones (a crash while a
  * block was sealed) are sealed now or, when a block holds them, dropped. */
 static void open_hot(struct rt_seglog *l, uint64_t *hots, size_t nhots)
@@ -375,25 +414,28 @@ static void open_hot(struct rt_seglog *l, uint64_t *hots, size_t nhots)
         bool newest = true;
         for (size_t k = 0; k < nhots; k++)
             newest &= hots[k] <= hots[i];
-        if (covered(l, hots[i])) {
-            unlinkat(l->o.dirfd, name, 0);
-            continue;
-        }
         size_t len = 0;
         uint8_t *buf = rt_hot_slurp(l->o.dirfd, name, &len);
         struct rt_hot_scan h = {0};
-        if (!buf || !rt_hot_scan(buf, len, &h) || h.first != hots[i]) {
+        if (!buf || !rt_hot_scan(buf, len, hots[i], &h) || (h.header_damaged && !h.nrecs)) {
             rt_warn("%s: %s is unreadable; its samples are lost", l->what, name);
             rt_hot_scan_free(&h);
             free(buf);
             unlinkat(l->o.dirfd, name, 0);
             continue;
         }
+        if (h.nrecs && all_covered(l, &h)) {
+            unlinkat(l->o.dirfd, name, 0);
+            rt_hot_scan_free(&h);
+            free(buf);
+            continue;
+        }
         if (h.damaged)
-            rt_warn("%s: %s is damaged; the samples in the damaged part are skipped", l->what, name);
+            rt_warn("%s: %s is damaged%s; the samples in the damaged part are skipped (%zu whole ones kept)",
+                    l->what, name, h.header_damaged ? " (its header)" : "", h.nrecs);
         if (h.valid_end < len) {
             rt_warn("%s: dropping a torn last sample (%zu bytes) of %s", l->what, len - h.valid_end, name);
-            int fd = openat(l->o.dirfd, name, O_WRONLY | O_CLOEXEC);
+            int fd = rt_open_beneath(l->o.dirfd, name, O_WRONLY, 0);
             /* Keep the modification time: it tells when the job was last seen. */
             struct stat st;
             if (fd >= 0 && fstat(fd, &st) == 0 && ftruncate(fd, (off_t)h.valid_end) == 0)
@@ -402,16 +444,54 @@ static void open_hot(struct rt_seglog *l, uint64_t *hots, size_t nhots)
                 close(fd);
         }
         if (newest) {
-            int fd = openat(l->o.dirfd, name, O_RDWR | O_APPEND | O_CLOEXEC);
+            if (h.header_damaged)
+                repair_header(l, name, hots[i]);
+            int fd = rt_open_beneath(l->o.dirfd, name, O_RDWR | O_APPEND, 0);
             if (fd >= 0)
                 adopt_hot(l, fd, buf, &h);
             else
-                rt_warn("%s: cannot open %s: %s", l->what, name, strerror(errno));
+                rt_warn("%s: cannot open %s: %s", l->what, name, rt_beneath_strerror(fd));
         } else if (seal_hot_file(l, hots[i], buf, &h) < 0) {
             rt_warn("%s: cannot seal %s; its samples stay unread", l->what, name);
         }
         rt_hot_scan_free(&h);
         free(buf);
+    }
+}
+
+/* The span of block `first` from its records: 0 when it cannot be decoded. */
+static uint32_t records_span(struct rt_seglog *l, uint64_t first)
+{
+    char path[128];
+    rt_seglog_file_name(l, first, ".z", path, sizeof(path));
+    size_t len = 0;
+    uint8_t *img = rt_hot_slurp(l->o.dirfd, path, &len);
+    struct rt_frame f = {0};
+    uint64_t end = 0;
+    if (img && rt_frame_decode(img, len, true, &f))
+        for (size_t i = 0; i < f.nruns; i++)
+            if (f.runs[i].first + f.runs[i].nrec - first > end)
+                end = f.runs[i].first + f.runs[i].nrec - first;
+    rt_frame_free(&f);
+    free(img);
+    return end <= UINT32_MAX ? (uint32_t)end : 0;
+}
+
+/* A block whose header claims far more than a block holds, or reaches into
+ * the next block (its checksum only says the header is as written): its
+ * span is taken from its records, or it is skipped as damaged. */
+static void check_spans(struct rt_seglog *l)
+{
+    for (size_t i = 0; i < l->nblocks; i++) {
+        struct rt_seg_block *b = &l->blocks[i];
+        bool overlaps = i + 1 < l->nblocks && b->count > l->blocks[i + 1].first - b->first;
+        if (b->count <= 4 * (uint64_t)l->o.block && !overlaps)
+            continue;
+        uint32_t span = records_span(l, b->first);
+        rt_warn("%s: its block of samples %" PRIu64 "… says it spans %" PRIu32 " samples, its records %" PRIu32
+                "%s", l->what, b->first, b->count, span, span ? "; the records are kept" : ": skipped as damaged");
+        b->count = span ? span : b->count;
+        b->damaged = !span;
     }
 }
 
@@ -449,7 +529,7 @@ int rt_seglog_open(struct rt_seglog *l, const struct rt_seglog_opts *o)
         uint8_t head[RT_FRAME_HEADER];
         char path[128];
         rt_seglog_file_name(l, first, ".z", path, sizeof(path));
-        int bfd = openat(o->dirfd, path, O_RDONLY | O_CLOEXEC);
+        int bfd = rt_open_beneath(o->dirfd, path, O_RDONLY, 0);
         struct stat st;
         uint64_t bfirst;
         uint32_t span;
@@ -478,10 +558,10 @@ int rt_seglog_open(struct rt_seglog *l, const struct rt_seglog_opts *o)
         add_block(l, bfirst, span, (uint64_t)st.st_size);
     }
     closedir(d);
-    if (l->nblocks) {
-        const struct rt_seg_block *b = &l->blocks[l->nblocks - 1];
-        l->next = b->first + b->count;
-    }
+    check_spans(l);
+    for (size_t i = 0; i < l->nblocks; i++)
+        if (!l->blocks[i].damaged && l->blocks[i].first + l->blocks[i].count > l->next)
+            l->next = l->blocks[i].first + l->blocks[i].count;
     open_hot(l, hots, nhots);
     free(hots);
     if (l->hot_fd < 0)
@@ -531,6 +611,14 @@ void rt_seglog_set_mtime(struct rt_seglog *l, const struct timespec *t)
 int rt_seglog_sync(struct rt_seglog *l)
 {
     return l->hot_fd >= 0 && fdatasync(l->hot_fd) < 0 ? -errno : 0;
+}
+
+void rt_seglog_skip_to(struct rt_seglog *l, uint64_t index)
+{
+    pthread_mutex_lock(&l->mu);
+    if (index > l->next)
+        l->next = index;
+    pthread_mutex_unlock(&l->mu);
 }
 
 uint64_t rt_seglog_count(struct rt_seglog *l)

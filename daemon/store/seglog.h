@@ -112,6 +112,9 @@ bool rt_seglog_full(const struct rt_seglog *l);
 
 /* Records appended (kept), and the index the next one gets. */
 uint64_t rt_seglog_count(struct rt_seglog *l);
+/* Numbers below index are taken (records lost to damage that others know
+ * of): the next record gets index at least. */
+void rt_seglog_skip_to(struct rt_seglog *l, uint64_t index);
 /* The index after the last record whole on disk: records below it that
  * cannot be read are damaged or removed, not waiting for the disk. */
 uint64_t rt_seglog_written(struct rt_seglog *l);

@@ -31,7 +31,7 @@ struct rt_syncer {
 static void sync_one(struct item *it)
 {
     if (it->name) {
-        int fd = openat(it->dirfd, it->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        int fd = rt_open_beneath(it->dirfd, it->name, O_RDONLY, 0); /* never a FIFO put in its place */
         if (fd >= 0) {
             if (fsync(fd) < 0)
                 rt_warn("cannot sync %s to disk: %s", it->name, strerror(errno));

@@ -72,14 +72,11 @@ static void message(struct rec *r, const char *fmt, ...)
     va_end(ap);
 }
 
-/* A user-supplied string made safe for a one-line message: control
- * characters become '?' and long names are cut. */
+/* A user-supplied string made safe for a one-line message or a field:
+ * control characters as \xHH (rt_text_safe), long names cut. */
 static const char *clean(const char *s, char *buf, size_t size)
 {
-    size_t i = 0;
-    for (; s && s[i] && i + 1 < size; i++)
-        buf[i] = ((unsigned char)s[i] < ' ' || s[i] == 0x7f) ? '?' : s[i];
-    buf[i] = '\0';
+    rt_text_safe(buf, size, s);
     return buf;
 }
 
@@ -222,8 +219,9 @@ void rt_event_job_started(const struct rt_event_job *job)
     if (job->root_pid > 0)
         message(&r, ", root pid %d", (int)job->root_pid);
     job_fields(&r, job);
+    char cmd[MAX_FIELD];
     if (job->command && *job->command)
-        field(&r, "JOB_COMMAND=%s", job->command);
+        field(&r, "JOB_COMMAND=%s", clean(job->command, cmd, sizeof(cmd)));
     emit(&r, RT_MSGID_JOB_STARTED);
 }
 
@@ -412,7 +410,8 @@ void rt_event_upload_failed(const struct rt_event_job *job, const struct rt_uplo
     } else {
         field(&r, "UPLOAD_HTTP=no HTTP answer");
     }
-    field(&r, "UPLOAD_ERROR=%s", f->error && *f->error ? f->error : "unknown error");
+    char ferr[MAX_FIELD];
+    field(&r, "UPLOAD_ERROR=%s", f->error && *f->error ? clean(f->error, ferr, sizeof(ferr)) : "unknown error");
     if (f->attempt) {
         field(&r, "UPLOAD_ATTEMPT=%u", f->attempt);
         field(&r, "UPLOAD_RETRY_USEC=%" PRIu64, f->retry_in_usec);

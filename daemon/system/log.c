@@ -1,5 +1,7 @@
 #include "system/log.h"
 
+#include "rt/util.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -42,9 +44,9 @@ void rt_log_file_expect(void)
 
 int rt_log_file_open(int dirfd, const char *path)
 {
-    int fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int fd = rt_open_beneath(dirfd, path, O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (fd < 0)
-        return -errno;
+        return fd;
     pthread_mutex_lock(&tee_mu);
     write_all(fd, early, early_len);
     early_len = 0;
@@ -119,13 +121,17 @@ static void vlog(int level, const char *fmt, va_list ap)
 {
     if (level > level_max)
         return;
+    /* Messages carry users' and servers' text (names, errors): no control
+     * character of theirs reaches a terminal that reads the log. */
+    char raw[2048], line[2048];
+    vsnprintf(raw, sizeof(raw), fmt, ap);
+    rt_text_safe(line, sizeof(line), raw);
     if (use_journal) {
-        sd_journal_printv(level, fmt, ap);
+        sd_journal_print(level, "%s", line);
         return;
     }
     static const char *const prefix[] = {"emerg", "alert", "crit", "error", "warning", "notice", "info", "debug"};
-    char line[2048], out[2100];
-    vsnprintf(line, sizeof(line), fmt, ap);
+    char out[2100];
     int n = snprintf(out, sizeof(out), "resource-trackerd: %s: %s\n", prefix[level & 7], line);
     size_t len = n < 0 ? 0 : (size_t)n < sizeof(out) ? (size_t)n : sizeof(out) - 1;
     fputs(out, stderr);

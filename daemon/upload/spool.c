@@ -16,9 +16,9 @@ int rt_spool_open_dir(int dirfd, const char *name)
 {
     if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
         return -errno;
-    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = rt_open_beneath(dirfd, name, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0)
-        return -errno;
+        return fd;
     struct stat st;
     if (fstat(fd, &st) < 0 || ((st.st_mode & 077) && fchmod(fd, 0700) < 0)) {
         int e = errno;
@@ -30,9 +30,9 @@ int rt_spool_open_dir(int dirfd, const char *name)
 
 int rt_spool_read_file(int dirfd, const char *name, char **data, size_t *len)
 {
-    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = rt_open_beneath(dirfd, name, O_RDONLY, 0);
     if (fd < 0)
-        return -errno;
+        return fd;
     struct stat st;
     if (fstat(fd, &st) < 0) {
         int e = errno;
@@ -78,8 +78,7 @@ int rt_spool_open_rows(int dirfd, uint64_t seq)
 {
     char name[32];
     rt_spool_rows_name(seq, name);
-    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-    return fd < 0 ? -errno : fd;
+    return rt_open_beneath(dirfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600);
 }
 
 static int deflate_all(z_stream *z, const void *in, size_t len, char **out, size_t *cap, int flush)

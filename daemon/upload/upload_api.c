@@ -6,6 +6,7 @@
 #include "system/http_global.h"
 #include "system/log.h"
 #include "upload/spool.h"
+#include "rt/paths.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -52,9 +53,14 @@ struct rt_upload_worker *rt_upload_worker_new(const struct rt_upload_config *cfg
         rt_err("upload: cannot create the spool %s: %m", cfg->spool_dir);
         return NULL;
     }
-    int fd = rt_spool_open_dir(AT_FDCWD, cfg->spool_dir);
+    /* Its parent as named (the state directory); the spool itself, and all
+     * in it, without following a link (rt_open_beneath). */
+    int pfd = rt_open_parent(cfg->spool_dir);
+    int fd = pfd < 0 ? pfd : rt_spool_open_dir(pfd, rt_path_base(cfg->spool_dir));
+    if (pfd >= 0)
+        close(pfd);
     if (fd < 0) {
-        rt_err("upload: cannot open the spool %s: %s", cfg->spool_dir, strerror(-fd));
+        rt_err("upload: cannot open the spool %s: %s", cfg->spool_dir, rt_beneath_strerror(fd));
         return NULL;
     }
     if (!rt_http_global_init()) {

@@ -300,7 +300,7 @@ struct rt_upload_job *rt_upload_job_load(int spool_fd, const char *name)
             struct stat st;
             if (rt_u64_list_has(&j->sent, seq) || rt_u64_list_has(&j->dropped, seq)) {
                 unlinkat(dirfd, n, 0); /* uploaded; the crash came before the unlink */
-            } else if (fstatat(dirfd, n, &st, 0) == 0) {
+            } else if (fstatat(dirfd, n, &st, AT_SYMLINK_NOFOLLOW) == 0) {
                 rt_upload_job_add_pending(j, seq, (uint64_t)st.st_size,
                                           (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000);
             }
@@ -316,7 +316,7 @@ struct rt_upload_job *rt_upload_job_load(int spool_fd, const char *name)
         char bname[32], rname[32];
         rt_spool_batch_name(seq, bname);
         rt_spool_rows_name(seq, rname);
-        if (faccessat(dirfd, bname, F_OK, 0) == 0 || rt_u64_list_has(&j->sent, seq)) {
+        if (faccessat(dirfd, bname, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || rt_u64_list_has(&j->sent, seq)) {
             rt_spool_unlink(dirfd, rname); /* sealed before the crash: counted with its batch */
             continue;
         }

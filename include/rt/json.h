@@ -27,6 +27,10 @@ const char *rt_json_get_string(struct json_object *o, const char *key);
 struct json_object *rt_json_get_object(struct json_object *o, const char *key);
 struct json_object *rt_json_get_array(struct json_object *o, const char *key);
 
+/* Every string in o (values, not keys) that is not well-formed UTF-8 gets
+ * its stray bytes as \xHH (rt_utf8_escape): what the protocol accepts. */
+void rt_json_utf8_escape(struct json_object *o);
+
 /* Compact serialisation without escaping '/'. */
 const char *rt_json_plain(struct json_object *o);
 

@@ -14,12 +14,29 @@
  * /tmp first), <state dir>/run/<name>: a directory only we can create.
  * 0, or -1 when no usable path exists. */
 int rt_user_socket_path(char *buf, size_t size);
+/* <state dir>/run/<name>, the fallback (also when the first turns out not to
+ * be ours only when it is used). 0, or -1. */
+int rt_user_socket_fallback(char *buf, size_t size);
 /* $XDG_STATE_HOME/resource-tracker, else ~/.local/state/resource-tracker. */
 int rt_user_state_dir(char *buf, size_t size);
-/* Create the socket's directory (and missing parents) for a user daemon: mode
- * 0700, owned by us. Refuses a directory someone else owns (-EPERM); then
- * rt_user_socket_path gives the fallback. An existing one of ours is made
- * 0700 only when others may write to it and it is not sticky. 0 or -errno. */
-int rt_user_socket_dir_prepare(const char *socket_path);
+/* The directory of a user daemon's socket, opened without following a
+ * symlink and checked through its descriptor to be a directory of ours
+ * (O_DIRECTORY|O_NOFOLLOW, fstat): everything in it is then reached through
+ * that descriptor (rt_fd_path), so that a directory another user renames
+ * into the path meanwhile is never used. create: make it (and missing
+ * parents) 0700 first; an existing one of ours is made 0700 only when others
+ * may write to it and it is not sticky. The descriptor, or -EPERM (not ours,
+ * not a directory, a symlink: rt_user_socket_path gives the fallback),
+ * -ENOENT, -errno. */
+int rt_user_socket_dir_open(const char *socket_path, bool create);
+/* What follows the last '/' of path (all of it without one). */
+const char *rt_path_base(const char *path);
+/* The directory path is in (its symbolic links followed: the caller named
+ * it), to open rt_path_base(path) in without following one there. The
+ * descriptor, or -errno. */
+int rt_open_parent(const char *path);
+/* "/proc/self/fd/DIRFD/NAME": name in the directory dirfd, for calls that
+ * take a path only (bind, connect). 0 or -ENAMETOOLONG. */
+int rt_fd_path(char *buf, size_t size, int dirfd, const char *name);
 
 #endif

@@ -26,6 +26,20 @@ bool rt_str_all_digits(const char *s);
 /* Well-formed UTF-8 (RFC 3629): no overlong forms, surrogates or code
  * points above U+10FFFF. */
 bool rt_utf8_valid(const char *s, size_t len);
+/* The length of the well-formed UTF-8 character at s (1–4), 0 when the
+ * bytes there are not one. */
+size_t rt_utf8_char(const char *s, size_t len);
+/* s with every byte that is not part of well-formed UTF-8 written as \xHH
+ * (as Python's "backslashreplace" shows it); malloc'd. */
+char *rt_utf8_escape(const char *s, size_t len);
+/* s as it may go to a terminal or a log: control characters (C0, DEL, C1)
+ * and bytes that are not UTF-8 as \xHH (the code point, the byte), so that
+ * no user's text moves a cursor, sets a title or writes a clipboard (OSC
+ * 52). Into buf, cut to fit (never in the middle of an escape or a
+ * character); NULL is "". Returns the length written. */
+size_t rt_text_safe(char *buf, size_t size, const char *s);
+/* The same, malloc'd whole. */
+char *rt_text_safe_dup(const char *s);
 
 /* Read a whole (small) file relative to dirfd into buf, NUL-terminated.
  * Returns the length, or -errno. A file longer than size-1 is truncated. */
@@ -44,8 +58,20 @@ void rt_unescape_octal(char *s);
  * dot do not count (sysfs has none; fixture trees keep empty dirs that way). */
 bool rt_dir_has_entries_at(int dirfd, const char *path);
 
-/* A directory under dirfd to read (path "." for dirfd itself), or NULL
- * with errno. */
+/* path under dirfd, never out of it: no component may be a symbolic link
+ * (each is opened O_NOFOLLOW) nor "..", and what it names must be a
+ * directory (flags with O_DIRECTORY) or a regular file, else -ELOOP or
+ * -EINVAL: a FIFO never blocks the open (O_NONBLOCK), a device is not
+ * read. For the state directory, which nobody but the daemon should have
+ * changed. The descriptor (close-on-exec), or -errno. */
+int rt_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/* Why rt_open_beneath failed, in the state directory's words (e.g.
+ * "a symbolic link, which is not followed"). */
+const char *rt_beneath_strerror(int err);
+/* rt_read_file_at through rt_open_beneath. */
+ssize_t rt_read_file_beneath(int dirfd, const char *path, char *buf, size_t size);
+/* A directory under dirfd to read (path "." for dirfd itself), opened by
+ * rt_open_beneath; NULL with errno. */
 DIR *rt_opendir_sub(int dirfd, const char *path);
 
 /* How much rt_write_file_at waits for the disk: nothing (the rename alone
@@ -54,9 +80,9 @@ DIR *rt_opendir_sub(int dirfd, const char *path);
  * the new file, and the new name). */
 enum rt_sync { RT_SYNC_NONE, RT_SYNC_DATA, RT_SYNC_FULL };
 
-/* Write dirfd/name whole or not at all: a temporary ".NAME.tmp" beside it,
- * renamed over it. name may hold a subdirectory, but not with RT_SYNC_FULL
- * (it syncs dirfd). 0 or -errno. */
+/* Write dirfd/name whole or not at all: a temporary ".NAME.tmp" beside it
+ * (rt_open_beneath), renamed over it. name may hold a subdirectory, but not
+ * with RT_SYNC_FULL (it syncs dirfd). 0 or -errno. */
 int rt_write_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, enum rt_sync sync);
 
 /* v in decimal into buf (at least 20 bytes, not NUL-terminated): the length. */

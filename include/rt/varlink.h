@@ -81,10 +81,17 @@ struct json_object *rt_vl_call_new(const char *method, struct json_object *param
 struct rt_vl_client {
     int fd;
     struct rt_vl_reader rd;
+    uid_t peer_uid;       /* who answered (SO_PEERCRED); -1 before */
 };
 
-/* 0, or -errno (ENOENT/ECONNREFUSED when no daemon listens). */
+/* 0, or -errno (ENOENT/ECONNREFUSED when no daemon listens). The server must
+ * be root or the caller (SO_PEERCRED): another user's gets -EPERM (peer_uid
+ * says whose it was) and no byte of ours. */
 int rt_vl_client_connect(struct rt_vl_client *c, const char *path);
+/* The same for the socket name in the directory dirfd, reached through the
+ * descriptor (rt_fd_path): whatever is renamed into the directory's path
+ * meanwhile is not followed. */
+int rt_vl_client_connect_at(struct rt_vl_client *c, int dirfd, const char *name);
 void rt_vl_client_close(struct rt_vl_client *c);
 /* Send a call; takes ownership of params. 0 or -errno. */
 int rt_vl_client_send(struct rt_vl_client *c, const char *method, struct json_object *params, int flags);

@@ -187,7 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (rt_fuzz_tree_copy(template_, work) < 0)
         abort();
-    rt_fuzz_tree_apply(work, data, size);
+    rt_fuzz_tree_apply(work, data, size, false);
     char proc[PATH_MAX + 32], sys[PATH_MAX + 32];
     snprintf(proc, sizeof(proc), "%s/proc", work);
     snprintf(sys, sizeof(sys), "%s/sys", work);

@@ -146,7 +146,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     struct rt_sampler_opts so = {.interval_secs = 1, .roots = &F.d.roots, .disable_gpu = true};
     F.d.sampler = rt_sampler_new(&so, &F.d.jobs, &F.d.state);
     snprintf(F.sock, sizeof(F.sock), "%s/sock", F.dir);
-    F.d.listen_fd = rt_listen_unix(F.sock, 0600, err, sizeof(err));
+    F.d.listen_fd = rt_listen_unix(F.sock, -1, 0600, err, sizeof(err));
     F.epfd = epoll_create1(EPOLL_CLOEXEC);
     if (F.d.listen_fd < 0 || F.epfd < 0 || !(F.d.server = rt_server_new(&F.d, F.d.listen_fd, F.epfd)))
         abort();

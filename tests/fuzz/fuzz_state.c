@@ -6,7 +6,10 @@
  * job), then each job shown as the API shows it, its samples read as JSON
  * and as CSV as GetJobSamples reads them, and its record written back.
  * What cannot be read is skipped with a message, never a crash; what is
- * read is never anything but whole samples. */
+ * read is never anything but whole samples. The tree may hold FIFOs and
+ * symbolic links (out of it, dangling, looping): none may block the load
+ * (the fuzzer's timeout) or be followed (nothing of the file outside the
+ * tree may show). */
 #include "fuzz_tree.h"
 #include "jobs/state_dir.h"
 #include "store/samples.h"
@@ -27,6 +30,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     rt_log_init(RT_LOG_STDERR, LOG_CRIT);
     base = rt_fuzz_workdir("rt-fuzz-state");
+    rt_fuzz_outside();
     return 0;
 }
 
@@ -69,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char dir[PATH_MAX + 16];
     snprintf(dir, sizeof(dir), "%s/state", base);
-    rt_fuzz_tree_apply(dir, data, size);
+    rt_fuzz_tree_apply(dir, data, size, true);
     struct rt_state_dir s = {.dir_fd = -1, .jobs_fd = -1};
     struct rt_jobs jobs;
     rt_jobs_init(&jobs);
@@ -77,7 +81,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rt_state_dir_open(&s, dir, true, err, sizeof(err)) == 0) {
         rt_state_dir_load(&s, &jobs);
         for (size_t i = 0; i < jobs.n; i++) {
-            json_object_put(rt_job_to_json(jobs.v[i], 1e9));
+            struct json_object *shown = rt_job_to_json(jobs.v[i], 1e9);
+            struct json_object *md = rt_state_dir_read_metadata(&s, jobs.v[i]->id);
+            if (strstr(json_object_to_json_string(shown), RT_FUZZ_OUTSIDE_MARK) ||
+                (md && strstr(json_object_to_json_string(md), RT_FUZZ_OUTSIDE_MARK)))
+                abort(); /* a link out of the state directory was followed */
+            json_object_put(md);
+            json_object_put(shown);
             read_samples(&s, jobs.v[i], false);
             read_samples(&s, jobs.v[i], true);
             json_object_put(rt_job_to_record(jobs.v[i]));

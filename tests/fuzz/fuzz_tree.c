@@ -67,7 +67,41 @@ static void write_file(const char *path, const uint8_t *content, size_t len)
     close(fd);
 }
 
-size_t rt_fuzz_tree_apply(const char *dir, const uint8_t *data, size_t size)
+static char workdir[PATH_MAX], outside[PATH_MAX + 16];
+
+const char *rt_fuzz_outside(void)
+{
+    if (!outside[0]) {
+        /* Valid job metadata and a job record alike: shown if followed. */
+        if (!workdir[0])
+            abort(); /* rt_fuzz_workdir first: the trees are made under it */
+        snprintf(outside, sizeof(outside), "%s/outside.json", workdir);
+        FILE *f = fopen(outside, "w");
+        if (!f)
+            abort();
+        fputs("{\"project_name\":\"" RT_FUZZ_OUTSIDE_MARK "\",\"id\":1,\"pid\":1,\"state\":\"running\"}", f);
+        fclose(f);
+    }
+    return outside;
+}
+
+/* A FIFO or a symbolic link for content that begins with a NUL byte. */
+static bool make_special(const char *path, const uint8_t *content, size_t len)
+{
+    if (len < 2 || content[0] != 0 || (content[1] != 'F' && content[1] != 'L'))
+        return false;
+    rt_fuzz_tree_remove(path);
+    if (content[1] == 'F') {
+        mkfifo(path, 0644);
+        return true;
+    }
+    const char *targets[] = {rt_fuzz_outside(), workdir, "/nonexistent/rt-fuzz", "."};
+    if (symlink(targets[(len > 2 ? content[2] : 0) % 4], path) < 0)
+        return false;
+    return true;
+}
+
+size_t rt_fuzz_tree_apply(const char *dir, const uint8_t *data, size_t size, bool specials)
 {
     size_t files = 0;
     while (size >= 1) {
@@ -86,7 +120,8 @@ size_t rt_fuzz_tree_apply(const char *dir, const uint8_t *data, size_t size)
             char path[PATH_MAX];
             snprintf(path, sizeof(path), "%s/%s", dir, name);
             make_parents(path);
-            write_file(path, data, len);
+            if (!specials || !make_special(path, data, len))
+                write_file(path, data, len);
             files++;
         }
         data += len;
@@ -161,8 +196,6 @@ void rt_fuzz_tree_remove(const char *dir)
     closedir(d);
     rmdir(dir);
 }
-
-static char workdir[PATH_MAX];
 
 static void remove_workdir(void)
 {

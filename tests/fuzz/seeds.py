@@ -14,7 +14,9 @@ or kill it for files as a crash leaves them), when given: seed-NAME (default
 "daemon" and "jobs-only" are a state directory from before the sample store
 (jobs/ID/job.json and samples.jsonl: what the store migrates); "store" is
 that directory after a daemon migrated it, ran two more jobs and was killed
-with one running (host/, jobs/ID/fig-*, metadata.json). Records are fuzz_tree.h's: a byte N, N bytes of a path,
+with one running (host/, jobs/ID/fig-*, metadata.json); "specials" is "store"
+with FIFOs and symbolic links in place of some of its files and a job
+directory (fuzz_tree.h: content NUL 'F', NUL 'L' K). Records are fuzz_tree.h's: a byte N, N bytes of a path,
 two bytes of length (little-endian), the content."""
 
 import json
@@ -160,11 +162,32 @@ def state_seeds(state, name="daemon"):
     write("state", "jobs-only" if name == "daemon" else name + "-jobs-only", b"".join(jobs))
 
 
+def special_seeds():
+    with open(os.path.join(HERE, "corpus", "state", "seed-store"), "rb") as f:
+        data = f.read()
+    fifo, link = b"\0F", lambda k: b"\0L" + bytes([k])
+    # The running job's metadata and an ended one's out of the tree, a
+    # record, the id counter and the host's hot file as FIFOs, a job
+    # directory and a sealed block as links.
+    swap = {"jobs/4/metadata.json": link(0), "jobs/1/metadata.json": link(0), "jobs/3/job.json": fifo,
+            "last-id": fifo, "host/16.hot": fifo, "jobs/2/fig-0.z": link(2)}
+    out, i = [], 0
+    while i < len(data):
+        n = data[i]
+        name = data[i + 1:i + 1 + n].decode()
+        (length,) = struct.unpack("<H", data[i + 1 + n:i + 3 + n])
+        out.append(rec(name, swap.get(name, data[i + 3 + n:i + 3 + n + length])))
+        i += 3 + n + length
+    out += [rec("jobs/5", link(1)), rec("jobs/6/job.json", link(3)), rec("jobs/7/fig-0.hot", fifo)]
+    write("state", "specials", b"".join(out))
+
+
 if __name__ == "__main__":
     request_seeds()
     config_seeds()
     procfs_seeds()
     cgroup_seeds()
     slurm_seeds()
+    special_seeds()
     if len(sys.argv) > 1:
         state_seeds(*sys.argv[1:3])

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 import unittest
+import zlib
 
 sys.path.insert(0, os.path.dirname(__file__))
 from rtlib import (DAEMON, SANITIZER_MARKS, TOOLS, Daemon, job_samples, spawn_at, starttime, wait_for)  # noqa: E402
@@ -526,6 +527,188 @@ class Disk(StateDirTest):
         self.assertIn(b"Read-only file system", r.stderr)
         self.assertIn(b"state", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "s.sock")))
+
+
+def flip(path, offset, mask=0x21):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        b = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([b ^ mask]))
+
+
+class DamagedStore(StateDirTest):
+    """Damage costs only what it touches: a flipped byte in a hot file's
+    header, in a host hot file's template, a sealed host block whose header
+    (with a valid checksum) claims a span of 2^32-1, and stray and older
+    copies of a job's hot file. Every record that is whole is kept, the
+    numbers others have seen are never given again, and each loss is logged
+    once."""
+
+    def host_files(self, ext):
+        d = os.path.join(self.state, "host")
+        return sorted((f for f in os.listdir(d) if f.endswith(ext)), key=lambda f: int(f.split(".")[0]))
+
+    def test_damage_costs_only_what_it_touches(self):
+        d1 = self.daemon()
+        q = self.proc("sh", "-c", "sleep 1")
+        ended = d1.call("StartJob", {"pid": q.pid, "name": "early"})["job"]["id"]
+        wait_for(lambda: self.job(d1, ended)["state"] == "finished", what="the first job to end")
+        # No job runs: the host's hot block is sealed.
+        wait_for(lambda: self.host_files(".z"), what="a sealed host block")
+        p = self.proc("sleep", "60")
+        running = d1.call("StartJob", {"pid": p.pid, "name": "alive"})["job"]["id"]
+        self.wait_samples(d1, running, 20)
+        self.kill9(d1)
+        early, alive = self.stored(ended), self.stored(running)
+        self.assertGreaterEqual(len(early), 5)
+        # A sealed host block says it spans 2^32-1 samples (a valid checksum):
+        # it covered the host's hot file, which was removed with every
+        # running job's host samples.
+        block = os.path.join(self.state, "host", self.host_files(".z")[0])
+        with open(block, "r+b") as f:
+            head = bytearray(f.read(44))
+            head[16:20] = (0xffffffff).to_bytes(4, "little")
+            head[4:8] = (zlib.crc32(bytes(head[8:44])) & 0xffffffff).to_bytes(4, "little")
+            f.seek(0)
+            f.write(head)
+        # A flipped byte in the running job's hot file header, and in the
+        # template entry of the host's hot file (all its records use it).
+        flip(self.job_path(running, "fig-0.hot"), 3)
+        host_hot = os.path.join(self.state, "host", self.host_files(".hot")[0])
+        flip(host_hot, 16 + 10 + 4)
+        # A stray copy of the job's hot file under a name that reads as its number.
+        shutil.copy(self.job_path(running, "fig-0.hot"), self.job_path(running, "fig-00.hot"))
+        d2 = self.daemon()
+        self.assertEqual(job_samples(d2, ended), early, "the sealed host block's samples")
+        self.assertEqual(job_samples(d2, running)[:len(alive)], alive, "every sample kept, in its place")
+        log = d2.read_log()
+        self.assertIn("job %d: %s is damaged (its header); the samples in the damaged part are skipped (%d whole "
+                      "ones kept)" % (running, "%d/fig-0.hot" % running, len(alive)), log)
+        self.assertIn("says it spans 4294967295 samples, its records", log)
+        self.assertEqual(log.count("says it spans"), 1)
+        self.wait_samples(d2, running, len(alive) + 3)
+        after = job_samples(d2, running)
+        self.assertEqual(after[:len(alive)], alive)
+        self.assertEqual(len(after), self.job(d2, running)["summary"]["samples"])
+        self.kill9(d2)
+        self.assertEqual(self.stored(running)[:len(alive)], alive, "the header was repaired on disk")
+        self.assertNotIn("is damaged (its header)", self.daemon().read_log())
+        self.daemons[-1].stop()
+
+    def test_an_older_copy_of_a_hot_file_renumbers_nothing(self):
+        # The job's hot file replaced by a copy taken earlier: the samples
+        # after the copy are lost (logged), and new ones are numbered after
+        # the last number the job's record counted, never again one a client
+        # has seen.
+        d1 = self.daemon()
+        p = self.proc("sleep", "60")
+        running = d1.call("StartJob", {"pid": p.pid, "name": "copied"})["job"]["id"]
+        self.wait_samples(d1, running, 10)
+        old = open(self.job_path(running, "fig-0.hot"), "rb").read()
+        self.wait_samples(d1, running, 130)  # the record is saved every 60 samples
+        self.kill9(d1)
+        counted = json.load(open(self.job_path(running)))["summary"]["samples"]
+        before = self.stored(running)
+        with open(self.job_path(running, "fig-0.hot"), "wb") as f:
+            f.write(old)
+        kept = len(self.stored(running))
+        self.assertLess(kept, counted)
+        d2 = self.daemon()
+        self.assertIn("job %d: its samples %d–%d are lost (its record counts %d, its files hold %d)"
+                      % (running, kept, counted - 1, counted, kept), d2.read_log())
+        self.assertEqual(job_samples(d2, running), before[:kept])
+        self.wait_samples(d2, running, counted + 2)
+        r = d2.call("GetJobSamples", {"id": running, "offset": counted, "limit": 10})
+        self.assertGreaterEqual(len(r["samples"]), 1, "the next sample has the next number")
+        first_new = r["samples"][0]["timestamp_ms"]
+        self.assertGreater(first_new, before[-1]["timestamp_ms"], "not a number a client saw before")
+        # Read from the first lost number on: the gap is skipped.
+        gap = d2.call("GetJobSamples", {"id": running, "offset": kept, "limit": 1})
+        self.assertEqual((gap["samples"][0]["timestamp_ms"], gap["next_offset"]), (first_new, counted + 1))
+        d2.call("StopJob", {"id": running})
+        d2.stop()
+
+
+class DamagedStateDir(StateDirTest):
+    """What is not a file of the daemon's where one belongs: a host that is a
+    file or a dangling link is refused at start with a clear reason (it
+    crashed the sampler at the first job); a FIFO in place of any state file
+    never hangs the daemon; nothing is read through a symbolic link out of
+    the state directory."""
+
+    def start_refused(self):
+        r = subprocess.run([DAEMON, "--socket", os.path.join(self.tmp, "s.sock"), "--state-dir", self.state,
+                            "--log-target", "stderr"], capture_output=True, timeout=30)
+        for mark in SANITIZER_MARKS:
+            self.assertNotIn(mark.encode(), r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "s.sock")))
+        return r.returncode, r.stderr.decode()
+
+    def test_a_host_that_is_no_directory_is_refused_at_start(self):
+        os.makedirs(self.state)
+        host = os.path.join(self.state, "host")
+        for make, why in ((lambda: open(host, "w").close(), "a file is where a directory belongs"),
+                          (lambda: os.symlink("/nonexistent/host", host), "it is a symbolic link, which is not "
+                                                                            "followed there"),
+                          (lambda: os.symlink(self.tmp, host), "it is a symbolic link, which is not followed there")):
+            make()
+            rc, err = self.start_refused()
+            self.assertEqual(rc, 1, err)
+            self.assertIn("state: cannot open the host timeline (host in the state directory): %s; move it away"
+                          % why, err)
+            os.unlink(host)
+        d = self.daemon()  # moved away: it serves, and a job's samples are kept
+        p = self.proc("sleep", "60")
+        jid = d.call("StartJob", {"pid": p.pid})["job"]["id"]
+        self.wait_samples(d, jid, 2)
+        d.stop()
+
+    def test_fifos_and_links_in_place_of_state_files(self):
+        d1 = self.daemon()
+        p = self.proc("sleep", "60")
+        running = d1.call("StartJob", {"pid": p.pid, "name": "alive", "metadata": {"project_name": "mine"}})["job"]
+        q = self.proc("sh", "-c", "sleep 0.5")
+        ended = d1.call("StartJob", {"pid": q.pid, "name": "over", "metadata": {"team": "t"}})["job"]["id"]
+        wait_for(lambda: self.job(d1, ended)["state"] == "finished", what="a finished job")
+        self.wait_samples(d1, running["id"], 3)
+        other = d1.call("StartJob", {"pid": self.proc("sleep", "60").pid, "name": "other"})["job"]["id"]
+        self.wait_samples(d1, other, 2)
+        self.kill9(d1)
+        # A root-only file out of the state directory, named as metadata.
+        secret = os.path.join(self.tmp, "secret.json")
+        with open(secret, "w") as f:
+            json.dump({"project_name": "root-only secret"}, f)
+        os.chmod(secret, 0o600)
+        jid = running["id"]
+        fifo = lambda path: (os.unlink(path) if os.path.lexists(path) else None, os.mkfifo(path))
+        os.unlink(self.job_path(jid, "metadata.json"))
+        os.symlink(secret, self.job_path(jid, "metadata.json"))
+        os.unlink(self.job_path(ended, "metadata.json"))
+        os.symlink(secret, self.job_path(ended, "metadata.json"))
+        for path in (os.path.join(self.state, "last-id"), self.job_path(other, "job.json"),
+                     self.job_path(other, "fig-0.hot"), os.path.join(self.state, "jobs", "77", "job.json")):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fifo(path)
+        hot = [f for f in os.listdir(os.path.join(self.state, "host")) if f.endswith(".hot")]
+        fifo(os.path.join(self.state, "host", "%d.z" % (int(hot[0][:-4]) + 100000)))
+        os.symlink(os.path.join(self.tmp), os.path.join(self.state, "jobs", "78"))
+        d2 = self.daemon()
+        with d2.connect(timeout=10) as c:
+            jobs = {j["id"]: j for j in c.call("ListJobs")["jobs"]}
+            self.assertEqual(sorted(jobs), sorted([jid, ended]), "the jobs whose records are files")
+            self.assertEqual(jobs[jid]["metadata"], {}, "a link is not followed")
+            self.assertNotIn("secret", json.dumps(c.call("GetJob", {"id": ended})))
+            self.assertGreaterEqual(len(job_samples(d2, jid)), 3, "its samples are kept")
+            # New jobs get ids past the old ones, whatever last-id was.
+            new = c.call("StartJob", {"pid": p.pid, "name": "next"})["job"]["id"]
+            self.assertGreater(new, other)
+        log = d2.read_log()
+        self.assertIn("skipping job %d" % other, log)
+        self.assertIn("its metadata is unreadable", log)
+        t0 = time.monotonic()
+        d2.stop()  # SIGTERM is heard: nothing hung on a FIFO
+        self.assertLess(time.monotonic() - t0, 20)
 
 
 if __name__ == "__main__":

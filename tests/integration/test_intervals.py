@@ -81,9 +81,12 @@ class Intervals(UsersDaemonTest):
         wait_for(lambda: os.stat("/proc/%d" % p.pid).st_uid == pwd.getpwnam(self.u).pw_uid)
         [r] = call_as(self.u, self.d.socket, "StartJob", {"pid": p.pid, "interval_secs": 0.1})
         self.assertEqual(r[0], "ok", r)
-        rc, _, err = self.ctl("run", "-q", "-i", "0.25", "--", "true")
-        self.assertEqual(rc, 1, err)
+        before = len(self.d.call("ListJobs")["jobs"])
+        rc, _, err = self.ctl("run", "-q", "-i", "0.25", "--", "sh", "-c", "exit 3")
+        self.assertEqual(rc, 3, err)  # it runs all the same, untracked
         self.assertIn("at most 12 samples per second", err)
+        self.assertIn("running sh untracked", err)
+        self.assertEqual(len(self.d.call("ListJobs")["jobs"]), before)
         rc, _, err = self.ctl("run", "-q", "-i", "1", "--", "true")  # 10 + 1 fits
         self.assertEqual(rc, 0, err)
         # Root is not held to it.

@@ -19,8 +19,8 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CTL, SANITIZER_MARKS, Daemon, DaemonTest, HandCgroup, TestUsers, run_ctl, spawn_as,  # noqa: E402
-                   wait_for)
+from rtlib import (CTL, SANITIZER_MARKS, Daemon, DaemonTest, HandCgroup, TestUsers, run_ctl, setpriv,  # noqa: E402
+                   spawn_as, wait_for)
 
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
@@ -68,6 +68,18 @@ def http(port, request):
     lines = head.decode().split("\r\n")
     headers = dict(ln.split(": ", 1) for ln in lines[1:])
     return int(lines[0].split()[1]), headers, body.decode()
+
+
+def http_as(user, port, request):
+    """http() from a process of another user."""
+    script = "import socket,sys\ns=socket.create_connection(('127.0.0.1',int(sys.argv[1])),timeout=30)\n" \
+             "s.sendall(sys.argv[2].encode())\nd=b''\nwhile True:\n c=s.recv(65536)\n if not c: break\n d+=c\n" \
+             "sys.stdout.buffer.write(d)\n"
+    out = subprocess.run(setpriv(user) + ["/usr/bin/python3", "-c", script, str(port), request],
+                         capture_output=True, timeout=60, check=True).stdout
+    head, _, body = out.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    return int(lines[0].split()[1]), dict(ln.split(": ", 1) for ln in lines[1:]), body.decode()
 
 
 def documented():
@@ -199,18 +211,30 @@ class Metrics(DaemonTest):
         # On this host everything but the GPU families is there.
         self.assertEqual({n for n in doc if "_gpu_" not in n} - {n for n, _ in parse(text)}, set())
 
+    def token_file(self, token):
+        tmp = tempfile.mkdtemp(prefix="rt-token-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        path = os.path.join(tmp, "scrape-token")
+        with open(path, "w") as f:
+            f.write(token + "\n")
+        os.chmod(path, 0o644)  # Prometheus (another user in real life) reads it too
+        return path
+
     def test_prometheus_scrapes_the_socket_activated_exporter(self):
         if not PROMETHEUS:
             self.skipTest("no prometheus (scripts/setup.d/60-prometheus-tmux.sh)")
         p, jid = self.busy_job("scraped")
-        port = self.exporter("--jobs", "visible")
+        token = self.token_file("tok-0123456789abcdef")
+        port = self.exporter("--jobs", "visible", "--bearer-token-file", token)
+        auth = b"Authorization: Bearer tok-0123456789abcdef\r\n"
         # The exporter's HTTP answers, as Prometheus and people see them.
-        code, headers, body = http(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n")
+        code, headers, body = http(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + auth +
+                                   b"Accept-Encoding: gzip\r\n\r\n")
         self.assertEqual(code, 200)
         self.assertEqual(headers["Content-Type"], "text/plain; version=0.0.4; charset=utf-8")
         self.assertEqual(int(headers["Content-Length"]), len(body.encode()))
         self.promtool(body)
-        self.assertEqual(http(port, b"HEAD /metrics HTTP/1.0\r\n\r\n")[2], "")
+        self.assertEqual(http(port, b"HEAD /metrics HTTP/1.0\r\n" + auth + b"\r\n")[2], "")
         self.assertEqual(http(port, b"GET /nope HTTP/1.1\r\n\r\n")[0], 404)
         self.assertEqual(http(port, b"POST /metrics HTTP/1.1\r\n\r\n")[0], 405)
         self.assertEqual(http(port, b"garbage\r\n\r\n")[0], 400)
@@ -218,10 +242,14 @@ class Metrics(DaemonTest):
         tmp = tempfile.mkdtemp(prefix="rt-prom-")
         self.addCleanup(shutil.rmtree, tmp, True)
         web = free_port()
+        # Two scrape jobs: one with the token (Prometheus' authorization
+        # credentials_file), one without it.
         with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
             f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                    "scrape_configs:\n  - job_name: rt\n    static_configs:\n"
-                    "      - targets: ['127.0.0.1:%d']\n" % port)
+                    "scrape_configs:\n  - job_name: rt\n    authorization:\n      credentials_file: %s\n"
+                    "    static_configs:\n      - targets: ['127.0.0.1:%d']\n"
+                    "  - job_name: anonymous\n    static_configs:\n      - targets: ['127.0.0.1:%d']\n"
+                    % (token, port, port))
         log = open(os.path.join(tmp, "prometheus.log"), "wb")
         prom = subprocess.Popen([PROMETHEUS, "--config.file=" + os.path.join(tmp, "prometheus.yml"),
                                  "--storage.tsdb.path=" + os.path.join(tmp, "data"),
@@ -250,13 +278,16 @@ class Metrics(DaemonTest):
         busy = wait_for(lambda: query('resource_tracker_job_cpu_busy_cores{job_name="scraped"} > 0'), timeout=30,
                         what="the job's busy cores")
         self.assertEqual(busy[0]["metric"], dict(cpu[0]["metric"], __name__="resource_tracker_job_cpu_busy_cores"))
+        # The scrape without the token fails: nothing of the exporter's.
+        wait_for(lambda: query('up{job="anonymous"} == 0'), timeout=30, what="the anonymous scrape to fail")
+        self.assertEqual(query('{job="anonymous", __name__=~"resource_tracker_.+"}'), [])
         # A running counter: its rate over the scrapes is about one busy core.
         rate = wait_for(lambda: query('rate(resource_tracker_job_cpu_seconds_total{job_name="scraped"}[5s]) > 0'),
                         timeout=30, what="the job's CPU rate")
         self.assertLess(float(rate[0]["value"][1]), 1.5)  # one process: at most one CPU
         # The daemon gone: scrapes fail (up 0) rather than serve stale figures.
         self.d.stop()
-        code, _, body = http(port, b"GET /metrics HTTP/1.1\r\n\r\n")
+        code, _, body = http(port, b"GET /metrics HTTP/1.1\r\n" + auth + b"\r\n")
         self.assertEqual(code, 503, body)
         self.d.proc = None  # stopped already
 
@@ -281,6 +312,37 @@ class Metrics(DaemonTest):
         owners = {dict(l)["user"] for l in series(parse(self.metrics(user=alice)), "resource_tracker_job_running")}
         self.assertEqual(owners, {alice})
 
+    def test_jobs_go_only_to_a_scraper_with_the_token(self):
+        # Every local user can connect to the exporter's port: another user's
+        # scrape (the attack: curl 127.0.0.1:10120/metrics) gets nothing
+        # without the bearer token, nor with a wrong one; without a token
+        # file jobs are not published over HTTP at all (every scrape fails,
+        # the reason in the log); the host only needs none.
+        users = TestUsers()
+        self.addCleanup(users.cleanup)
+        mallory = users.user("mallory")
+        self.busy_job("secret-project-x")
+        port = self.exporter("--jobs", "all", "--bearer-token-file", self.token_file("right-token-0123456789"))
+        for auth in ("", "Authorization: Bearer wrong-token-0123456789\r\n", "Authorization: Basic cmlnaHQ=\r\n",
+                     "Authorization: Bearer right-token-012345678\r\n"):
+            code, headers, body = http_as(mallory, port, "GET /metrics HTTP/1.1\r\nHost: x\r\n%s\r\n" % auth)
+            self.assertEqual(code, 401, (auth, body))
+            self.assertEqual(headers["WWW-Authenticate"], 'Bearer realm="resource-tracker"')
+            self.assertNotIn("resource_tracker_", body)
+        for auth in ("Authorization: Bearer right-token-0123456789", "authorization:   bearer   right-token-0123456789 "):
+            code, _, body = http_as(mallory, port, "GET /metrics HTTP/1.1\r\n%s\r\nHost: x\r\n\r\n" % auth)
+            self.assertEqual(code, 200, body)
+            self.assertIn('job_name="secret-project-x"', body)
+        port = self.exporter("--jobs", "all")
+        code, _, body = http_as(mallory, port, "GET /metrics HTTP/1.1\r\n\r\n")
+        self.assertEqual(code, 500, body)
+        self.assertNotIn("resource_tracker_", body)
+        port = self.exporter("--jobs", "none")
+        code, _, body = http_as(mallory, port, "GET /metrics HTTP/1.1\r\n\r\n")
+        self.assertEqual(code, 200, body)
+        self.assertIn("resource_tracker_host_cpus", body)
+        self.assertNotIn("resource_tracker_job_", body)
+
     def test_ended_jobs_leave_after_keep_ended(self):
         p = subprocess.Popen(["sleep", "0.5"])
         self.addCleanup(p.wait)
@@ -304,7 +366,12 @@ class Metrics(DaemonTest):
         run_ctl(self.d, "metrics", "--textfile", path, check=0)  # once
         with open(path) as f:
             self.promtool(f.read())
-        self.assertEqual(os.stat(path).st_mode & 0o777, 0o644)
+        # Jobs for the writer's user and group only; the host for everyone.
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o640)
+        host_only = os.path.join(tmp, "host.prom")
+        run_ctl(self.d, "metrics", "--jobs", "none", "--textfile", host_only, check=0)
+        self.assertEqual(os.stat(host_only).st_mode & 0o777, 0o644)
+        os.unlink(host_only)
         env = dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket)
         w = subprocess.Popen([CTL, "metrics", "--textfile", path, "--interval", "0.2"], env=env,
                              stderr=subprocess.PIPE)
@@ -331,7 +398,7 @@ class Metrics(DaemonTest):
     def test_bad_arguments(self):
         for args in (["--jobs", "some"], ["--keep-ended", "-1"], ["--keep-ended", "86401"], ["--http", "--textfile", "/tmp/x.prom"],
                      ["--interval", "1"], ["--textfile", "/tmp/x.prom", "--interval", "0"], ["extra"],
-                     ["--bogus"], ["-x"], ["--jobs"]):
+                     ["--bogus"], ["-x"], ["--jobs"], ["--bearer-token-file", "/tmp/t"]):
             rc, out, err = run_ctl(self.d, "metrics", *args)
             self.assertEqual((rc, out), (2, ""), args)
             self.assertTrue(err.startswith("resource-trackerctl: "), err)

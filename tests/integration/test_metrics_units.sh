@@ -38,11 +38,11 @@ for line in ListenStream=127.0.0.1:10120 Accept=yes; do
   grep -qxF "$line" "$sock" || fail "$sock lacks '$line'"
 done
 svc="$units/resource-tracker-exporter@.service"
-for line in DynamicUser=yes Environment=JOBS=none StandardInput=socket StandardOutput=socket \
+for line in DynamicUser=yes Environment=JOBS=none Environment=TOKEN_FILE= StandardInput=socket StandardOutput=socket \
             RestrictAddressFamilies=AF_UNIX; do
   grep -qxF "$line" "$svc" || fail "$svc lacks '$line'"
 done
-grep -qx 'ExecStart=.*/resource-trackerctl metrics --http --jobs=${JOBS} --keep-ended=${KEEP_ENDED}' "$svc" ||
+grep -qx 'ExecStart=.*/resource-trackerctl metrics --http --jobs=${JOBS} --keep-ended=${KEEP_ENDED} --bearer-token-file=${TOKEN_FILE}' "$svc" ||
   fail "$svc: ExecStart"
 txt="$units/resource-tracker-textfile.service"
 for line in DynamicUser=yes Environment=JOBS=none RuntimeDirectory=resource-tracker-metrics \

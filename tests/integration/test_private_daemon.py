@@ -1,7 +1,9 @@
 """The private daemon of a user without a system daemon, with real users:
 history stays reachable after it exited (every verb starts it again), it
-stays up while uploads are pending, and no other user can keep a user's
-`run` from running its command by taking the /tmp directory first."""
+stays up while uploads are pending, no other user can keep a user's `run`
+from running its command by taking the /tmp directory first, and none can
+pose as the user's daemon (a socket of theirs, or their directory renamed
+in and out of the user's path)."""
 
 import json
 import os
@@ -23,6 +25,43 @@ from standin import SentinelStandin  # noqa: E402
 from test_run import system_daemon_answers  # noqa: E402
 
 SOCKET_NAME = "com.sparecores.ResourceTracker"
+
+# Runs as another user: a directory of its own holding a listening socket,
+# renamed into the victim's socket directory path and out again as fast as
+# it can until STOP exists; records what every connection sends
+# (arguments: ITS_DIR VICTIM_DIR STOP). Prints what it got.
+IMPOSTOR = r"""
+import json, os, socket, sys, threading
+mine, victim, stop = sys.argv[1:4]
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(os.path.join(mine, "com.sparecores.ResourceTracker"))
+os.chmod(os.path.join(mine, "com.sparecores.ResourceTracker"), 0o777)
+srv.listen(64)
+got = {"connections": 0, "bytes": b"", "swaps": 0}
+
+def serve():
+    while True:
+        c, _ = srv.accept()
+        got["connections"] += 1
+        c.settimeout(2)
+        try:
+            got["bytes"] += c.recv(65536)
+        except OSError:
+            pass
+        c.close()  # a client that sent its call gets no answer, and goes on
+
+threading.Thread(target=serve, daemon=True).start()
+while not os.path.exists(stop):
+    for _ in range(200):
+        try:
+            os.rename(mine, victim)
+        except OSError:
+            continue  # the victim's own directory is there: sticky /tmp keeps it
+        os.rename(victim, mine)
+        got["swaps"] += 1
+print(json.dumps({"connections": got["connections"], "bytes": got["bytes"].decode(errors="replace"),
+                  "swaps": got["swaps"]}))
+"""
 
 
 def daemons_of(uid):
@@ -150,6 +189,68 @@ class PrivateDaemonOfAUser(UsersTest):
         self.assertEqual(rc, 6, err)
         self.assertTrue(os.path.exists(mark), "the command ran")
         self.assertIn("running sh untracked", err)
+
+    def test_another_users_socket_gets_nothing(self):
+        # B's daemon-like socket, named with --socket: A's client sees who
+        # answers (SO_PEERCRED) and sends nothing; so does root's.
+        d = tempfile.mkdtemp(prefix="rt-other-")
+        self.addCleanup(shutil.rmtree, d, True)
+        os.chmod(d, 0o777)
+        sock = os.path.join(d, "rt.sock")
+        script = "import socket,sys,os\ns=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777)\n" \
+                 "s.listen(8); print('up', flush=True)\nwhile True:\n c,_=s.accept(); c.settimeout(1)\n" \
+                 " try: d=c.recv(99)\n except OSError: d=b''\n print(len(d), flush=True); c.close()\n"
+        p = subprocess.Popen(setpriv(self.b) + ["/usr/bin/python3", "-c", script, sock], stdout=subprocess.PIPE)
+        self.addCleanup(lambda: (p.kill(), p.communicate()))
+        self.assertEqual(p.stdout.readline(), b"up\n")
+        uid_b = pwd.getpwnam(self.b).pw_uid
+        for as_root in (False, True):
+            if as_root:
+                r = subprocess.run([CTL, "--socket", sock, "jobs"], capture_output=True, timeout=30)
+                rc, err = r.returncode, r.stderr.decode()
+            else:
+                rc, _, err = self.ctl("--socket", sock, "jobs")
+            self.assertEqual(rc, 3, err)
+            self.assertIn("%s is served by uid %d, neither root nor you: not talking to it" % (sock, uid_b), err)
+            self.assertEqual(p.stdout.readline(), b"0\n", "the impostor got nothing")
+
+    def test_a_directory_renamed_in_and_out_gets_nothing(self):
+        # B swaps a directory holding its listening socket in and out of A's
+        # socket directory path (no XDG_RUNTIME_DIR, none there yet), racing
+        # the client between looking at the path and connecting through it.
+        # A's client opens the directory without following what is renamed
+        # in and checks it is A's, and checks who answers: B gets no byte,
+        # and every command runs, tracked.
+        stop = os.path.join(self.tmp, "stop")
+        mine = tempfile.mkdtemp(prefix="rt-impostor-")
+        self.addCleanup(shutil.rmtree, mine, True)
+        os.chmod(mine, 0o755)
+        os.chown(mine, pwd.getpwnam(self.b).pw_uid, -1)
+        imp = subprocess.Popen(setpriv(self.b) + ["/usr/bin/python3", "-c", IMPOSTOR, mine, self.tmp_dir, stop],
+                               stdout=subprocess.PIPE)
+        self.addCleanup(lambda: (imp.kill(), imp.communicate()))
+        mark = os.path.join(self.home, "ran")
+        tries = 40
+        for i in range(tries):
+            rc, _, err = self.ctl("run", "-q", "-n", "race%d" % i, "--", "sh", "-c", "echo %d >> %s" % (i, mark))
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn("untracked", err)
+            self.stop_daemons()
+            # Only A's own directory is removed (sticky /tmp: B cannot move it).
+            try:
+                if os.lstat(self.tmp_dir).st_uid == self.uid:
+                    shutil.rmtree(self.tmp_dir)
+            except FileNotFoundError:
+                pass
+        with open(stop, "w"):
+            pass
+        got = json.loads(imp.communicate(timeout=30)[0])
+        print("impostor: %(swaps)d swaps, %(connections)d connections" % got, file=sys.stderr)
+        self.assertGreater(got["swaps"], 1000, "the race ran")
+        self.assertEqual(got["bytes"], "", "the impostor received a call")
+        self.assertEqual(got["connections"], 0)
+        with open(mark) as f:
+            self.assertEqual(f.read().split(), [str(i) for i in range(tries)])
 
     def test_pending_uploads_keep_the_daemon(self):
         # A daemon idle for 1 s stays while its upload cannot be sent, and

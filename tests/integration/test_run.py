@@ -16,8 +16,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CTL, DAEMON, SANITIZER_MARKS, Connection, Daemon, DaemonTest, TestUsers,  # noqa: E402
-                   read_json_lines, run_ctl, setpriv, split_summary, wait_for, world_path)
+from rtlib import (CTL, DAEMON, IFACE, SANITIZER_MARKS, Connection, Daemon, DaemonTest, TestUsers,  # noqa: E402
+                   UsersDaemonTest, UsersTest, read_json_lines, run_ctl, setpriv, split_summary, wait_for,
+                   world_path)
 
 CSV_FIELDS = 32
 PY = "/usr/bin/python3"
@@ -206,9 +207,12 @@ class Run(DaemonTest):
         rc, _, err = run_ctl(None, "--socket", self.path("nobody-listens"), "jobs")
         self.assertEqual(rc, 3, err)
         self.assertIn("cannot reach the daemon", err)
-        # An explicit socket is never replaced by a private daemon.
-        rc, _, err = run_ctl(None, "--socket", self.path("nobody-listens"), "run", "--", "true")
-        self.assertEqual(rc, 3, err)
+        # An explicit socket is never replaced by a private daemon; run runs
+        # its command untracked, with its exit status.
+        rc, _, err = run_ctl(None, "--socket", self.path("nobody-listens"), "run", "--", "sh", "-c", "exit 7")
+        self.assertEqual(rc, 7, err)
+        self.assertIn("warn: cannot reach the daemon at %s" % self.path("nobody-listens"), err)
+        self.assertFalse(os.path.exists(self.path("nobody-listens")))
         for args in (["status", "424242"], ["stop", "no-such-job"], ["samples", "424242"],
                      ["start", "--pid", "999999999"]):
             rc, _, err = run_ctl(self.d, *args)
@@ -361,15 +365,25 @@ class PrivateDaemon(unittest.TestCase):
         self.assertIn("shutting down", log)  # after
 
     def test_a_daemon_that_cannot_start_says_why(self):
-        # The state directory cannot be created: the daemon's own message, at once.
+        # The state directory cannot be created: the daemon's own message, at
+        # once; run runs its command all the same, untracked, and says so in
+        # one line.
         env = dict(self.env, XDG_STATE_HOME="/etc/hostname")
         t0 = time.monotonic()
-        p = subprocess.run([CTL, "run", "-q", "--", "true"], env=env, capture_output=True, timeout=60)
+        p = subprocess.run([CTL, "jobs"], env=env, capture_output=True, timeout=60)
         err = p.stderr.decode()
         self.assertEqual(p.returncode, 3, err)
         self.assertLess(time.monotonic() - t0, 5, "it must not wait for a socket that never comes")
         self.assertIn("the private daemon did not start", err)
         self.assertIn("cannot create state directory /etc/hostname/resource-tracker: Not a directory", err)
+        mark = os.path.join(self.tmp, "ran")
+        p = subprocess.run([CTL, "run", "-q", "--", "sh", "-c", "touch %s; exit 7" % mark], env=env,
+                           capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, 7, p.stderr)
+        self.assertTrue(os.path.exists(mark))
+        self.assertEqual(p.stderr.decode(), "resource-trackerctl: warn: the private daemon did not start: cannot "
+                         "create state directory /etc/hostname/resource-tracker: Not a directory; running sh "
+                         "untracked\n")
         self.assertEqual(self.daemons(), [])
         self.assertFalse(os.path.exists(self.sock))
 
@@ -412,6 +426,143 @@ class PrivateDaemon(unittest.TestCase):
         self.assertEqual(log.count("resource-trackerd: info: resource-trackerd "), 2, log)  # started, stopped
         for bad in ("already listening", "skipping job", "warning", "error"):
             self.assertNotIn(bad, log)
+
+class OutputFile(UsersDaemonTest):
+    """root's run --output FILE in a directory a user can write: a link the
+    user planted there is not followed, a FIFO of theirs does not hold it."""
+
+    def setUp(self):
+        self.uid = pwd.getpwnam(self.u).pw_uid
+        self.tmp = tempfile.mkdtemp(prefix="rt-output-")
+        os.chmod(self.tmp, 0o755)
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", self.tmp]))
+        self.victim = os.path.join(self.tmp, "victim")
+        with open(self.victim, "w") as f:
+            f.write("precious\n")
+        self.shared = os.path.join(self.tmp, "shared")  # the user's, as a home or a project directory
+        os.mkdir(self.shared)
+        os.chown(self.shared, self.uid, -1)
+
+    def as_user(self, *cmd):
+        subprocess.run(setpriv(self.u) + list(cmd), check=True)
+
+    def test_a_planted_link_is_not_followed(self):
+        out = os.path.join(self.shared, "out.csv")
+        self.as_user("ln", "-s", self.victim, out)
+        mark = os.path.join(self.tmp, "ran")
+        rc, _, err = run_ctl(self.d, "run", "-f", "csv", "-o", out, "--", "touch", mark)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("cannot open output file %s: a symbolic link another user could have put there is not "
+                      "followed" % out, err)
+        with open(self.victim) as f:
+            self.assertEqual(f.read(), "precious\n")
+        # Nor in a directory others may write (not sticky), even a link of root's.
+        os.chmod(self.shared, 0o777)
+        os.unlink(out)
+        os.symlink(self.victim, out)
+        self.assertEqual(run_ctl(self.d, "run", "-o", out, "--", "true")[0], 1)
+        with open(self.victim) as f:
+            self.assertEqual(f.read(), "precious\n")
+
+    def test_what_is_ours_is_followed_and_a_fifo_does_not_block(self):
+        # A link of root's in root's directory, and /dev/stdout, are written through.
+        mine = os.path.join(self.tmp, "mine.csv")
+        os.symlink(self.victim, mine)
+        rc, _, err = run_ctl(self.d, "run", "-f", "csv", "-o", mine, "--", "sleep", "0.5")
+        self.assertEqual(rc, 0, err)
+        with open(self.victim) as f:
+            self.assertTrue(f.read().startswith("timestamp,"), "truncated and written")
+        rc, out, err = run_ctl(self.d, "run", "-f", "csv", "-o", "/dev/stdout", "--", "sleep", "0.5")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("timestamp,"), out)
+        # The user's FIFO nobody reads: refused at once, not waited on.
+        fifo = os.path.join(self.shared, "fifo")
+        self.as_user("mkfifo", fifo)
+        rc, _, err = run_ctl(self.d, "run", "-o", fifo, "--", "true", timeout=20)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("No such device or address", err)
+
+
+class WhateverTheDaemonSays(UsersTest):
+    """run runs its command however registering it fails: a refused
+    connection, a limit, a daemon that is not there, arguments, metadata
+    and TRACKER_* values that are not UTF-8. One warn: line says why."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.uid = pwd.getpwnam(cls.u).pw_uid
+        cls.conf = tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False)
+        cls.conf.write("limits: { max_connections_per_user = 2; max_jobs_per_user = 1; };\n")
+        cls.conf.close()
+        os.chmod(cls.conf.name, 0o644)
+        cls.addClassCleanup(os.unlink, cls.conf.name)
+        cls.d = Daemon(interval=0.2, args=["--config", cls.conf.name])
+        cls.addClassCleanup(cls.d.cleanup)
+        cls.d.start()
+        cls.addClassCleanup(cls.d.stop)
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="rt-whatever-")
+        os.chown(self.tmp, self.uid, -1)
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", self.tmp]))
+
+    def run_untracked(self, why, env=None, socket=True):
+        mark = os.path.join(self.tmp, "ran")
+        rc, _, err = run_ctl(self.d if socket else None, "run", "-q", "--", "sh", "-c", "touch %s; exit 9" % mark,
+                             user=self.u, env=env)
+        self.assertEqual(rc, 9, err)
+        self.assertTrue(os.path.exists(mark), "the command ran")
+        os.unlink(mark)
+        self.assertRegex(err, r"\Aresource-trackerctl: warn: %s; running sh untracked\n\Z" % why)
+
+    def holder(self, script):
+        p = subprocess.Popen(setpriv(self.u) + [PY, "-c", script, self.d.socket], stdout=subprocess.PIPE)
+        self.addCleanup(lambda: (p.kill(), p.communicate()))
+        self.assertEqual(p.stdout.readline(), b"ready\n")
+
+    def test_a_refused_connection(self):
+        # The user's connections are all taken (max_connections_per_user 2).
+        self.holder("import socket,sys,time\nss=[socket.socket(socket.AF_UNIX) for _ in range(2)]\n"
+                    "[s.connect(sys.argv[1]) or s.sendall(b'{\"method\":\"%s.Ping\"}\\0') or s.recv(99) for s in ss]\n"
+                    "print('ready', flush=True); time.sleep(60)\n" % IFACE)
+        self.run_untracked(r"limit reached: connections_per_user \(at most 2\)")
+
+    def test_a_limit_reached(self):
+        # Its one running job (max_jobs_per_user 1).
+        self.holder("import socket,sys,time,os,json\ns=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+                    "s.sendall(json.dumps({'method':'%s.StartJob','parameters':{'pid':os.getpid()}}).encode()+b'\\0')\n"
+                    "assert b'job' in s.recv(65536); s.close(); print('ready', flush=True); time.sleep(60)\n" % IFACE)
+        self.run_untracked(r"limit reached: jobs_per_user \(at most 1\)")
+
+    def test_no_daemon(self):
+        self.run_untracked(r"cannot reach the daemon at /nonexistent/s: No such file or directory",
+                           env={"RESOURCE_TRACKER_SOCKET": "/nonexistent/s"}, socket=False)
+
+    def test_bytes_that_are_not_utf8(self):
+        # A Latin-1 file name through a glob, in the arguments, a tag and a
+        # TRACKER_* variable: carried as \xHH, the command gets its bytes.
+        with open(os.path.join(self.tmp.encode(), b"caf\xe9.txt"), "w"):
+            pass
+        env = dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket)
+        env = {k.encode(): v.encode() for k, v in env.items()}
+        env[b"TRACKER_PROJECT_NAME"] = b"proj\xff"
+        p = subprocess.run(setpriv(self.u) + [world_path(CTL).encode(), b"run", b"-q", b"-n", b"latin",
+                                              b"--tag", b"k=v\xe9", b"--", b"sh", b"-c", b"ls caf*"],
+                           cwd=self.tmp, env=env, capture_output=True, timeout=60)
+        self.assertEqual((p.returncode, p.stderr), (0, b""))
+        self.assertEqual(p.stdout, b"caf\xe9.txt\n", "ls got the bytes")
+        p = subprocess.run(setpriv(self.u) + [world_path(CTL).encode(), b"run", b"-q", b"-n", b"latin2", b"--",
+                                              b"ls", b"caf\xe9.txt"],
+                           cwd=self.tmp, env=env, capture_output=True, timeout=60)
+        self.assertEqual((p.returncode, p.stderr, p.stdout), (0, b"", b"caf\xe9.txt\n"))
+        job = self.d.call("GetJob", {"name": "latin2", "owner_uid": self.uid})["job"]
+        self.assertEqual(job["metadata"]["command"], ["ls", "caf\\xe9.txt"])
+        self.assertEqual(job["metadata"]["project_name"], "proj\\xff")
+        md = self.d.call("GetJob", {"name": "latin", "owner_uid": self.uid})["job"]["metadata"]
+        self.assertEqual(md["tags"], ["k=v\\xe9"])
+        self.assertEqual(md["command"], ["sh", "-c", "ls caf*"])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -62,7 +62,8 @@ static int samples(struct rt_state_dir *st, struct rt_jobs *jobs, uint64_t id, b
         struct rt_buf out = {0};
         uint64_t from = next;
         rt_samples_read(&st->samples, j->fig, &jv, from, j->summary.samples, 10000, 64u << 20, csv, &out, &next);
-        fwrite(out.p, 1, out.len, stdout);
+        if (out.len) /* a page of samples lost to damage holds none */
+            fwrite(out.p, 1, out.len, stdout);
         rt_buf_free(&out);
         if (next == from)
             break;

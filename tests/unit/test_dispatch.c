@@ -42,7 +42,7 @@ static int setup(void **state)
     assert_non_null(mkdtemp(f->dir));
     snprintf(f->path, sizeof(f->path), "%s/sock", f->dir);
     char err[256];
-    f->d.listen_fd = rt_listen_unix(f->path, 0600, err, sizeof(err));
+    f->d.listen_fd = rt_listen_unix(f->path, -1, 0600, err, sizeof(err));
     assert_true(f->d.listen_fd >= 0);
     f->epfd = epoll_create1(EPOLL_CLOEXEC);
     f->d.server = rt_server_new(&f->d, f->d.listen_fd, f->epfd);

@@ -167,16 +167,19 @@ static void test_job_started_cleans_message(void **state)
     (void)state;
     struct rt_event_job j = train;
     j.name = "evil\nMESSAGE_ID=0000";
+    j.command = "sh -c : \x1b]52;c;ZXZpbA==\x07\xc2\x9b";
     rt_event_job_started(&j);
-    /* The field keeps the name as given (journald stores it as binary);
-     * the one-line message does not carry the newline. */
+    /* The name field keeps the name as given (journald stores it as binary;
+     * a name has no control character once StartJob took it); the one-line
+     * message does not carry the newline, nor the command a user's terminal
+     * escapes (OSC 52 sets the reader's clipboard). */
     assert_string_equal(last,
                         "JOB_ID=42\n"
                         "JOB_NAME=evil\nMESSAGE_ID=0000\n"
                         "JOB_OWNER_UID=1000\n"
                         "JOB_ROOT_PID=4242\n"
-                        "JOB_COMMAND=python3 train.py --epochs 3\n"
-                        "MESSAGE=Job 42 (evil?MESSAGE_ID=0000) started for uid 1000, root pid 4242\n"
+                        "JOB_COMMAND=sh -c : \\x1b]52;c;ZXZpbA==\\x07\\x9b\n"
+                        "MESSAGE=Job 42 (evil\\x0aMESSAGE_ID=0000) started for uid 1000, root pid 4242\n"
                         "MESSAGE_ID=" RT_MSGID_JOB_STARTED "\n"
                         "PRIORITY=6\n"
                         "SYSLOG_IDENTIFIER=resource-trackerd\n");
