@@ -59,7 +59,7 @@ static int cmp_pid(const void *a, const void *b)
 static void match_nvidia(const struct gpu_view *v, const int32_t *pids, size_t npids, struct gpu_job_acc *acc)
 {
     for (size_t k = 0; k < v->data.n_procs; k++) {
-        const struct gpu_proc *p = &v->data.procs[k];
+        const struct rt_gpu_proc *p = &v->data.procs[k];
         if (!bsearch(&p->pid, pids, npids, sizeof(*pids), cmp_pid))
             continue;
         acc->vram += p->vram_bytes;
@@ -72,7 +72,7 @@ static void match_nvidia(const struct gpu_view *v, const int32_t *pids, size_t n
  * while the device computed, else its share of the VRAM in use (docs/gpu.md). */
 static double energy_share(const struct gpu_view *v, const struct gpu_job_acc *a, double usage)
 {
-    const struct gpu_dev_data *d = &v->data;
+    const struct rt_gpu_dev *d = &v->data;
     double share = 0;
     if (v->vendor == GPU_NVIDIA) {
         if (d->has_proc_util && d->sm_total > 0)
@@ -101,7 +101,7 @@ static void note_uuid(struct rt_gpu_job *j, const char *uuid)
 static void attribute_energy(struct rt_gpu_job *j, size_t i, const struct gpu_view *v, double share, bool in_use)
 {
     struct job_dev *jd = &j->devs[i];
-    const struct gpu_dev_data *d = &v->data;
+    const struct rt_gpu_dev *d = &v->data;
     if (!v->visible || !d->has_energy_est) {
         jd->has_prev = false; /* no energy across a gap */
         return;
