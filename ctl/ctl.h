@@ -93,7 +93,8 @@ int ctl_parse_bool(const char *s, bool *out);
 /* verbs, and their command lines (args.h) */
 struct ctl_spec;
 extern const struct ctl_spec ctl_run_spec, ctl_start_spec, ctl_stop_spec, ctl_jobs_spec, ctl_status_spec,
-    ctl_samples_spec, ctl_info_spec, ctl_help_spec, ctl_version_spec, ctl_top_spec, ctl_metrics_spec;
+    ctl_samples_spec, ctl_info_spec, ctl_help_spec, ctl_version_spec, ctl_top_spec, ctl_metrics_spec,
+    ctl_gpus_spec;
 int ctl_run(struct ctl *ctl, int argc, char **argv);
 int ctl_start(struct ctl *ctl, int argc, char **argv);
 int ctl_stop(struct ctl *ctl, int argc, char **argv);
@@ -106,6 +107,7 @@ int ctl_version(struct ctl *ctl, int argc, char **argv);
 int ctl_complete(struct ctl *ctl, int argc, char **argv);
 int ctl_metrics(struct ctl *ctl, int argc, char **argv);
 int ctl_top(struct ctl *ctl, int argc, char **argv);
+int ctl_gpus(struct ctl *ctl, int argc, char **argv);
 
 /* formatting */
 void ctl_fmt_bytes(char *buf, size_t size, double bytes);

@@ -16,6 +16,7 @@ const struct ctl_verb ctl_verbs[] = {
     {"status", ctl_status, &ctl_status_spec, "[--user USER] [JOB]", "live host figures, or those of JOB"},
     {"samples", ctl_samples, &ctl_samples_spec, "[--format json|csv] [--follow] [--offset N] JOB",
      "print JOB's samples"},
+    {"gpus", ctl_gpus, &ctl_gpus_spec, "", "every GPU, who holds it and whether it is idle"},
     {"info", ctl_info, &ctl_info_spec, "", "show the daemon"},
     {"report", ctl_report, &ctl_report_spec, "[-o FILE] JOB", "a self-contained HTML report of JOB"},
     {"recommend", ctl_recommend, &ctl_recommend_spec, "[--history N] JOB", "resources for JOB's next run"},

@@ -115,6 +115,10 @@ struct rt_job *rt_api_lookup_job(struct rt_call *c)
 struct json_object *rt_api_job_json(struct rt_daemon *d, const struct rt_job *j)
 {
     struct json_object *o = rt_job_to_json(j, (double)rt_real_ns() / 1e9);
+    struct rt_gpuuse_snap *gs = d->sampler && j->state == RT_JOB_RUNNING
+                                    ? rt_gpuuse_snapshot(rt_sampler_gpuuse(d->sampler)) : NULL;
+    json_object_object_add(o, "gpu_idle", rt_gpuuse_job_idle_json(gs, j->id));
+    rt_gpuuse_snap_unref(gs);
     if (!j->wants_upload || !d->upload)
         return o;
     struct rt_upload_status st;

@@ -49,6 +49,11 @@ struct rt_config {
     /* cgroups */
     bool cgroup_run;                   /* `run` puts its command in a cgroup of its own */
     char cgroup_parent[PATH_MAX];      /* where the daemon makes them when systemd does not */
+    /* GPUs held but idle: VRAM held at least idle_vram_min while the use
+     * stays at or below idle_util_max % for idle_after */
+    unsigned gpu_idle_after_secs;
+    unsigned gpu_idle_util_max;
+    uint64_t gpu_idle_vram_min_bytes;
     /* logging */
     int log_level;                     /* syslog level */
     /* modes */
@@ -98,6 +103,9 @@ enum {
     RT_CFG_RETENTION_MAX_JOBS = 1ull << 28,
     RT_CFG_CGROUP_RUN = 1ull << 29,
     RT_CFG_CGROUP_PARENT = 1ull << 30,
+    RT_CFG_GPU_IDLE_AFTER = 1ull << 31,
+    RT_CFG_GPU_IDLE_UTIL_MAX = 1ull << 32,
+    RT_CFG_GPU_IDLE_VRAM_MIN = 1ull << 33,
 };
 
 /* Command-line flags: the values in .values whose bits are in .set win over

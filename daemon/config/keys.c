@@ -60,6 +60,12 @@ const struct key rt_config_keys[] = {
      FILE_KEY, "256M", RESTART},
     {IN("upload", "s3_endpoint"), K_URL, RT_CFG_S3_ENDPOINT, F(s3_endpoint), 0, 0, FILE_KEY, "", RESTART},
     {IN("upload", "s3_region"), K_REGION, RT_CFG_S3_REGION, F(s3_region), 0, 0, FILE_KEY, "", RESTART},
+    {IN("gpu", "idle_after"), K_SECS_UINT, RT_CFG_GPU_IDLE_AFTER, F(gpu_idle_after_secs), USEC_PER_SEC, 7 * DAY,
+     FILE_KEY, "10min", LIVE},
+    {IN("gpu", "idle_util_max"), K_UINT, RT_CFG_GPU_IDLE_UTIL_MAX, F(gpu_idle_util_max), 0, 100, FILE_KEY, "5",
+     LIVE},
+    {IN("gpu", "idle_vram_min"), K_BYTES_U64, RT_CFG_GPU_IDLE_VRAM_MIN, F(gpu_idle_vram_min_bytes), 0, TIB,
+     FILE_KEY, "256M", LIVE},
     {TOP("proc_root"), K_PATH, RT_CFG_PROC_ROOT, F(proc_root), 0, 0, CLI_ONLY, "/proc", RESTART},
     {TOP("sys_root"), K_PATH, RT_CFG_SYS_ROOT, F(sys_root), 0, 0, CLI_ONLY, "/sys", RESTART},
     {TOP("user_mode"), K_BOOL, RT_CFG_USER_MODE, F(user_mode), 0, 0, CLI_ONLY, "false", RESTART},
@@ -70,5 +76,5 @@ const struct key rt_config_keys[] = {
 const size_t rt_config_nkeys = RT_ARRAY_SIZE(rt_config_keys);
 _Static_assert(RT_ARRAY_SIZE(rt_config_keys) <= RT_CONFIG_MAX_KEYS, "raise RT_CONFIG_MAX_KEYS");
 
-const char *const rt_config_groups[] = {"retention", "limits", "cgroups", "upload"};
+const char *const rt_config_groups[] = {"retention", "limits", "cgroups", "upload", "gpu"};
 const size_t rt_config_ngroups = RT_ARRAY_SIZE(rt_config_groups);

@@ -71,6 +71,7 @@ struct rt_job {
     bool samples_blocked;          /* an older daemon's samples could not be moved: none kept now */
     struct rt_job_current current;
     bool wants_upload;
+    struct json_object *gpus_assigned; /* UUIDs it was given (run --gpus; array), or NULL; set once at start */
 
     /* sampler-owned */
     int pidfd;

@@ -41,6 +41,9 @@ struct rt_sampler {
     /* sampler thread only */
     struct rt_host_sampler *host;
     struct rt_gpu_collector *gpu;
+    struct rt_gpuuse *gpuuse;
+    struct rt_gpuuse_job *gpu_jobs; /* the running jobs, for its tick */
+    size_t gpu_jobs_cap;
     struct rt_proc_cache cache;
     uint64_t tick_no, cache_tick;
     struct rt_sample sample;

@@ -107,6 +107,24 @@ static void host_tick(struct rt_sampler *s, bool publish)
     rt_sampler_publish(s, e, false);
 }
 
+/* Who holds each GPU, after the jobs' samples of the tick: their process
+ * lists are this tick's (or, for jobs not due, their last sample's). */
+static void gpu_holders(struct rt_sampler *s)
+{
+    if (s->nactive > s->gpu_jobs_cap) {
+        s->gpu_jobs_cap = s->nactive;
+        s->gpu_jobs = rt_xrealloc(s->gpu_jobs, s->gpu_jobs_cap * sizeof(*s->gpu_jobs));
+    }
+    for (size_t i = 0; i < s->nactive; i++) {
+        const struct rt_job *j = s->active[i];
+        s->gpu_jobs[i] = (struct rt_gpuuse_job){.id = j->id, .name = j->name, .owner = j->owner_uid,
+                                                .pids = j->tree.pids, .npids = j->tree.npids,
+                                                .assigned = j->gpus_assigned};
+    }
+    rt_sampler_begin_scan(s, false);
+    rt_gpuuse_tick(s->gpuuse, s->gpu, &s->cache, s->gpu_jobs, s->nactive);
+}
+
 /* Without a pidfd: has the root exited (gone, reused PID, or a zombie)? */
 static bool root_ended(struct rt_sampler *s, const struct rt_job *j)
 {
@@ -158,6 +176,7 @@ static void tick(struct rt_sampler *s)
         if (rt_sampler_job_sample(s, j, false, &r) && j->summary.samples % RECORD_EVERY == 0)
             rt_sampler_save_record(s, j, false);
     }
+    gpu_holders(s);
     /* Wakes the main loop for the tick's job samples too. */
     struct rt_sevt *done = rt_sevt_new(RT_SEVT_TICK_DONE);
     done->index = s->tick_no;
@@ -263,6 +282,7 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
                                 .disable_nvml = o->disable_gpu,
                                 .disable_amd = o->disable_gpu};
     s->gpu = rt_gpu_collector_new(o->roots, &go);
+    s->gpuuse = rt_gpuuse_new(&o->gpu_idle);
     return s;
 }
 
@@ -273,6 +293,13 @@ void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint6
     atomic_store(&s->retention_bytes, max_bytes);
     atomic_store(&s->retention_jobs, max_jobs_per_uid);
 }
+
+void rt_sampler_set_gpu_idle(struct rt_sampler *s, const struct rt_gpuuse_config *c)
+{
+    rt_gpuuse_set_config(s->gpuuse, c);
+}
+
+struct rt_gpuuse *rt_sampler_gpuuse(struct rt_sampler *s) { return s->gpuuse; }
 
 void rt_sampler_set_interval(struct rt_sampler *s, double interval_secs)
 {
@@ -385,6 +412,8 @@ void rt_sampler_free(struct rt_sampler *s)
     json_object_put(s->host_obj);
     rt_sample_free(&s->sample);
     rt_host_sampler_free(s->host);
+    rt_gpuuse_free(s->gpuuse);
+    free(s->gpu_jobs);
     rt_gpu_collector_free(s->gpu);
     rt_proc_cache_free(&s->cache);
     free(s->cg_pids);

@@ -25,7 +25,7 @@ foreach(t test_gpu_nvml test_gpu_health)
 endforeach()
 
 # The daemon with the fake NVIDIA driver, end to end; its report, metrics and top.
-foreach(t integration.test_gpu_daemon integration.test_report integration.test_metrics)
+foreach(t integration.test_gpu_daemon integration.test_gpus integration.test_report integration.test_metrics)
   if(TEST ${t})
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "RT_FAKE_NVML_DIR=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake")
   endif()

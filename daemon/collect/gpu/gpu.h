@@ -130,6 +130,8 @@ void rt_gpu_collector_free(struct rt_gpu_collector *c);
  * s->has_gpu_backend and the GPU figures of s->job with host-wide values
  * (present only with a backend). Lost or hung devices are left out. */
 void rt_gpu_collect(struct rt_gpu_collector *c, struct rt_sample *s);
+/* Sampler thread: whether the last rt_gpu_collect found a backend. */
+bool rt_gpu_has_backend(const struct rt_gpu_collector *c);
 /* Sampler thread, after rt_gpu_collect: its visible devices into out (at
  * most max); the count. */
 size_t rt_gpu_devices(const struct rt_gpu_collector *c, struct rt_gpu_devref *out, size_t max);

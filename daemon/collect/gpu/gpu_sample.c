@@ -141,6 +141,8 @@ void rt_gpu_collect(struct rt_gpu_collector *c, struct rt_sample *s)
     s->job.gpu_utilized = utilized;
 }
 
+bool rt_gpu_has_backend(const struct rt_gpu_collector *c) { return c->has_backend; }
+
 size_t rt_gpu_devices(const struct rt_gpu_collector *c, struct rt_gpu_devref *out, size_t max)
 {
     size_t n = 0;
