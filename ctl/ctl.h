@@ -94,7 +94,7 @@ int ctl_parse_bool(const char *s, bool *out);
 struct ctl_spec;
 extern const struct ctl_spec ctl_run_spec, ctl_start_spec, ctl_stop_spec, ctl_jobs_spec, ctl_status_spec,
     ctl_samples_spec, ctl_info_spec, ctl_help_spec, ctl_version_spec, ctl_top_spec, ctl_metrics_spec,
-    ctl_gpus_spec;
+    ctl_gpus_spec, ctl_usage_spec;
 int ctl_run(struct ctl *ctl, int argc, char **argv);
 int ctl_start(struct ctl *ctl, int argc, char **argv);
 int ctl_stop(struct ctl *ctl, int argc, char **argv);
@@ -108,6 +108,7 @@ int ctl_complete(struct ctl *ctl, int argc, char **argv);
 int ctl_metrics(struct ctl *ctl, int argc, char **argv);
 int ctl_top(struct ctl *ctl, int argc, char **argv);
 int ctl_gpus(struct ctl *ctl, int argc, char **argv);
+int ctl_usage_report(struct ctl *ctl, int argc, char **argv);
 
 /* formatting */
 void ctl_fmt_bytes(char *buf, size_t size, double bytes);
@@ -147,6 +148,9 @@ void ctl_job_tracking(struct json_object *job, char *buf, size_t size);
 /* A job's summary for people (summary.c): result, CPU, memory, I/O, GPU,
  * upload; `run` prints it at the end. */
 void ctl_print_job_summary(FILE *f, struct json_object *job);
+/* The "GPU health" and "GPM" lines of a job's summary object (none when all
+ * is well, or not known). */
+void ctl_print_gpu_health(FILE *f, const char *indent, struct json_object *summary);
 
 #define CTL_ERR(...) (fprintf(stderr, "resource-trackerctl: " __VA_ARGS__), fputc('\n', stderr))
 

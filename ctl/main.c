@@ -17,6 +17,8 @@ const struct ctl_verb ctl_verbs[] = {
     {"samples", ctl_samples, &ctl_samples_spec, "[--format json|csv] [--follow] [--offset N] JOB",
      "print JOB's samples"},
     {"gpus", ctl_gpus, &ctl_gpus_spec, "", "every GPU, who holds it and whether it is idle"},
+    {"usage", ctl_usage_report, &ctl_usage_spec, "[--by user|name|job] [--since TIME] [--user USER]",
+     "GPU-hours held, busy and idle, CPU and memory per user, name or job"},
     {"info", ctl_info, &ctl_info_spec, "", "show the daemon"},
     {"report", ctl_report, &ctl_report_spec, "[-o FILE] JOB", "a self-contained HTML report of JOB"},
     {"recommend", ctl_recommend, &ctl_recommend_spec, "[--history N] JOB", "resources for JOB's next run"},

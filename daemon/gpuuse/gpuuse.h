@@ -2,7 +2,8 @@
  * its user and, when it is in one, its job; GPUs idle but held; GPUs given to
  * a job that none of its processes uses. The sampler thread feeds it once per
  * tick (rt_gpuuse_tick) and publishes an immutable snapshot; the main thread
- * reads snapshots for the API (view.c). See docs/gpu.md, "Who holds each GPU". */
+ * reads snapshots for the API (view.c) and picks GPUs for new jobs (pick.c).
+ * See docs/gpu.md, "Who holds each GPU". */
 #ifndef RT_GPUUSE_H
 #define RT_GPUUSE_H
 
@@ -107,6 +108,27 @@ void rt_gpuuse_tick(struct rt_gpuuse *u, struct rt_gpu_collector *c, struct rt_p
 struct rt_gpuuse_snap *rt_gpuuse_snapshot(struct rt_gpuuse *u);
 void rt_gpuuse_snap_unref(struct rt_gpuuse_snap *s);
 
+/* ---- usage outside jobs (ledger.c) ---- */
+
+/* What a user's (or a job's) GPU processes used: GPU-seconds held (a GPU
+ * their processes are on, a MIG instance by its share of the card's memory),
+ * busy (their use x time), idle but held; CPU seconds; memory byte-seconds;
+ * energy (their share of the GPUs' energy). */
+struct rt_gpuuse_usage {
+    double gpu_held_secs, gpu_busy_secs, gpu_idle_secs, cpu_secs, memory_byte_secs, energy_joules;
+};
+void rt_gpuuse_usage_add(struct rt_gpuuse_usage *to, const struct rt_gpuuse_usage *u);
+
+/* Main thread: fn(uid, usage) for each hour of processes in no job that
+ * overlaps [since, now]. */
+void rt_gpuuse_untracked(struct rt_gpuuse *u, double since, void (*fn)(uid_t, const struct rt_gpuuse_usage *, void *),
+                         void *data);
+/* Sampler thread: read the ledger from the state directory (at start), write
+ * it (sync: wait for the disk), drop the hours that end before `before`. */
+int rt_gpuuse_load(struct rt_gpuuse *u, int dir_fd);
+int rt_gpuuse_save(struct rt_gpuuse *u, int dir_fd, mode_t mode, bool sync);
+void rt_gpuuse_prune(struct rt_gpuuse *u, double before);
+
 /* ---- views (view.c) ---- */
 
 /* Who asks. A process the caller may not see in /proc (hidepid) is shown
@@ -118,10 +140,28 @@ struct rt_gpuuse_viewer {
     bool sees_all_pids;          /* /proc shows the caller every process */
 };
 
+/* How many of a job's GPUs are idle but held or given and unused. */
+uint32_t rt_gpuuse_job_idle_count(const struct rt_gpuuse_snap *s, uint64_t job_id);
 /* The "gpus" array of GetGpus. */
 struct json_object *rt_gpuuse_json(const struct rt_gpuuse_snap *s, const struct rt_gpuuse_viewer *v);
 /* A job's GPUs idle but held or unused (the Job object's gpu_idle), [] when
  * none; NULL without a snapshot with a GPU backend. */
 struct json_object *rt_gpuuse_job_idle_json(const struct rt_gpuuse_snap *s, uint64_t job_id);
+
+/* ---- picking GPUs for a new job (pick.c) ---- */
+
+struct rt_gpuuse_choice {
+    char uuid[96];
+    bool nvidia;
+    unsigned index;              /* NVML index, or the card's rank among AMD cards */
+    bool free;                   /* no process on it, and its use below idle_util_max */
+};
+
+/* The n least busy GPUs (or MIG instances) into out, the free ones first,
+ * then by free memory, then by use; GPUs already given to running jobs
+ * (taken, n_taken UUIDs) count as busy. The number chosen (fewer when the
+ * host has fewer). */
+size_t rt_gpuuse_pick(const struct rt_gpuuse_snap *s, unsigned n, const char *const *taken, size_t n_taken,
+                      struct rt_gpuuse_choice *out);
 
 #endif

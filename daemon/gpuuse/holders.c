@@ -33,6 +33,8 @@ void rt_gpuuse_free(struct rt_gpuuse *u)
     rt_gpuuse_snap_unref(u->snap);
     free(u->units);
     free(u->seen);
+    free(u->cpu);
+    free(u->ledger);
     free(u->unused);
     free(u->map);
     pthread_mutex_destroy(&u->mu);
@@ -161,7 +163,7 @@ static void attribute(struct rt_gpuuse *u, const struct rt_gpu_dev *d, struct rt
 
 /* ---- idle but held ---- */
 
-static struct gpuuse_unit *unit_state(struct rt_gpuuse *u, const char *uuid)
+struct gpuuse_unit *gpuuse_unit(struct rt_gpuuse *u, const char *uuid)
 {
     for (size_t i = 0; i < u->n_units; i++)
         if (strcmp(u->units[i].uuid, uuid) == 0)
@@ -245,7 +247,7 @@ static void judge(struct rt_gpuuse *u, struct rt_gpuuse_dev *g, int unit, const 
         held = unit < 0 ? d->vram_used : d->mig[unit].vram_used;
         holders = held > 0;
     }
-    struct gpuuse_unit *st = unit_state(u, unit < 0 ? d->uuid : d->mig[unit].uuid);
+    struct gpuuse_unit *st = gpuuse_unit(u, unit < 0 ? d->uuid : d->mig[unit].uuid);
     st->tick = u->tick;
     bool low = has_use && holders > 0 && held >= cfg->idle_vram_min && use <= (double)cfg->idle_util_max;
     if (!low) {
@@ -405,7 +407,11 @@ void rt_gpuuse_tick(struct rt_gpuuse *u, struct rt_gpu_collector *c, struct rt_p
     for (size_t i = 0; i < njobs; i++)
         judge_assigned(u, s, &jobs[i], &cfg, mono, now);
     gpuuse_xids(u, c, s);
+    if (u->last_mono)
+        gpuuse_account(u, s, cache, (double)(mono - u->last_mono) / 1e9, now);
+    u->last_mono = mono;
     FORGET(u->units, u->n_units);
+    FORGET(u->cpu, u->n_cpu);
     FORGET(u->seen, u->n_seen);
     FORGET(u->unused, u->n_unused);
 

@@ -205,22 +205,21 @@ static bool job_on(const struct rt_gpuuse_dev *g, int unit, uint64_t job_id)
     return false;
 }
 
-struct json_object *rt_gpuuse_job_idle_json(const struct rt_gpuuse_snap *s, uint64_t job_id)
+/* The job's idle units, pushed into a when it is not NULL; their count. */
+static uint32_t job_idle(const struct rt_gpuuse_snap *s, uint64_t job_id, struct json_object *a)
 {
-    if (!s || !s->has_backend)
-        return NULL;
-    struct json_object *a = json_object_new_array();
+    uint32_t n = 0;
     for (size_t i = 0; i < s->n; i++) {
         const struct rt_gpuuse_dev *g = &s->devs[i];
-        if (!g->d.mig_enabled && g->idle.idle && job_on(g, -1, job_id))
+        if (!g->d.mig_enabled && g->idle.idle && job_on(g, -1, job_id) && ++n && a)
             push_idle(a, "held", g->d.uuid, g->index, g->idle.since);
         for (size_t m = 0; g->d.mig_enabled && m < g->d.n_mig; m++)
-            if (g->mig_idle[m].idle && job_on(g, (int)m, job_id))
+            if (g->mig_idle[m].idle && job_on(g, (int)m, job_id) && ++n && a)
                 push_idle(a, "held", g->d.mig[m].uuid, g->index, g->mig_idle[m].since);
     }
     for (size_t i = 0; i < s->n_given; i++) {
         const struct rt_gpuuse_given *gv = &s->given[i];
-        if (gv->job_id != job_id || !gv->idle)
+        if (gv->job_id != job_id || !gv->idle || !++n || !a)
             continue;
         unsigned index = 0;
         for (size_t k = 0; k < s->n; k++) {
@@ -233,5 +232,19 @@ struct json_object *rt_gpuuse_job_idle_json(const struct rt_gpuuse_snap *s, uint
         }
         push_idle(a, "unused", gv->uuid, index, gv->since);
     }
+    return n;
+}
+
+uint32_t rt_gpuuse_job_idle_count(const struct rt_gpuuse_snap *s, uint64_t job_id)
+{
+    return s && s->has_backend ? job_idle(s, job_id, NULL) : 0;
+}
+
+struct json_object *rt_gpuuse_job_idle_json(const struct rt_gpuuse_snap *s, uint64_t job_id)
+{
+    if (!s || !s->has_backend)
+        return NULL;
+    struct json_object *a = json_object_new_array();
+    job_idle(s, job_id, a);
     return a;
 }

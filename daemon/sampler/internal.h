@@ -61,6 +61,8 @@ struct rt_sampler {
     struct rt_figlog **figs;    /* the active jobs' logs, for sealing */
     size_t figs_cap, seal_turn;
     uint64_t next_retention_ns;
+    uint64_t next_ledger_ns;    /* the GPU usage ledger is saved then */
+    bool ledger_warned;
     unsigned ended_since_retention; /* a pass follows within a second */
     bool stall_logged;
     bool pidfd_warned;

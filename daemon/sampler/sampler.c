@@ -21,6 +21,7 @@
 #define RECORD_EVERY 60                 /* ticks between record saves of running jobs */
 #define RETENTION_EVERY_NS (60 * RT_NSEC_PER_SEC)
 #define RETENTION_SOON_NS RT_NSEC_PER_SEC
+#define LEDGER_EVERY_NS (60 * RT_NSEC_PER_SEC) /* as running jobs' records */
 
 /* Deadlines within this of each other are one tick: grids that meet share
  * the host sample and the process scan. */
@@ -105,6 +106,19 @@ static void host_tick(struct rt_sampler *s, bool publish)
     struct rt_sevt *e = rt_sevt_new(RT_SEVT_HOST);
     e->json = str;
     rt_sampler_publish(s, e, false);
+}
+
+/* The usage of GPU processes in no job: kept as long as jobs are. */
+static void save_ledger(struct rt_sampler *s, bool sync)
+{
+    uint64_t age = atomic_load(&s->retention_age);
+    if (age)
+        rt_gpuuse_prune(s->gpuuse, (double)rt_real_ns() / 1e9 - (double)age);
+    if (!s->state || s->state->dir_fd < 0)
+        return;
+    int r = rt_gpuuse_save(s->gpuuse, s->state->dir_fd, s->state->file_mode, sync);
+    if (r < 0)
+        rt_log_once(&s->ledger_warned, LOG_ERR, "cannot save the GPU usage outside jobs: %s", strerror(-r));
 }
 
 /* Who holds each GPU, after the jobs' samples of the tick: their process
@@ -192,6 +206,10 @@ static void tick(struct rt_sampler *s)
         rt_sampler_retention(s);
         s->ended_since_retention = 0;
         s->next_retention_ns = now + RETENTION_EVERY_NS;
+    }
+    if (now >= s->next_ledger_ns) {
+        save_ledger(s, false);
+        s->next_ledger_ns = now + LEDGER_EVERY_NS;
     }
     atomic_store(&s->heartbeat, now);
 }
@@ -283,6 +301,9 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
                                 .disable_amd = o->disable_gpu};
     s->gpu = rt_gpu_collector_new(o->roots, &go);
     s->gpuuse = rt_gpuuse_new(&o->gpu_idle);
+    if (state && state->dir_fd >= 0)
+        rt_gpuuse_load(s->gpuuse, state->dir_fd);
+    s->next_ledger_ns = rt_mono_ns() + LEDGER_EVERY_NS;
     return s;
 }
 
@@ -362,6 +383,7 @@ void rt_sampler_stop(struct rt_sampler *s)
         pthread_join(s->thread, NULL);
         s->started = false;
     }
+    save_ledger(s, true);
     /* Running jobs stay "running" on disk and are resumed at the next start. */
     for (size_t i = 0; i < s->nactive; i++) {
         struct rt_job *j = s->active[i];

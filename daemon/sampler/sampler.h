@@ -33,6 +33,7 @@ struct rt_sreq {
     /* START: upload settings (token wiped and freed after use) */
     char *token, *api_url;
     unsigned upload_interval_secs;
+    struct json_object *given_gpus; /* START: the GPUs picked for it (run --gpus), for the reply */
     /* result, filled by the sampler */
     int result;           /* 0 or -errno */
     char error[160];

@@ -467,7 +467,7 @@ void rt_event_gpu_idle(const struct rt_event_gpu_idle *e)
         field(&r, "GPU_HOLDER_UID=%u", (unsigned)e->uids[i]);
     }
     for (size_t i = 0; i < e->n_jobs; i++) {
-        job_title(&r, i ? "," : (e->n_uids ? "; jobs:" : "; job"), &e->jobs[i]);
+        job_title(&r, i ? "," : e->n_jobs > 1 ? "; jobs:" : "; job", &e->jobs[i]);
         field(&r, "JOB_ID=%s", e->jobs[i].id);
         if (e->jobs[i].name && *e->jobs[i].name)
             field(&r, "JOB_NAME=%s", e->jobs[i].name);

@@ -37,3 +37,9 @@ if(TARGET test_job_resume)
   set_property(TEST unit.test_job_resume APPEND PROPERTY ENVIRONMENT
     "RT_FAKE_NVML_DIR=${CMAKE_CURRENT_BINARY_DIR}/gpu/fake")
 endif()
+
+# A GPU workload without the CUDA toolkit, for tests/gpu/real_gpu_check.py on a
+# machine with a GPU (built here so that it always compiles).
+add_executable(cuda_burn ${CMAKE_CURRENT_LIST_DIR}/cuda_burn.c)
+target_link_libraries(cuda_burn PRIVATE ${CMAKE_DL_LIBS})
+set_target_properties(cuda_burn PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/gpu)

@@ -119,7 +119,7 @@ class Completion(UsersDaemonTest):
         )
         self.assertEqual(got, [
             ["gpus", "help", "info", "jobs", "metrics", "recommend", "report", "run", "samples", "start", "status",
-             "stop", "top", "version"],
+             "stop", "top", "usage", "version"],
             ["start", "status", "stop"],
             ["jobs"],
             ["--format", "--help", "--json", "--socket", "--version"],
@@ -132,7 +132,7 @@ class Completion(UsersDaemonTest):
             ["csv"],
             ["--follow", "--format"],
             ["gpus", "help", "info", "jobs", "metrics", "recommend", "report", "run", "samples", "start", "status",
-             "stop", "top", "version"],
+             "stop", "top", "usage", "version"],
             ["samples"],
             [],
             [],

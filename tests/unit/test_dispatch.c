@@ -129,6 +129,8 @@ static void test_parameters_checked_before_handlers(void **state)
     /* Ranges and checks of the tables, before the handler. */
     assert_error(call(f, TRACKER("StartJob"), "{\"pid\":0}", 0), INVALID, "pid");
     assert_error(call(f, TRACKER("StartJob"), "{\"pid\":1,\"interval_secs\":0.01}", 0), INVALID, "interval_secs");
+    assert_error(call(f, TRACKER("StartJob"), "{\"pid\":1,\"gpus\":0}", 0), INVALID, "gpus");
+    assert_error(call(f, TRACKER("StartJob"), "{\"pid\":1,\"gpus\":65}", 0), INVALID, "gpus");
     assert_error(call(f, TRACKER("StartJob"), "{\"pid\":1,\"name\":\"12\"}", 0), INVALID, "name");
     assert_error(call(f, TRACKER("FinishJob"), "{\"id\":1,\"exit_code\":256}", 0), INVALID, "exit_code");
     assert_error(call(f, TRACKER("ListJobs"), "{\"limit\":0}", 0), INVALID, "limit");

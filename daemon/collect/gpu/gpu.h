@@ -151,6 +151,15 @@ struct rt_process_gpu {
     double usage;               /* fractional GPUs */
     double vram_mib;
     uint32_t utilized;          /* GPUs in use */
+    /* The health of the GPUs in use over the interval (counted from the
+     * job's second call on a GPU); each has_* is false where none of them
+     * gives it. */
+    bool has_xids, has_ecc, has_pages, has_clocks, has_gpm;
+    uint32_t xids, ecc_corrected, ecc_uncorrected;
+    uint32_t pages;             /* retired pages and remapped rows */
+    double clocks_held_secs[RT_GPU_THROTTLE_N];
+    double gpm_sm_active, gpm_sm_occupancy, gpm_tensor_active, gpm_dram_bw; /* mean over its GPUs, % */
+    bool stalled;               /* one of them busy but stalled (use >= 90 %, SM activity < 5 %) */
 };
 
 /* Sampler thread, after rt_gpu_collect of the same tick: GPU use of the job's

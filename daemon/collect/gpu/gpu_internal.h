@@ -106,6 +106,7 @@ struct gpu_job_acc {
     double sm_pct;    /* NVIDIA: sum over the job's processes */
     uint64_t gfx_ns;  /* AMD: engine time in the interval, per engine */
     bool matched;     /* NVIDIA: a job process is on the device */
+    uint32_t mig_mask; /* NVIDIA: the MIG instances (index bits) its processes are in */
 };
 
 /* The sampler's copy of the snapshot, taken by rt_gpu_collect. */
