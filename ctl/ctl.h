@@ -106,7 +106,7 @@ int ctl_parse_bool(const char *s, bool *out);
 struct ctl_spec;
 extern const struct ctl_spec ctl_run_spec, ctl_start_spec, ctl_stop_spec, ctl_jobs_spec, ctl_status_spec,
     ctl_samples_spec, ctl_info_spec, ctl_help_spec, ctl_version_spec, ctl_top_spec, ctl_metrics_spec,
-    ctl_notify_spec;
+    ctl_notify_spec, ctl_gpus_spec, ctl_usage_spec;
 int ctl_run(struct ctl *ctl, int argc, char **argv);
 int ctl_start(struct ctl *ctl, int argc, char **argv);
 int ctl_stop(struct ctl *ctl, int argc, char **argv);
@@ -120,6 +120,8 @@ int ctl_version(struct ctl *ctl, int argc, char **argv);
 int ctl_complete(struct ctl *ctl, int argc, char **argv);
 int ctl_metrics(struct ctl *ctl, int argc, char **argv);
 int ctl_top(struct ctl *ctl, int argc, char **argv);
+int ctl_gpus(struct ctl *ctl, int argc, char **argv);
+int ctl_usage_report(struct ctl *ctl, int argc, char **argv);
 
 /* formatting */
 void ctl_fmt_bytes(char *buf, size_t size, double bytes);
@@ -164,6 +166,9 @@ void ctl_fmt_request(char *buf, size_t size, struct json_object *request);
 /* What a job asked for with its efficiency ("Asked    8 CPUs, …; efficiency
  * CPU 24%, …"), then a "Note" line per note; nothing without either. */
 void ctl_print_request(FILE *f, struct json_object *job, const char *indent);
+/* The "GPU health" and "GPM" lines of a job's summary object (none when all
+ * is well, or not known). */
+void ctl_print_gpu_health(FILE *f, const char *indent, struct json_object *summary);
 
 /* The client's messages on stderr, "resource-trackerctl: " before them. */
 #define CTL_ERR(...) ctl_err(__VA_ARGS__)

@@ -151,6 +151,52 @@ void ctl_print_request(FILE *f, struct json_object *job, const char *indent)
     }
 }
 
+/* "1 XID error, ECC errors 3 corrected, 1 uncorrected, 1 page retired;
+ * clocks held down by power 3.2s; busy but stalled 12.0% of the time" from
+ * what the summary has; "" when all is well or nothing is known. */
+static void gpu_health_text(struct json_object *s, char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    double xids = 0, corr = 0, unc = 0, pages = 0, v;
+#define PART(sep, ...) \
+    at += (size_t)snprintf(buf + at, at < size ? size - at : 0, "%s", at ? (sep) : ""), \
+        at += (size_t)snprintf(buf + at, at < size ? size - at : 0, __VA_ARGS__)
+    if (ctl_total(s, "gpu_xid_errors", &xids) && xids > 0)
+        PART(", ", "%.0f XID error%s", xids, xids == 1 ? "" : "s");
+    ctl_total(s, "gpu_ecc_errors.corrected", &corr);
+    ctl_total(s, "gpu_ecc_errors.uncorrected", &unc);
+    if (corr > 0 || unc > 0)
+        PART(", ", "ECC errors %.0f corrected, %.0f uncorrected", corr, unc);
+    if (ctl_total(s, "gpu_pages_retired", &pages) && pages > 0)
+        PART(", ", "%.0f page%s retired", pages, pages == 1 ? "" : "s");
+    static const char *const held[][2] = {{"gpu_clocks_held.power_secs", "power"},
+                                          {"gpu_clocks_held.thermal_secs", "heat"},
+                                          {"gpu_clocks_held.hw_slowdown_secs", "a hardware slowdown"}};
+    bool first = true;
+    for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+        if (ctl_total(s, held[i][0], &v) && v >= 0.05) {
+            PART(first ? "; " : ", ", "%s%s %.1fs", first ? "clocks held down by " : "", held[i][1], v);
+            first = false;
+        }
+    if (ctl_total(s, "gpu_stalled_pct", &v) && v > 0)
+        PART("; ", "busy but stalled %.1f%% of the time", v);
+#undef PART
+}
+
+void ctl_print_gpu_health(FILE *f, const char *indent, struct json_object *s)
+{
+    char line[512];
+    double sm, occ, tensor, dram;
+    gpu_health_text(s, line, sizeof(line));
+    if (line[0])
+        fprintf(f, "%sGPU health %s\n", indent, line);
+    if (ctl_total(s, "gpm.sm_active_pct", &sm) && ctl_total(s, "gpm.sm_occupancy_pct", &occ) &&
+        ctl_total(s, "gpm.tensor_active_pct", &tensor) && ctl_total(s, "gpm.dram_bw_pct", &dram))
+        fprintf(f, "%sGPM      SM active %.1f%%, occupancy %.1f%%, tensor %.1f%%, DRAM bandwidth %.1f%%\n", indent,
+                sm, occ, tensor, dram);
+}
+
 void ctl_print_job_summary(FILE *f, struct json_object *job)
 {
     struct json_object *s = rt_json_get_object(job, "summary");
@@ -178,6 +224,7 @@ void ctl_print_job_summary(FILE *f, struct json_object *job)
         if (ctl_total(s, "gpu_energy_joules", &v))
             fprintf(f, ", %.1f J", v);
         fprintf(f, "\n");
+        ctl_print_gpu_health(f, "  ", s);
     }
     ctl_print_request(f, job, "  ");
     struct json_object *up = rt_json_get_object(job, "upload");

@@ -412,6 +412,13 @@ static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
     }
 }
 
+static struct rt_gpuuse_config gpu_idle_config(const struct rt_config *c)
+{
+    return (struct rt_gpuuse_config){.idle_after_secs = c->gpu_idle_after_secs,
+                                     .idle_util_max = c->gpu_idle_util_max,
+                                     .idle_vram_min = c->gpu_idle_vram_min_bytes};
+}
+
 /* SIGHUP: re-read the file; a bad one keeps the running configuration. */
 static void reload(struct rt_daemon *d)
 {
@@ -433,6 +440,8 @@ static void reload(struct rt_daemon *d)
     rt_sampler_set_retention(d->sampler, d->cfg.retention_max_age_secs, d->cfg.retention_max_bytes,
                              d->cfg.retention_max_jobs_per_uid);
     rt_sampler_set_interval(d->sampler, d->cfg.interval_secs);
+    struct rt_gpuuse_config idle = gpu_idle_config(&d->cfg);
+    rt_sampler_set_gpu_idle(d->sampler, &idle);
     rt_event_config_reloaded(path, changed, waiting);
     rt_notify_ready();
 }
@@ -587,6 +596,7 @@ int rt_daemon_run(struct rt_daemon *d)
         .retention_max_age_secs = d->cfg.retention_max_age_secs,
         .retention_max_bytes = d->cfg.retention_max_bytes,
         .retention_max_jobs_per_uid = d->cfg.retention_max_jobs_per_uid,
+        .gpu_idle = gpu_idle_config(&d->cfg),
     };
     d->sampler = rt_sampler_new(&so, &d->jobs, &d->state);
     /* The worker's thread may read d->sampler: create it afterwards. */

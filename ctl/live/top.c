@@ -148,8 +148,10 @@ int ctl_top(struct ctl *ctl, int argc, char **argv)
         rt_sample_free(&t.host);
         return rc < 0 ? 0 : rc;
     }
-    struct rt_vl_client host = {.fd = -1}, jobs = {.fd = -1};
+    struct rt_vl_client host = {.fd = -1}, jobs = {.fd = -1}, calls = {.fd = -1};
     rc = daemon_info(ctl, &t);
+    if (!rc && ctl_connect(ctl, &calls) == 0)
+        t.calls = &calls; /* the GPU panel's holders; without it, the panel shows less */
     if (!rc)
         rc = ctl_stream_open(ctl, &host, M("StreamHostSamples"), NULL);
     if (!rc) {
@@ -175,6 +177,7 @@ int ctl_top(struct ctl *ctl, int argc, char **argv)
     }
     rt_vl_client_close(&host);
     rt_vl_client_close(&jobs);
+    rt_vl_client_close(&calls);
     top_free(&t);
     return rc;
 }

@@ -22,6 +22,7 @@ struct top_row {
     char name[64], user[33];
     char state;                  /* R running, F finished, X failed, S stopped, L lost */
     bool mine, has_current, has_gpu;
+    bool gpu_idle;               /* a GPU of it is idle but held, or given and unused */
     double cores, rss, pss, read_rate, write_rate, gpu, vram, duration;
 };
 
@@ -42,6 +43,8 @@ struct top {
     size_t nrows, cap;
     const struct top_row **vis;  /* the rows the filter lets through, in order */
     size_t nvis;
+    struct rt_vl_client *calls;  /* for GetGpus, or NULL */
+    struct json_object *gpus;    /* its latest "gpus", or NULL */
     /* screen state */
     bool paused, help;
     size_t scroll;
@@ -67,6 +70,12 @@ void top_set_jobs(struct top *t, struct json_object *jobs);
 /* Order the rows and apply the filter (after the sort or filter changed). */
 void top_sort(struct top *t);
 void top_free(struct top *t);
+
+/* top_gpus.c: ask for who holds each GPU (once per refresh, on hosts with
+ * GPUs), and the panel's text for a GPU: "IDLE", "STALLED", then its users
+ * and the memory they hold ("" when not known). */
+void top_refresh_gpus(struct top *t);
+void top_gpu_holders(const struct top *t, const char *uuid, char *buf, size_t size);
 
 /* top_screen.c (the module ctl-top.so, called through ctl/module.h): run
  * the full-screen view until q, a signal or a lost stream; top_plain.c: print a refresh per jobs reply. Both return an

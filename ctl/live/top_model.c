@@ -80,7 +80,7 @@ static void cell(const struct top_row *r, enum top_col c, char *buf, size_t size
     case TOP_ID: snprintf(buf, size, "%llu", (unsigned long long)r->id); break;
     case TOP_NAME: snprintf(buf, size, "%s", r->name[0] ? r->name : "-"); break;
     case TOP_USER: snprintf(buf, size, "%s", r->user); break;
-    case TOP_STATE: snprintf(buf, size, "%c", r->state); break;
+    case TOP_STATE: snprintf(buf, size, "%c%s", r->state, r->gpu_idle ? "!" : ""); break;
     case TOP_TIME: ctl_fmt_duration(buf, size, r->duration); break;
     default:
         if (!r->has_current || ((c == TOP_GPU || c == TOP_VRAM) && !r->has_gpu)) {
@@ -162,6 +162,8 @@ static void row_from_job(const struct top *t, struct json_object *j, struct top_
     r->mine = uid == (int64_t)t->uid;
     r->state = state_letter(rt_json_get_string(j, "state"));
     rt_json_get_double(rt_json_get_object(j, "summary"), "duration_secs", &r->duration);
+    struct json_object *idle = rt_json_get_array(j, "gpu_idle");
+    r->gpu_idle = idle && json_object_array_length(idle) > 0;
     struct json_object *c = rt_json_get_object(j, "current");
     r->has_current = c != NULL;
     rt_json_get_double(c, ctl_fig_now("cores_used"), &r->cores);
@@ -251,6 +253,7 @@ void top_sort(struct top *t)
 
 void top_free(struct top *t)
 {
+    json_object_put(t->gpus);
     free(t->vis);
     free(t->rows);
     rt_sample_free(&t->host);

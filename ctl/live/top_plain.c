@@ -45,6 +45,10 @@ static void print_host(const struct top *t)
             printf(", %u °C", g->temperature_celsius);
         if (g->has_power)
             printf(", %.0f W", g->power_watts);
+        char holders[256];
+        top_gpu_holders(t, g->uuid, holders, sizeof(holders));
+        if (holders[0])
+            printf("; %s", holders);
         printf("\n");
     }
 }
@@ -79,6 +83,7 @@ int top_plain_run(struct top *t, struct rt_vl_client *host, struct rt_vl_client 
             r = top_set_host(t, rt_json_get_object(p, "sample"));
         } else {
             top_set_jobs(t, rt_json_get_array(p, "jobs"));
+            top_refresh_gpus(t);
             due = true;
         }
         json_object_put(reply);

@@ -156,7 +156,7 @@ static int draw_gpus(struct screen *sc, int y)
     size_t shown = s->n_gpus > GPU_LINES_MAX ? GPU_LINES_MAX - 1 : s->n_gpus;
     for (size_t i = 0; i < shown; i++) {
         const struct rt_gpu *g = &s->gpus[i];
-        char label[16], a[32], b[32], rest[160];
+        char label[16], a[32], b[32], rest[512];
         snprintf(label, sizeof(label), "%.0f%%", g->utilization_pct);
         put(y, 0, "GPU");
         put(y, 4, g->host_id);
@@ -168,8 +168,10 @@ static int draw_gpus(struct screen *sc, int y)
             n += snprintf(rest + n, sizeof(rest) - (size_t)n, " %u C", g->temperature_celsius);
         if (g->has_power && n > 0 && (size_t)n < sizeof(rest))
             n += snprintf(rest + n, sizeof(rest) - (size_t)n, " %.0f W", g->power_watts);
+        char holders[256];
+        top_gpu_holders(sc->t, g->uuid, holders, sizeof(holders));
         if (n > 0 && (size_t)n < sizeof(rest))
-            snprintf(rest + n, sizeof(rest) - (size_t)n, "  %s", g->name);
+            snprintf(rest + n, sizeof(rest) - (size_t)n, "  %s", holders[0] ? holders : g->name);
         put(y++, 24, rest);
     }
     if (shown < s->n_gpus) {
@@ -217,6 +219,8 @@ static const char *const help_lines[] = {
     "  r            reverse the order",
     "  c m t        sort by cores, memory (RSS), time",
     "  a            all jobs you may see / only yours",
+    "  S column !   a GPU of the job is idle but held",
+    "  GPU lines    IDLE (idle but held), STALLED, who holds it",
     "  space p      pause / resume",
     "  up down      scroll the jobs (page up / down, home, end)",
     "  h ?          this help (any key closes it)",
@@ -408,6 +412,7 @@ int top_screen_run(struct top *t, struct rt_vl_client *host, struct rt_vl_client
                 r = top_set_host(t, rt_json_get_object(p, "sample"));
             } else {
                 top_set_jobs(t, rt_json_get_array(p, "jobs"));
+                top_refresh_gpus(t);
                 refresh_due = true;
             }
         }

@@ -228,6 +228,189 @@ static void host_gpus(FILE *f, const struct rt_sample *s)
     }
 }
 
+/* ---- who holds each GPU (GetGpus) ---- */
+
+/* A GPU's value from GetGpus, by key ("a.b": b of its object a); false when null. */
+static bool gpu_key(struct json_object *g, const char *key, double *v)
+{
+    const char *dot = strchr(key, '.');
+    if (!dot)
+        return rt_json_get_double(g, key, v);
+    char obj[32];
+    snprintf(obj, sizeof(obj), "%.*s", (int)(dot - key), key);
+    return rt_json_get_double(rt_json_get_object(g, obj), dot + 1, v);
+}
+
+static const struct {
+    const char *name, *type, *help, *key;
+    double per; /* shown divided by this: percent as a ratio */
+} gpu_families[] = {
+    {"gpu_idle_held", "gauge", "1 while the GPU is idle but held (docs/gpu.md), 0 otherwise.", "idle", 1},
+    {"gpu_busy_but_stalled", "gauge", "1 while the GPU is busy but its SMs are nearly inactive (GPM).",
+     "busy_but_stalled", 1},
+    {"gpu_xid_errors_total", "counter", "XID errors of the GPU since the daemon started.", "health.xid_errors", 1},
+    {"gpu_ecc_corrected_errors", "gauge", "Corrected ECC errors of the GPU since its driver loaded.",
+     "health.ecc_corrected", 1},
+    {"gpu_ecc_uncorrected_errors", "gauge", "Uncorrected ECC errors of the GPU since its driver loaded.",
+     "health.ecc_uncorrected", 1},
+    {"gpu_clocks_held_power_seconds_total", "counter", "Time the GPU's clocks were held down by power.",
+     "health.throttled_power_secs", 1},
+    {"gpu_clocks_held_thermal_seconds_total", "counter", "Time the GPU's clocks were held down by heat.",
+     "health.throttled_thermal_secs", 1},
+    {"gpu_clocks_held_hw_slowdown_seconds_total", "counter",
+     "Time the GPU's clocks were held down by a hardware slowdown.", "health.throttled_hw_slowdown_secs", 1},
+    {"gpu_sm_active_ratio", "gauge", "Share of time the GPU's SMs were active (GPM).", "gpm.sm_active_pct", 100},
+    {"gpu_sm_occupancy_ratio", "gauge", "The GPU's SM occupancy (GPM).", "gpm.sm_occupancy_pct", 100},
+    {"gpu_tensor_active_ratio", "gauge", "Share of time the GPU's tensor cores were active (GPM).",
+     "gpm.tensor_active_pct", 100},
+    {"gpu_dram_bandwidth_ratio", "gauge", "The GPU's DRAM bandwidth used, of its peak (GPM).", "gpm.dram_bw_pct",
+     100},
+};
+
+/* The "gpu" label, as the host families have it: the NVIDIA index, the AMD
+ * PCI address. */
+static void gpu_label(struct json_object *g, char *buf, size_t size)
+{
+    const char *vendor = rt_json_get_string(g, "vendor"), *bus = rt_json_get_string(g, "pci_bus_id");
+    int64_t idx = 0;
+    rt_json_get_i64(g, "index", &idx);
+    if (vendor && strcmp(vendor, "amd") == 0 && bus)
+        snprintf(buf, size, "%s", bus);
+    else
+        snprintf(buf, size, "%lld", (long long)idx);
+}
+
+/* Each user's (hidden processes together, as user "(hidden)") processes,
+ * memory and GPUs: per GPU, and per user over all GPUs. */
+struct gpu_user {
+    int64_t uid; /* -1: hidden */
+    char name[64];
+    double procs, vram, gpus, idle;
+};
+
+static struct gpu_user *gpu_user(struct gpu_user *v, size_t *n, size_t max, int64_t uid)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (v[i].uid == uid)
+            return &v[i];
+    if (*n == max)
+        return NULL;
+    struct gpu_user *u = &v[(*n)++];
+    *u = (struct gpu_user){.uid = uid};
+    if (uid >= 0)
+        ctl_fmt_user(uid, u->name, sizeof(u->name));
+    else
+        snprintf(u->name, sizeof(u->name), "(hidden)");
+    return u;
+}
+
+#define GPU_USERS_MAX 256
+
+static void gpu_users(FILE *f, struct json_object *gpus)
+{
+    size_t n = json_object_array_length(gpus);
+    struct gpu_user all[GPU_USERS_MAX];
+    size_t nall = 0;
+    bool head = false;
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *g = json_object_array_get_idx(gpus, i), *procs = rt_json_get_array(g, "processes");
+        char index[32];
+        gpu_label(g, index, sizeof(index));
+        struct gpu_user one[GPU_USERS_MAX];
+        size_t none = 0;
+        for (size_t k = 0; procs && k < json_object_array_length(procs); k++) {
+            struct json_object *p = json_object_array_get_idx(procs, k);
+            int64_t uid = -1;
+            double vram = 0;
+            rt_json_get_i64(p, "uid", &uid);
+            rt_json_get_double(p, "vram_bytes", &vram);
+            struct gpu_user *u = gpu_user(one, &none, GPU_USERS_MAX, uid);
+            if (u) {
+                u->procs++;
+                u->vram += vram;
+            }
+        }
+        bool idle = false;
+        rt_json_get_bool(g, "idle", &idle);
+        for (size_t k = 0; k < none; k++) {
+            if (!head)
+                family(f, "gpu_user_memory_bytes", "gauge", "GPU memory each user's processes hold on the GPU.");
+            head = true;
+            struct label l[] = {{"gpu", index}, {"user", one[k].name}};
+            sample(f, "gpu_user_memory_bytes", l, 2, one[k].vram);
+            struct gpu_user *u = gpu_user(all, &nall, GPU_USERS_MAX, one[k].uid);
+            if (u) {
+                u->procs += one[k].procs;
+                u->vram += one[k].vram;
+                u->gpus++;
+                u->idle += idle;
+            }
+        }
+    }
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } per_user[] = {
+        {"user_gpu_held_gpus", "GPUs the user's processes are on now.", offsetof(struct gpu_user, gpus)},
+        {"user_gpu_idle_held_gpus", "GPUs idle but held that the user's processes are on now.",
+         offsetof(struct gpu_user, idle)},
+        {"user_gpu_processes", "The user's processes on GPUs now.", offsetof(struct gpu_user, procs)},
+        {"user_gpu_memory_bytes", "GPU memory the user's processes hold now, all GPUs together.",
+         offsetof(struct gpu_user, vram)},
+    };
+    for (size_t k = 0; nall && k < sizeof(per_user) / sizeof(per_user[0]); k++) {
+        family(f, per_user[k].name, "gauge", per_user[k].help);
+        for (size_t i = 0; i < nall; i++) {
+            double v;
+            memcpy(&v, (const char *)&all[i] + per_user[k].off, sizeof(v));
+            sample(f, per_user[k].name, &(struct label){"user", all[i].name}, 1, v);
+        }
+    }
+}
+
+static void gpu_holders(FILE *f, struct json_object *gpus, double now)
+{
+    size_t n = gpus ? json_object_array_length(gpus) : 0;
+    if (!n)
+        return;
+    for (size_t k = 0; k < sizeof(gpu_families) / sizeof(gpu_families[0]); k++) {
+        bool head = false;
+        for (size_t i = 0; i < n; i++) {
+            struct json_object *g = json_object_array_get_idx(gpus, i);
+            double v;
+            bool flag;
+            bool has = strchr(gpu_families[k].key, '.') ? gpu_key(g, gpu_families[k].key, &v)
+                                                        : rt_json_get_bool(g, gpu_families[k].key, &flag);
+            if (!has)
+                continue;
+            if (!strchr(gpu_families[k].key, '.'))
+                v = flag;
+            if (!head)
+                family(f, gpu_families[k].name, gpu_families[k].type, gpu_families[k].help);
+            head = true;
+            char index[32];
+            gpu_label(g, index, sizeof(index));
+            sample(f, gpu_families[k].name, &(struct label){"gpu", index}, 1, v / gpu_families[k].per);
+        }
+    }
+    bool head = false;
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *g = json_object_array_get_idx(gpus, i);
+        double since = 0;
+        bool idle;
+        if (!rt_json_get_bool(g, "idle", &idle))
+            continue; /* not judged */
+        rt_json_get_double(g, "idle_since", &since);
+        if (!head)
+            family(f, "gpu_idle_held_seconds", "gauge", "How long the GPU has been idle but held (0 when it is not).");
+        head = true;
+        char index[32];
+        gpu_label(g, index, sizeof(index));
+        sample(f, "gpu_idle_held_seconds", &(struct label){"gpu", index}, 1, idle && now > since ? now - since : 0);
+    }
+    gpu_users(f, gpus);
+}
+
 /* ---- jobs ---- */
 
 enum section { TOP, SUMMARY, CURRENT, REQUEST, EFFICIENCY, NOTES };
@@ -350,5 +533,6 @@ void ctl_expo_write(FILE *f, const struct ctl_expo *in)
     host_disks(f, s);
     host_network(f, s);
     host_gpus(f, s);
+    gpu_holders(f, in->gpus, in->gpus_at);
     jobs(f, in->jobs);
 }

@@ -54,9 +54,21 @@ int run_child_spawn(struct run_child *ch, char **cmd)
         signal(SIGPIPE, SIG_DFL);
         close(go[1]);
         close(execerr[0]);
-        char c;
-        if (read(go[0], &c, 1) != 1)
+        /* "x", then the variables to set ("NAME=VALUE\0" each), to the end. */
+        char go_buf[4096];
+        size_t got = 0;
+        for (ssize_t n; got < sizeof(go_buf) - 1 && (n = read(go[0], go_buf + got, sizeof(go_buf) - 1 - got)) > 0;)
+            got += (size_t)n;
+        if (got < 1 || go_buf[0] != 'x')
             _exit(127);
+        go_buf[got] = '\0';
+        for (char *v = go_buf + 1; v < go_buf + got; v += strlen(v) + 1) {
+            char *eq = strchr(v, '=');
+            if (eq) {
+                *eq = '\0';
+                setenv(v, eq + 1, 1);
+            }
+        }
         execvp(cmd[0], cmd);
         int e = errno;
         if (write(execerr[1], &e, sizeof(e)) < 0)
@@ -70,9 +82,16 @@ int run_child_spawn(struct run_child *ch, char **cmd)
     return 0;
 }
 
-void run_child_release(struct run_child *ch)
+void run_child_release(struct run_child *ch, const char *env, size_t env_len)
 {
-    if (write(ch->go_w, "x", 1) != 1)
+    char buf[4096];
+    if (env_len > sizeof(buf) - 1)
+        env_len = 0; /* cannot happen: a few GPU ids */
+    buf[0] = 'x';
+    if (env_len)
+        memcpy(buf + 1, env, env_len);
+    /* One write under PIPE_BUF: the child reads it whole. */
+    if (write(ch->go_w, buf, 1 + env_len) != (ssize_t)(1 + env_len))
         CTL_ERR("cannot release the command: %s", strerror(errno));
     close(ch->go_w);
     ch->go_w = -1;

@@ -153,7 +153,36 @@ static bool reconnect(struct run_link *l)
     return true;
 }
 
-/* ---- upload warnings ---- */
+/* ---- warnings: the job's idle GPUs, uploads ---- */
+
+/* A GPU of the job idle but held, or given to it and unused: once each. */
+static void watch_gpus(struct run_link *l)
+{
+    struct json_object *idle = l->job ? rt_json_get_array(l->job, "gpu_idle") : NULL;
+    for (size_t i = 0; idle && i < json_object_array_length(idle); i++) {
+        struct json_object *e = json_object_array_get_idx(idle, i);
+        const char *kind = rt_json_get_string(e, "kind"), *uuid = rt_json_get_string(e, "uuid");
+        char key[104], when[32];
+        snprintf(key, sizeof(key), "%s:%s", kind ? kind : "", uuid ? uuid : "");
+        bool said = false;
+        for (size_t k = 0; k < l->n_warned_idle && !said; k++)
+            said = strcmp(l->warned_idle[k], key) == 0;
+        if (said || l->n_warned_idle == RT_ARRAY_SIZE(l->warned_idle))
+            continue;
+        memcpy(l->warned_idle[l->n_warned_idle++], key, sizeof(key));
+        double since = 0;
+        int64_t index = 0;
+        rt_json_get_double(e, "since", &since);
+        rt_json_get_i64(e, "index", &index);
+        ctl_fmt_time(when, sizeof(when), since);
+        if (kind && strcmp(kind, "unused") == 0)
+            CTL_ERR("warn: GPU %lld (%s) was given to this job and none of its processes has used it since %s",
+                    (long long)index, uuid ? uuid : "?", when + 11);
+        else
+            CTL_ERR("warn: GPU %lld (%s) is idle but held by this job since %s: its processes keep memory on it "
+                    "and do no work there", (long long)index, uuid ? uuid : "?", when + 11);
+    }
+}
 
 static void watch_upload(struct run_link *l)
 {
@@ -218,6 +247,7 @@ static void ctrl_input(struct run_link *l)
         set_job(l, rt_json_get_object(rt_vl_reply_params(reply), "job"));
     json_object_put(reply);
     watch_upload(l);
+    watch_gpus(l);
 }
 
 static void stream_input(struct run_link *l, int timeout_ms)
@@ -257,8 +287,11 @@ int run_link_start(struct run_link *l, struct json_object *params)
     rt_json_get_i64(job, "id", &id);
     l->job_id = (uint64_t)id;
     set_job(l, job);
+    struct json_object *given = rt_json_get_array(rp, "given_gpus");
+    l->given_gpus = given ? json_object_get(given) : NULL;
     json_object_put(reply);
-    l->watch = rt_json_get_object(l->job, "upload") != NULL;
+    /* Watched for upload trouble, and on a host with GPUs for idle ones. */
+    l->watch = rt_json_get_object(l->job, "upload") != NULL || rt_json_get_array(l->job, "gpu_idle") != NULL;
     l->watch_at_ns = ms_from_now(WATCH_FIRST_MS);
     return 0;
 }
@@ -400,4 +433,6 @@ void run_link_close(struct run_link *l)
     rt_vl_client_close(&l->stream);
     json_object_put(l->job);
     l->job = NULL;
+    json_object_put(l->given_gpus);
+    l->given_gpus = NULL;
 }

@@ -29,8 +29,9 @@ struct run_child {
 
 /* Fork cmd held; signals are blocked and read through sfd. 0 or -errno. */
 int run_child_spawn(struct run_child *ch, char **cmd);
-/* Let the held command exec. */
-void run_child_release(struct run_child *ch);
+/* Let the held command exec, with the variables of env set first
+ * ("NAME=VALUE\0" each, env_len bytes in all; NULL, 0 for none). */
+void run_child_release(struct run_child *ch, const char *env, size_t env_len);
 /* Read the exec errno pipe when it is readable. */
 void run_child_exec_result(struct run_child *ch, const char *name);
 /* Signals that arrived: forward those sent to us, reap orphans that ended.
@@ -72,6 +73,9 @@ struct run_link {
     uint64_t watch_at_ns;
     bool warned_register;
     int64_t warned_pending;
+    struct json_object *given_gpus; /* StartJob's given_gpus (run --gpus), or NULL */
+    char warned_idle[8][104];       /* "kind:uuid" of the idle GPUs said already */
+    size_t n_warned_idle;
 };
 
 void run_link_init(struct run_link *l, struct ctl *ctl, struct rt_vl_client *ctrl);
@@ -92,5 +96,11 @@ int run_link_finish(struct run_link *l, const siginfo_t *si, int sfd, uint64_t m
 /* Print the samples still coming, until the daemon ends the stream. */
 void run_link_drain(struct run_link *l);
 void run_link_close(struct run_link *l);
+
+/* ---- run --gpus (gpus.c) ---- */
+/* The variables that make the GPUs in given (StartJob's given_gpus) the
+ * command's, into env ("NAME=VALUE\0" each); their length. Says when fewer
+ * than asked are there or free. */
+size_t run_gpus_env(struct json_object *given, unsigned asked, char *env, size_t size);
 
 #endif

@@ -33,6 +33,7 @@ struct run {
     struct ctl_meta meta;
     bool csv, quiet;
     const char *output_path;
+    unsigned gpus;                /* --gpus N, 0 when not asked */
     FILE *out;
     bool out_broken;
     char **cmd;
@@ -46,7 +47,11 @@ static const char usage[] =
     "does not interrupt it. The options end at COMMAND, or at --.\n\n"
     "  -f, --format json|csv   sample format (default json); --json is --format json\n"
     "  -o, --output FILE       write samples to FILE, not stderr ($TRACKER_OUTPUT)\n"
-    "  -q, --quiet             print neither samples nor the summary ($TRACKER_QUIET=1)\n" CTL_META_USAGE
+    "  -q, --quiet             print neither samples nor the summary ($TRACKER_QUIET=1)\n"
+    "  -g, --gpus N            give COMMAND the N least busy GPUs (free ones first):\n"
+    "                          CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and\n"
+    "                          ROCR_VISIBLE_DEVICES name them; warn: lines say when\n"
+    "                          fewer are free, and when one stays unused\n" CTL_META_USAGE
     "  -h, --help              this help\n\n"
     "Short options may be bundled (-qn NAME). Uploads to Sentinel when\n"
     "SENTINEL_API_TOKEN is set (SENTINEL_API_URL, TRACKER_UPLOAD_INTERVAL); upload\n"
@@ -56,6 +61,7 @@ static const char usage[] =
 static const struct ctl_opt run_opts[] = {
     {"output", 'o', "FILE", NULL, CTL_KIND_FILE},
     {"quiet", 'q', NULL, NULL, CTL_KIND_NONE},
+    {"gpus", 'g', "N", "a number of GPUs is a whole number from 1 to 64", CTL_KIND_NONE},
     {NULL, 0, NULL, NULL, CTL_KIND_NONE},
 };
 
@@ -82,10 +88,15 @@ static int parse(struct run *r, int argc, char **argv)
             return RT_EXIT_USAGE;
         if (m > 0)
             continue;
+        int64_t n;
         if (o == 'q')
             r->quiet = quiet_set = true;
         else if (o == 'o')
             r->output_path = optarg;
+        else if (o == 'g' && (!ctl_parse_count(optarg, &n) || n > 64))
+            return ctl_args_invalid(&a, o, optarg);
+        else if (o == 'g')
+            r->gpus = (unsigned)n;
     }
     if (ctl_args_operands(&a, argc, argv, NULL, 1, INT_MAX))
         return RT_EXIT_USAGE;
@@ -117,6 +128,8 @@ static struct json_object *start_params(struct run *r, pid_t pid, int64_t startt
         json_object_object_add(p, "name", json_object_new_string(r->meta.job_name));
     if (r->meta.interval > 0)
         json_object_object_add(p, "interval_secs", json_object_new_double(r->meta.interval));
+    if (r->gpus)
+        json_object_object_add(p, "gpus", json_object_new_int64(r->gpus));
     struct json_object *md = json_object_get(r->meta.metadata);
     struct json_object *cmd = json_object_new_array();
     for (char **a = r->cmd; *a; a++)
@@ -210,7 +223,7 @@ static int run_untracked(struct run *r)
         run_child_close(&ch);
         return RT_EXIT_FAILURE;
     }
-    run_child_release(&ch);
+    run_child_release(&ch, NULL, 0);
     siginfo_t si;
     for (;;) {
         struct pollfd pfd[2] = {{.fd = ch.sfd, .events = POLLIN},
@@ -302,7 +315,9 @@ int ctl_run(struct ctl *ctl, int argc, char **argv)
         goto close;
     }
     ctl_err_hold(false);
-    run_child_release(&ch);
+    char env[4096];
+    size_t env_len = r.gpus ? run_gpus_env(l.given_gpus, r.gpus, env, sizeof(env)) : 0;
+    run_child_release(&ch, env, env_len);
     run_link_follow(&l);
     siginfo_t si = {0};
     supervise(&r, &ch, &l, &si);

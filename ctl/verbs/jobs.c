@@ -134,6 +134,7 @@ static void print_table(struct json_object *jobs)
     size_t width = ctl_term_width();
     size_t cmd_width = !width ? SIZE_MAX : width > (size_t)fixed + 10 ? width - (size_t)fixed : 10;
     printf("%sCOMMAND\n", head);
+    bool idle_seen = false;
     for (size_t i = 0; i < json_object_array_length(jobs); i++) {
         struct json_object *j = json_object_array_get_idx(jobs, i);
         struct json_object *s = rt_json_get_object(j, "summary");
@@ -146,11 +147,20 @@ static void print_table(struct json_object *jobs)
         char *cmd = command_text(j);
         ctl_fmt_cut(cmd_cell, sizeof(cmd_cell), cmd ? cmd : "-", cmd_width);
         free(cmd);
+        /* "!": a GPU of it idle but held, or given to it and unused */
+        struct json_object *idle = rt_json_get_array(j, "gpu_idle");
+        char state[16];
+        bool is_idle = idle && json_object_array_length(idle) > 0;
+        snprintf(state, sizeof(state), "%s%s", rt_json_get_string(j, "state"), is_idle ? "!" : "");
+        idle_seen |= is_idle;
         printf("%-6lld %s %-9s %-7s %-8lld %s %-19s %9s %8.2f %8.2f %10s %-11s  %s\n", (long long)i64(j, "id"), name,
-               rt_json_get_string(j, "state"), exit_text(j, code, sizeof(code)), (long long)i64(j, "pid"), user_cell,
-               started, dur, ctl_total0(s, "avg_cores"), ctl_total0(s, "peak_cores"), mem,
-               efficiency_text(j, eff, sizeof(eff)), cmd_cell);
+               state, exit_text(j, code, sizeof(code)), (long long)i64(j, "pid"), user_cell, started, dur,
+               ctl_total0(s, "avg_cores"), ctl_total0(s, "peak_cores"), mem, efficiency_text(j, eff, sizeof(eff)),
+               cmd_cell);
     }
+    if (idle_seen)
+        printf("running!: a GPU of the job is idle but held, or was given to it and is unused "
+               "(status JOB, gpus)\n");
 }
 
 /* RFC 4180: quoted when it holds a comma or a quote. Users' text (a

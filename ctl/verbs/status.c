@@ -8,6 +8,7 @@
 #include "rt/util.h"
 
 #include <stdint.h>
+#include <string.h>
 
 enum { FOLLOW = 'F' };
 
@@ -142,6 +143,19 @@ static void print_metadata(struct json_object *md)
     }
 }
 
+/* The job's GPUs idle but held, or given and unused, now. */
+static void print_gpu_idle(struct json_object *idle)
+{
+    for (size_t i = 0; idle && i < json_object_array_length(idle); i++) {
+        struct json_object *e = json_object_array_get_idx(idle, i);
+        const char *kind = rt_json_get_string(e, "kind");
+        char when[32];
+        ctl_fmt_time(when, sizeof(when), dbl(e, "since"));
+        printf("GPU idle GPU %lld (%s) %s since %s\n", (long long)i64(e, "index"), rt_json_get_string(e, "uuid"),
+               kind && strcmp(kind, "unused") == 0 ? "given to the job and unused" : "idle but held", when + 11);
+    }
+}
+
 static void print_job(struct json_object *j, struct json_object *last)
 {
     struct json_object *s = rt_json_get_object(j, "summary");
@@ -194,6 +208,8 @@ static void print_job(struct json_object *j, struct json_object *last)
             printf("%.1f J\n", v);
         else
             printf("unknown\n");
+        ctl_print_gpu_health(stdout, "", s);
+        print_gpu_idle(rt_json_get_array(j, "gpu_idle"));
     }
     char tracked[512];
     ctl_job_tracking(j, tracked, sizeof(tracked));

@@ -126,6 +126,10 @@ struct json_object *rt_api_job_json(struct rt_daemon *d, const struct rt_job *j)
     struct json_object *summary = rt_json_get_object(o, "summary");
     json_object_object_add(o, "efficiency", rt_job_efficiency(summary, &req));
     json_object_object_add(o, "notes", rt_job_notes(summary, &req, &rules));
+    struct rt_gpuuse_snap *gs = d->sampler && j->state == RT_JOB_RUNNING
+                                    ? rt_gpuuse_snapshot(rt_sampler_gpuuse(d->sampler)) : NULL;
+    json_object_object_add(o, "gpu_idle", rt_gpuuse_job_idle_json(gs, j->id));
+    rt_gpuuse_snap_unref(gs);
     if (!j->wants_upload || !d->upload)
         return o;
     struct rt_upload_status st;

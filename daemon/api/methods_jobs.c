@@ -67,7 +67,7 @@ static const char *check_api_url(struct json_object *v)
 }
 
 struct start_args {
-    int64_t pid, pidfd, start_time, upload_interval_secs;
+    int64_t pid, pidfd, start_time, upload_interval_secs, gpus;
     const char *name, *sentinel_token, *sentinel_api_url, *cgroup, *unit, *container;
     double interval_secs;
     struct json_object *metadata, *request, *notify;
@@ -278,6 +278,39 @@ static void start_target_free(struct start_target *t)
     free(t->image);
 }
 
+/* run --gpus N: the N least busy GPUs of the latest snapshot, those given
+ * to running jobs last (docs/gpu.md). Registry locked. The UUIDs go to the
+ * job, the choices to the reply. */
+static void give_gpus(struct rt_daemon *d, unsigned n, struct rt_job *j, struct json_object **choices)
+{
+    const char **taken = NULL;
+    size_t n_taken = 0;
+    for (size_t i = 0; i < d->jobs.n; i++) {
+        const struct rt_job *o = d->jobs.v[i];
+        size_t k = o->state == RT_JOB_RUNNING && o->gpus_assigned ? json_object_array_length(o->gpus_assigned) : 0;
+        taken = k ? rt_xrealloc(taken, (n_taken + k) * sizeof(*taken)) : taken;
+        for (size_t g = 0; g < k; g++)
+            taken[n_taken++] = json_object_get_string(json_object_array_get_idx(o->gpus_assigned, g));
+    }
+    struct rt_gpuuse_snap *s = d->sampler ? rt_gpuuse_snapshot(rt_sampler_gpuuse(d->sampler)) : NULL;
+    struct rt_gpuuse_choice *out = rt_xcalloc(n, sizeof(*out));
+    size_t k = rt_gpuuse_pick(s, n, taken, n_taken, out);
+    rt_gpuuse_snap_unref(s);
+    free(taken);
+    j->gpus_assigned = json_object_new_array();
+    *choices = json_object_new_array();
+    for (size_t i = 0; i < k; i++) {
+        json_object_array_add(j->gpus_assigned, json_object_new_string(out[i].uuid));
+        struct json_object *o = json_object_new_object();
+        json_object_object_add(o, "uuid", json_object_new_string(out[i].uuid));
+        json_object_object_add(o, "vendor", json_object_new_string(out[i].nvidia ? "nvidia" : "amd"));
+        json_object_object_add(o, "index", json_object_new_int64(out[i].index));
+        json_object_object_add(o, "free", json_object_new_boolean(out[i].free));
+        json_object_array_add(*choices, o);
+    }
+    free(out);
+}
+
 static void m_start_job(struct rt_call *c)
 {
     struct rt_daemon *d = rt_call_daemon(c);
@@ -376,7 +409,10 @@ static void m_start_job(struct rt_call *c)
         json_object_deep_copy(a->request, &j->request, NULL);
     if (a->notify && json_object_array_length(a->notify))
         json_object_deep_copy(a->notify, &j->notify, NULL);
+    struct json_object *given = NULL;
     rt_jobs_lock(&d->jobs);
+    if (a->gpus)
+        give_gpus(d, (unsigned)a->gpus, j, &given); /* with the registry locked: two jobs never get one GPU */
     rt_jobs_add(&d->jobs, j);
     rt_jobs_unlock(&d->jobs);
 
@@ -388,6 +424,7 @@ static void m_start_job(struct rt_call *c)
         q->token = rt_xstrdup(token);
     q->api_url = api_url ? rt_xstrdup(api_url) : NULL;
     q->upload_interval_secs = (unsigned)a->upload_interval_secs;
+    q->given_gpus = given;
     submit(c, q);
 }
 
@@ -541,6 +578,8 @@ void rt_job_methods_request_done(struct rt_server *srv, struct rt_sreq *q)
             rt_jobs_unlock(&d->jobs);
             rt_api_fill_metadata(d, job);
             json_object_object_add(p, "job", job);
+            if (q->type == RT_SREQ_START)
+                json_object_object_add(p, "given_gpus", json_object_get(q->given_gpus));
             rt_conn_reply(srv, conn, p, false);
         } else if (q->result == -ESRCH) {
             json_object_object_add(p, "pid", json_object_new_int64(q->job ? q->job->pid : 0));
@@ -574,7 +613,8 @@ static const struct rt_method methods[] = {
                 START(metadata, RT_P_OBJECT, .check = rt_job_metadata_check), START(sentinel_token, RT_P_STRING),
                 START(sentinel_api_url, RT_P_STRING, .check = check_api_url),
                 START(upload_interval_secs, RT_P_INT, RT_RANGE(1, 86400)), START(adopt_orphans, RT_P_BOOL),
-                START(request, RT_P_OBJECT, .check = check_request), START(notify, RT_P_STRINGS, .check = check_notify)}},
+                START(request, RT_P_OBJECT, .check = check_request), START(notify, RT_P_STRINGS, .check = check_notify),
+                START(gpus, RT_P_INT, RT_RANGE(1, RT_JOB_GPUS_MAX))}},
     {.name = "FinishJob", .fn = m_finish_job, .args_size = sizeof(struct finish_args),
      .params = {FINISH(id, RT_P_INT, .required = true), FINISH(exit_code, RT_P_INT, RT_RANGE(0, 255)),
                 FINISH(signal, RT_P_INT, RT_RANGE(1, 64)), FINISH(max_rss_bytes, RT_P_INT, RT_RANGE(0, INT64_MAX))}},

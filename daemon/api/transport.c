@@ -411,13 +411,9 @@ void rt_conn_done(struct rt_server *srv, struct rt_conn *c)
     serve_input(srv, c);
 }
 
-static bool peer_is_admin(struct rt_server *srv, int fd, uid_t uid, gid_t gid)
+bool rt_peer_in_group(int fd, gid_t primary, gid_t group)
 {
-    if (uid == 0)
-        return true;
-    if (!srv->d->has_admin_gid)
-        return false;
-    if (gid == srv->d->admin_gid)
+    if (primary == group)
         return true;
     /* Supplementary groups as of connect(), not re-read from /proc (PID reuse).
      * A peer in more groups than fit gets ERANGE and the size needed. */
@@ -430,10 +426,15 @@ static bool peer_is_admin(struct rt_server *srv, int fd, uid_t uid, gid_t gid)
     }
     bool found = false;
     for (size_t i = 0; r == 0 && i < len / sizeof(gid_t) && !found; i++)
-        found = groups[i] == srv->d->admin_gid;
+        found = groups[i] == group;
     if (groups != small)
         free(groups);
     return found;
+}
+
+static bool peer_is_admin(struct rt_server *srv, int fd, uid_t uid, gid_t gid)
+{
+    return uid == 0 || (srv->d->has_admin_gid && rt_peer_in_group(fd, gid, srv->d->admin_gid));
 }
 
 static void refuse(int fd, const char *limit, unsigned max)

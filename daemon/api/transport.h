@@ -35,6 +35,10 @@ struct rt_peer {
     bool admin;
 };
 
+/* Whether the peer of a connection is in a group: its primary gid, or a
+ * supplementary group as of connect() (SO_PEERGROUPS). */
+bool rt_peer_in_group(int fd, gid_t primary, gid_t group);
+
 /* Descriptors received and not yet handed to a call. */
 #define RT_CONN_MAX_FDS 8
 

@@ -60,6 +60,11 @@ struct rt_config {
     char notify_sendmail[PATH_MAX];    /* the sendmail that mail goes through */
     char notify_adopted[2048 + 1];     /* adopted jobs' target ("%u": the user), "" = none */
     bool notify_adopted_every_job;     /* false: adopted jobs notify when failed or noted only */
+    /* GPUs held but idle: VRAM held at least idle_vram_min while the use
+     * stays at or below idle_util_max % for idle_after */
+    unsigned gpu_idle_after_secs;
+    unsigned gpu_idle_util_max;
+    uint64_t gpu_idle_vram_min_bytes;
     /* logging */
     int log_level;                     /* syslog level */
     /* modes */
@@ -118,6 +123,9 @@ enum {
     RT_CFG_NOTIFY_SENDMAIL = 1ull << 37,
     RT_CFG_NOTIFY_ADOPTED = 1ull << 38,
     RT_CFG_NOTIFY_ADOPTED_EVERY_JOB = 1ull << 39,
+    RT_CFG_GPU_IDLE_AFTER = 1ull << 40,
+    RT_CFG_GPU_IDLE_UTIL_MAX = 1ull << 41,
+    RT_CFG_GPU_IDLE_VRAM_MIN = 1ull << 42,
 };
 
 /* Command-line flags: the values in .values whose bits are in .set win over

@@ -77,6 +77,12 @@ const struct key rt_config_keys[] = {
     {IN("notify", "adopted"), K_NOTIFY, RT_CFG_NOTIFY_ADOPTED, F(notify_adopted), 0, 0, FILE_KEY, "", LIVE},
     {IN("notify", "adopted_every_job"), K_BOOL, RT_CFG_NOTIFY_ADOPTED_EVERY_JOB, F(notify_adopted_every_job), 0, 0,
      FILE_KEY, "false", LIVE},
+    {IN("gpu", "idle_after"), K_SECS_UINT, RT_CFG_GPU_IDLE_AFTER, F(gpu_idle_after_secs), USEC_PER_SEC, 7 * DAY,
+     FILE_KEY, "10min", LIVE},
+    {IN("gpu", "idle_util_max"), K_UINT, RT_CFG_GPU_IDLE_UTIL_MAX, F(gpu_idle_util_max), 0, 100, FILE_KEY, "5",
+     LIVE},
+    {IN("gpu", "idle_vram_min"), K_BYTES_U64, RT_CFG_GPU_IDLE_VRAM_MIN, F(gpu_idle_vram_min_bytes), 0, TIB,
+     FILE_KEY, "256M", LIVE},
     {TOP("proc_root"), K_PATH, RT_CFG_PROC_ROOT, F(proc_root), 0, 0, CLI_ONLY, "/proc", RESTART},
     {TOP("sys_root"), K_PATH, RT_CFG_SYS_ROOT, F(sys_root), 0, 0, CLI_ONLY, "/sys", RESTART},
     {TOP("user_mode"), K_BOOL, RT_CFG_USER_MODE, F(user_mode), 0, 0, CLI_ONLY, "false", RESTART},
@@ -87,5 +93,5 @@ const struct key rt_config_keys[] = {
 const size_t rt_config_nkeys = RT_ARRAY_SIZE(rt_config_keys);
 _Static_assert(RT_ARRAY_SIZE(rt_config_keys) <= RT_CONFIG_MAX_KEYS, "raise RT_CONFIG_MAX_KEYS");
 
-const char *const rt_config_groups[] = {"retention", "limits", "cgroups", "upload", "notes", "notify"};
+const char *const rt_config_groups[] = {"retention", "limits", "cgroups", "upload", "notes", "notify", "gpu"};
 const size_t rt_config_ngroups = RT_ARRAY_SIZE(rt_config_groups);

@@ -156,6 +156,7 @@ void rt_job_free(struct rt_job *j)
     json_object_put(j->metadata);
     json_object_put(j->request);
     json_object_put(j->notify);
+    json_object_put(j->gpus_assigned);
     rt_job_summary_free(&j->summary);
     rt_gpu_job_free(j->gpu_state);
     free(j);
@@ -210,6 +211,7 @@ static struct json_object *job_json(const struct rt_job *j, double now, bool rec
     add(o, "interval_secs", rt_json_double(j->interval_secs, 3));
     add(o, "summary", rt_job_summary_json(&j->summary, rt_job_duration(j, now)));
     add(o, "request", j->request ? json_object_get(j->request) : NULL);
+    add(o, "gpus_assigned", j->gpus_assigned ? json_object_get(j->gpus_assigned) : NULL);
     if (!record) {
         struct json_object *t = json_object_new_object();
         add(t, "kind", json_object_new_string(j->cgroup ? "cgroup" : "process-tree"));
@@ -259,6 +261,20 @@ struct json_object *rt_job_to_json(const struct rt_job *j, double now)
 struct json_object *rt_job_to_record(const struct rt_job *j)
 {
     return job_json(j, 0, true);
+}
+
+bool rt_job_gpus_check(struct json_object *a)
+{
+    size_t n = json_object_array_length(a);
+    if (n > RT_JOB_GPUS_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *v = json_object_array_get_idx(a, i);
+        if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0 ||
+            json_object_get_string_len(v) >= 96)
+            return false;
+    }
+    return true;
 }
 
 bool rt_job_interval_valid(double secs)
@@ -350,6 +366,11 @@ struct rt_job *rt_job_from_record(struct json_object *o, const char **repaired)
         j->notify = json_object_get(notify);
     else if (notify)
         *repaired = "notify";
+    struct json_object *given = rt_json_get_array(o, "gpus_assigned");
+    if (given && rt_job_gpus_check(given))
+        j->gpus_assigned = json_object_get(given);
+    else if (given)
+        *repaired = "gpus_assigned";
     struct json_object *t = rt_json_get_object(o, "totals");
     if (t)
         rt_job_summary_from_record(&j->summary, t, j->interval_secs);

@@ -50,6 +50,11 @@ struct json_object *rt_job_to_record(const struct rt_job *j);
  * from before the metadata file keep their metadata in j->metadata. */
 struct rt_job *rt_job_from_record(struct json_object *o, const char **repaired);
 
+/* A job's given GPUs as its record keeps them: at most RT_JOB_GPUS_MAX
+ * UUIDs, each 1 to 95 bytes. */
+#define RT_JOB_GPUS_MAX 64
+bool rt_job_gpus_check(struct json_object *a);
+
 /* What StartJob accepts: RT_JOB_INTERVAL_MIN .. _MAX. */
 bool rt_job_interval_valid(double secs);
 /* A job's metadata, serialised, is at most this long (LimitExceeded

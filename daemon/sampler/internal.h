@@ -48,6 +48,9 @@ struct rt_sampler {
     /* sampler thread only */
     struct rt_host_sampler *host;
     struct rt_gpu_collector *gpu;
+    struct rt_gpuuse *gpuuse;
+    struct rt_gpuuse_job *gpu_jobs; /* the running jobs, for its tick */
+    size_t gpu_jobs_cap;
     struct rt_proc_cache cache;
     uint64_t tick_no, cache_tick;
     struct rt_sample sample;
@@ -68,6 +71,8 @@ struct rt_sampler {
     size_t nended, ended_cap;
     bool host_unsealed;         /* the last running job ended: seal the host's hot block */
     uint64_t next_retention_ns;
+    uint64_t next_ledger_ns;    /* the GPU usage ledger is saved then */
+    bool ledger_warned;
     unsigned ended_since_retention; /* a pass follows within a second */
     bool stall_logged;
     bool pidfd_warned;

@@ -134,17 +134,34 @@ static void tree_figures(const struct rt_ptree_result *r, struct rt_job_figures 
     f->disk_write_bytes = r->d_write_bytes;
 }
 
-/* What every job's sample has: its cores, GPU use and share of the GPUs'
- * energy; then all at the precision the store keeps. */
+/* What every job's sample has: its cores, GPU use and health, share of the
+ * GPUs' energy and GPUs idle but held (gpu_idle); then all at the precision
+ * the store keeps. */
 static void finish_figures(struct rt_job *j, double elapsed, double ncpu, const struct rt_process_gpu *g,
-                           const struct rt_gpu_job_summary *gs, struct rt_job_figures *f)
+                           const struct rt_gpu_job_summary *gs, uint32_t gpu_idle, struct rt_job_figures *f)
 {
     f->interval_ms = (uint64_t)llround(elapsed * 1000.0);
-    f->gates |= (g->present ? RT_GATE_GPU : 0) | (gs->has_energy ? RT_GATE_GPU_ENERGY : 0);
+    f->gates |= (g->present ? RT_GATE_GPU : 0) | (gs->has_energy ? RT_GATE_GPU_ENERGY : 0) |
+                (g->has_xids ? RT_GATE_GPU_XID : 0) | (g->has_ecc ? RT_GATE_GPU_ECC : 0) |
+                (g->has_pages ? RT_GATE_GPU_PAGES : 0) | (g->has_clocks ? RT_GATE_GPU_CLOCKS : 0) |
+                (g->has_gpm ? RT_GATE_GPM : 0);
     f->gpu_usage = g->usage;
     f->gpu_utilized = g->utilized;
     f->gpu_vram_bytes = (uint64_t)(g->vram_mib * (double)RT_MIB); /* exact: vram_mib is bytes / 2^20 */
     f->gpu_energy_joules = gs->energy_joules - j->gpu_energy_seen;
+    f->gpu_idle = gpu_idle;
+    f->gpu_xids = g->xids;
+    f->gpu_ecc_corrected = g->ecc_corrected;
+    f->gpu_ecc_uncorrected = g->ecc_uncorrected;
+    f->gpu_pages = g->pages;
+    f->gpu_held_power_secs = g->clocks_held_secs[RT_GPU_THROTTLE_POWER];
+    f->gpu_held_thermal_secs = g->clocks_held_secs[RT_GPU_THROTTLE_THERMAL];
+    f->gpu_held_hw_secs = g->clocks_held_secs[RT_GPU_THROTTLE_HW_SLOWDOWN];
+    f->gpm_sm_active = g->gpm_sm_active;
+    f->gpm_sm_occupancy = g->gpm_sm_occupancy;
+    f->gpm_tensor_active = g->gpm_tensor_active;
+    f->gpm_dram_bw = g->gpm_dram_bw;
+    f->gpu_stalled_pct = g->stalled ? 100 : 0;
     /* CPU times move in clock ticks: over a few ms, one tick would read as
      * several cores. No job uses more cores than the host has. */
     f->cores_used = (f->utime_secs + f->stime_secs) / fmax(elapsed, RT_CORES_MIN_SPAN_SECS);
@@ -227,7 +244,10 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
     rt_gpu_job_usage(s->gpu, j->gpu_state, pids, npids, elapsed, &g);
     struct rt_gpu_job_summary gs;
     rt_gpu_job_summary(j->gpu_state, &gs);
-    finish_figures(j, elapsed, ncpu, &g, &gs, &f);
+    /* Its GPUs idle but held or unused, as the last tick judged them. */
+    struct rt_gpuuse_snap *idle = rt_gpuuse_snapshot(s->gpuuse);
+    finish_figures(j, elapsed, ncpu, &g, &gs, rt_gpuuse_job_idle_count(idle, j->id), &f);
+    rt_gpuuse_snap_unref(idle);
 
     bool kept = j->fig && rt_samples_append(&s->state->samples, j->fig, &f, timestamp_ms);
     struct rt_job_sample js = {.job_id = j->id, .name_json = j->name_json, .pid = j->pid,

@@ -95,6 +95,7 @@ void rt_sreq_free(struct rt_sreq *q)
         free(q->token);
     }
     free(q->api_url);
+    json_object_put(q->given_gpus);
     free(q);
 }
 

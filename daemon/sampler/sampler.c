@@ -24,6 +24,7 @@
 /* What ended jobs left to write takes at most this share of an interval per
  * tick (one job at least): a burst of short jobs is done over a few ticks. */
 #define ENDED_SHARE 20
+#define LEDGER_EVERY_NS (60 * RT_NSEC_PER_SEC) /* as running jobs' records */
 
 /* Deadlines within this of each other are one tick: grids that meet share
  * the host sample and the process scan. */
@@ -110,6 +111,37 @@ static void host_tick(struct rt_sampler *s, bool publish)
     rt_sampler_publish(s, e, false);
 }
 
+/* The usage of GPU processes in no job: kept as long as jobs are. */
+static void save_ledger(struct rt_sampler *s, bool sync)
+{
+    uint64_t age = atomic_load(&s->retention_age);
+    if (age)
+        rt_gpuuse_prune(s->gpuuse, (double)rt_real_ns() / 1e9 - (double)age);
+    if (!s->state || s->state->dir_fd < 0)
+        return;
+    int r = rt_gpuuse_save(s->gpuuse, s->state->dir_fd, s->state->file_mode, sync);
+    if (r < 0)
+        rt_log_once(&s->ledger_warned, LOG_ERR, "cannot save the GPU usage outside jobs: %s", strerror(-r));
+}
+
+/* Who holds each GPU, after the jobs' samples of the tick: their process
+ * lists are this tick's (or, for jobs not due, their last sample's). */
+static void gpu_holders(struct rt_sampler *s)
+{
+    if (s->nactive > s->gpu_jobs_cap) {
+        s->gpu_jobs_cap = s->nactive;
+        s->gpu_jobs = rt_xrealloc(s->gpu_jobs, s->gpu_jobs_cap * sizeof(*s->gpu_jobs));
+    }
+    for (size_t i = 0; i < s->nactive; i++) {
+        const struct rt_job *j = s->active[i];
+        s->gpu_jobs[i] = (struct rt_gpuuse_job){.id = j->id, .name = j->name, .owner = j->owner_uid,
+                                                .pids = j->tree.pids, .npids = j->tree.npids,
+                                                .assigned = j->gpus_assigned};
+    }
+    rt_sampler_begin_scan(s, false);
+    rt_gpuuse_tick(s->gpuuse, s->gpu, &s->cache, s->gpu_jobs, s->nactive);
+}
+
 /* Without a pidfd: has the root exited (gone, reused PID, or a zombie)? */
 static bool root_ended(struct rt_sampler *s, const struct rt_job *j)
 {
@@ -161,6 +193,7 @@ static void tick(struct rt_sampler *s)
         if (rt_sampler_job_sample(s, j, false, &r) && j->summary.samples % RECORD_EVERY == 0)
             rt_sampler_save_record(s, j, false);
     }
+    gpu_holders(s);
     /* Wakes the main loop for the tick's job samples too. */
     struct rt_sevt *done = rt_sevt_new(RT_SEVT_TICK_DONE);
     done->index = s->tick_no;
@@ -177,6 +210,10 @@ static void tick(struct rt_sampler *s)
         rt_sampler_retention(s);
         s->ended_since_retention = 0;
         s->next_retention_ns = now + RETENTION_EVERY_NS;
+    }
+    if (now >= s->next_ledger_ns) {
+        save_ledger(s, false);
+        s->next_ledger_ns = now + LEDGER_EVERY_NS;
     }
     atomic_store(&s->heartbeat, now);
 }
@@ -267,6 +304,10 @@ struct rt_sampler *rt_sampler_new(const struct rt_sampler_opts *o, struct rt_job
                                 .disable_nvml = o->disable_gpu,
                                 .disable_amd = o->disable_gpu};
     s->gpu = rt_gpu_collector_new(o->roots, &go);
+    s->gpuuse = rt_gpuuse_new(&o->gpu_idle);
+    if (state && state->dir_fd >= 0)
+        rt_gpuuse_load(s->gpuuse, state->dir_fd);
+    s->next_ledger_ns = rt_mono_ns() + LEDGER_EVERY_NS;
     return s;
 }
 
@@ -277,6 +318,13 @@ void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint6
     atomic_store(&s->retention_bytes, max_bytes);
     atomic_store(&s->retention_jobs, max_jobs_per_uid);
 }
+
+void rt_sampler_set_gpu_idle(struct rt_sampler *s, const struct rt_gpuuse_config *c)
+{
+    rt_gpuuse_set_config(s->gpuuse, c);
+}
+
+struct rt_gpuuse *rt_sampler_gpuuse(struct rt_sampler *s) { return s->gpuuse; }
 
 void rt_sampler_set_interval(struct rt_sampler *s, double interval_secs)
 {
@@ -340,6 +388,7 @@ void rt_sampler_stop(struct rt_sampler *s)
         s->started = false;
     }
     rt_sampler_finish_ended(s, UINT64_MAX);
+    save_ledger(s, true);
     /* Running jobs stay "running" on disk and are resumed at the next start. */
     for (size_t i = 0; i < s->nactive; i++) {
         struct rt_job *j = s->active[i];
@@ -392,6 +441,8 @@ void rt_sampler_free(struct rt_sampler *s)
     json_object_put(s->host_obj);
     rt_sample_free(&s->sample);
     rt_host_sampler_free(s->host);
+    rt_gpuuse_free(s->gpuuse);
+    free(s->gpu_jobs);
     rt_gpu_collector_free(s->gpu);
     rt_proc_cache_free(&s->cache);
     free(s->cg_pids);

@@ -7,6 +7,7 @@
 
 #include "cgroup/hier.h"
 #include "collect/roots.h"
+#include "gpuuse/gpuuse.h"
 #include "jobs/jobs.h"
 #include "sampler/rcstr.h"
 #include "jobs/state_dir.h"
@@ -32,6 +33,7 @@ struct rt_sreq {
     /* START: upload settings (token wiped and freed after use) */
     char *token, *api_url;
     unsigned upload_interval_secs;
+    struct json_object *given_gpus; /* START: the GPUs picked for it (run --gpus), for the reply */
     /* result, filled by the sampler */
     int result;           /* 0 or -errno */
     char error[160];
@@ -68,6 +70,7 @@ struct rt_sampler_opts {
     struct rt_upload_worker *upload; /* set with rt_sampler_set_upload */
     const char *nvml_library;        /* NULL = libnvidia-ml.so.1 */
     bool disable_gpu;
+    struct rt_gpuuse_config gpu_idle; /* set with rt_sampler_set_gpu_idle */
 };
 
 struct rt_sampler;
@@ -83,6 +86,10 @@ void rt_sampler_set_interval(struct rt_sampler *s, double interval_secs);
 /* Retention limits; may change while running (SIGHUP). */
 void rt_sampler_set_retention(struct rt_sampler *s, uint64_t max_age_secs, uint64_t max_bytes,
                               unsigned max_jobs_per_uid);
+/* What makes a GPU idle but held; may change while running (SIGHUP). */
+void rt_sampler_set_gpu_idle(struct rt_sampler *s, const struct rt_gpuuse_config *c);
+/* Who holds each GPU, for the main thread (owned by the sampler). */
+struct rt_gpuuse *rt_sampler_gpuuse(struct rt_sampler *s);
 /* Before rt_sampler_start: where job rows go for upload (NULL = nowhere). */
 void rt_sampler_set_upload(struct rt_sampler *s, struct rt_upload_worker *w);
 /* Takes the baseline and the first host sample before returning, so callers

@@ -20,7 +20,7 @@
 /* Numbers of a record: the host sample, timestamp, interval and gates, and
  * each figure at its rt_fig_samples slot. Records of older daemons may have
  * fewer (never fewer than RT_FIG_NUMS_MIN): figures past their end are 0. */
-#define RT_FIG_NUMS 31
+#define RT_FIG_NUMS 44
 #define RT_FIG_NUMS_MIN 16
 
 /* The record's numbers (the figures at their precision are kept exactly). */

@@ -477,3 +477,59 @@ void rt_event_gpu_lost(const struct rt_event_gpu *g, const char *reason)
     field(&r, "GPU_LOST_REASON=%s", reason && *reason ? reason : "no reason given");
     emit(&r, RT_MSGID_GPU_LOST);
 }
+
+void rt_event_gpu_idle(const struct rt_event_gpu_idle *e)
+{
+    struct rec r = {.priority = LOG_NOTICE};
+    char held[32], dur[32], uuid[MAX_NAME_IN_MESSAGE];
+    gpu_event(&r, e->gpu, e->unused ? "given to a job and unused" : "idle but held");
+    if (e->instance_uuid) {
+        message(&r, ", MIG instance %s", clean(e->instance_uuid, uuid, sizeof(uuid)));
+        field(&r, "GPU_MIG_UUID=%s", e->instance_uuid);
+    }
+    human_usec((uint64_t)(e->secs * 1e6), dur, sizeof(dur));
+    if (e->unused) {
+        message(&r, ": no process of the job on it for %s", dur);
+    } else {
+        human_bytes(e->vram_held_bytes, held, sizeof(held));
+        message(&r, ": %s held, use at most %u%% for %s", held, e->util_max, dur);
+        field(&r, "GPU_VRAM_HELD_BYTES=%" PRIu64, e->vram_held_bytes);
+        field(&r, "GPU_IDLE_UTIL_MAX_PERCENT=%u", e->util_max);
+    }
+    field(&r, "GPU_IDLE_KIND=%s", e->unused ? "unused" : "held");
+    field(&r, "GPU_IDLE=%s", e->unused ? "given to a job and unused by it" : "idle but held");
+    field(&r, "GPU_IDLE_SINCE_USEC=%" PRIu64, (uint64_t)(e->since * 1e6));
+    field(&r, "GPU_IDLE_FOR=%s", dur);
+    for (size_t i = 0; i < e->n_uids; i++) {
+        message(&r, "%s uid %u", i ? "," : "; held by", (unsigned)e->uids[i]);
+        field(&r, "GPU_HOLDER_UID=%u", (unsigned)e->uids[i]);
+    }
+    for (size_t i = 0; i < e->n_jobs; i++) {
+        job_title(&r, i ? "," : e->n_jobs > 1 ? "; jobs:" : "; job", &e->jobs[i]);
+        field(&r, "JOB_ID=%s", e->jobs[i].id);
+        if (e->jobs[i].name && *e->jobs[i].name)
+            field(&r, "JOB_NAME=%s", e->jobs[i].name);
+    }
+    emit(&r, RT_MSGID_GPU_IDLE);
+}
+
+void rt_event_gpu_xid(const struct rt_event_gpu_xid *e)
+{
+    struct rec r = {.priority = LOG_WARNING};
+    gpu_event(&r, e->gpu, "XID error");
+    message(&r, ": XID %u", e->xid);
+    field(&r, "GPU_XID=%u", e->xid);
+    if (e->job) {
+        char id[MAX_NAME_IN_MESSAGE], name[MAX_NAME_IN_MESSAGE];
+        job_title(&r, " during job", e->job);
+        job_fields(&r, e->job);
+        if (e->job->name && *e->job->name)
+            field(&r, "GPU_XID_JOB=job %s (%s)", clean(e->job->id, id, sizeof(id)),
+                  clean(e->job->name, name, sizeof(name)));
+        else
+            field(&r, "GPU_XID_JOB=job %s", clean(e->job->id, id, sizeof(id)));
+    } else {
+        field(&r, "GPU_XID_JOB=no job");
+    }
+    emit(&r, RT_MSGID_GPU_XID);
+}

@@ -27,6 +27,8 @@
 #define RT_MSGID_UPLOAD_RECOVERED "f343707d057146759eb9347823c4a7da"
 #define RT_MSGID_GPU_APPEARED "1f32a80df2544d5d8e5541d433860f80"
 #define RT_MSGID_GPU_LOST "cbb7737498ae4cacb1bf18f9bd88e185"
+#define RT_MSGID_GPU_IDLE "74497e33cb52407295924d0708c75cf3"
+#define RT_MSGID_GPU_XID "bc048488e6ed45e3a593d938484c373a"
 
 /* An owner the caller does not know (the upload worker knows job ids only). */
 #define RT_EVENT_UID_UNKNOWN ((uid_t)-1)
@@ -90,6 +92,28 @@ struct rt_event_gpu {
     uint64_t memory_total_bytes; /* GPU_MEMORY_TOTAL_BYTES, 0 = unknown (left out) */
 };
 
+/* A GPU (or MIG instance) idle but held, or given to a job and unused. */
+struct rt_event_gpu_idle {
+    const struct rt_event_gpu *gpu;
+    const char *instance_uuid;   /* GPU_MIG_UUID: a MIG instance (NULL: the whole GPU) */
+    bool unused;                 /* GPU_IDLE_KIND=unused (given to job, none of its processes on it), else held */
+    double since;                /* GPU_IDLE_SINCE_USEC: when it began (Unix seconds) */
+    double secs;                 /* for how long, in the message */
+    uint64_t vram_held_bytes;    /* GPU_VRAM_HELD_BYTES (held only) */
+    unsigned util_max;           /* GPU_IDLE_UTIL_MAX_PERCENT (held only) */
+    const uid_t *uids;           /* GPU_HOLDER_UID, one field per user holding it */
+    size_t n_uids;
+    const struct rt_event_job *jobs; /* JOB_ID (and JOB_NAME) of each job holding it, one field each */
+    size_t n_jobs;
+};
+
+/* An XID error of a GPU, during the job (NULL: no job was on it). */
+struct rt_event_gpu_xid {
+    const struct rt_event_gpu *gpu;
+    unsigned xid;                /* GPU_XID */
+    const struct rt_event_job *job;
+};
+
 void rt_event_daemon_started(const struct rt_event_daemon *d);
 /* reason: what ended it ("SIGTERM", "idle"). */
 void rt_event_daemon_stopped(const char *reason, uint64_t uptime_usec);
@@ -107,6 +131,8 @@ void rt_event_upload_recovered(const struct rt_event_job *job, const char *run_i
                                uint64_t outage_usec);
 void rt_event_gpu_appeared(const struct rt_event_gpu *g);
 void rt_event_gpu_lost(const struct rt_event_gpu *g, const char *reason);
+void rt_event_gpu_idle(const struct rt_event_gpu_idle *e);
+void rt_event_gpu_xid(const struct rt_event_gpu_xid *e);
 
 /* Tests: send records to fn instead of the journal or stderr (NULL
  * restores). The iovecs hold "FIELD=value" and live only during the call. */

@@ -29,7 +29,12 @@
 #define RT_GATE_OOM 0x200u       /* the kernel's OOM kills in its (memory-limited) cgroup */
 #define RT_GATE_PSI 0x400u       /* pressure stall information of its cgroup */
 #define RT_GATE_THROTTLE 0x800u  /* throttling by its CPU quota */
-#define RT_NGATES 12
+#define RT_GATE_GPU_XID 0x1000u  /* XID events of the GPUs it used are watched (NVML) */
+#define RT_GATE_GPU_ECC 0x2000u  /* their ECC error counts are known */
+#define RT_GATE_GPU_PAGES 0x4000u /* their retired pages or remapped rows are known */
+#define RT_GATE_GPU_CLOCKS 0x8000u /* why their clocks are held down is known */
+#define RT_GATE_GPM 0x10000u     /* their GPM metrics (Hopper and later) */
+#define RT_NGATES 17
 /* Records stored before TREE and DISK were gates had them. */
 #define RT_GATES_FIRST_RECORDS (RT_GATE_TREE | RT_GATE_DISK)
 
@@ -58,6 +63,14 @@ struct rt_job_figures {
     /* Per cent of the interval stalled (PSI), and of CPU periods throttled. */
     double psi_cpu_some, psi_mem_some, psi_mem_full, psi_io_some, psi_io_full;
     double throttled_pct;
+    /* Its GPUs: how many are idle but held or given and unused now; in the
+     * interval, on the GPUs it used: XID errors, ECC errors, pages retired
+     * and rows remapped, seconds their clocks were held down per reason;
+     * GPM (their mean, per cent) and whether one was busy but stalled (100). */
+    uint32_t gpu_idle;
+    uint32_t gpu_xids, gpu_ecc_corrected, gpu_ecc_uncorrected, gpu_pages;
+    double gpu_held_power_secs, gpu_held_thermal_secs, gpu_held_hw_secs;
+    double gpm_sm_active, gpm_sm_occupancy, gpm_tensor_active, gpm_dram_bw, gpu_stalled_pct;
 };
 
 /* A job's totals. */
@@ -81,6 +94,13 @@ struct rt_job_summary {
     uint64_t oom_kills;
     double psi_cpu_some_secs, psi_mem_some_secs, psi_mem_full_secs, psi_io_some_secs, psi_io_full_secs;
     double throttled_secs;         /* per cent x seconds, as the means' weights */
+    double gpu_held_secs;          /* GPUs in use x seconds */
+    double memory_byte_secs;       /* memory x seconds */
+    double gpu_idle_secs;          /* GPUs idle but held (or given and unused) x seconds */
+    uint64_t gpu_xid_errors, gpu_ecc_corrected, gpu_ecc_uncorrected, gpu_pages;
+    double gpu_held_power_secs, gpu_held_thermal_secs, gpu_held_hw_secs;
+    double gpm_sm_active_secs, gpm_sm_occupancy_secs, gpm_tensor_active_secs, gpm_dram_bw_secs;
+    double gpu_stalled_secs;       /* per cent x seconds */
     struct json_object *gpus;      /* UUIDs of the GPUs the job used (array), or NULL */
 };
 

@@ -17,8 +17,8 @@ from rtlib import CTL, DaemonTest, read_json_lines, run_ctl, split_summary, wait
 NAME_RULE = "a name is 1-128 characters of A-Z a-z 0-9 . _ - @ + : and not all digits"
 PID_RULE = "a process ID is a whole number above 0"
 SOURCE = os.environ.get("RT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-VERBS = ["run", "start", "stop", "jobs", "status", "samples", "info", "notify", "report", "recommend", "top", "metrics",
-         "help", "version"]
+VERBS = ["run", "start", "stop", "jobs", "status", "samples", "gpus", "usage", "info", "notify", "report", "recommend",
+         "top", "metrics", "help", "version"]
 
 
 def options_of(verb):

@@ -118,8 +118,8 @@ class Completion(UsersDaemonTest):
             "resource-trackerctl info --json ''",
         )
         self.assertEqual(got, [
-            ["help", "info", "jobs", "metrics", "notify", "recommend", "report", "run", "samples", "start", "status",
-             "stop", "top", "version"],
+            ["gpus", "help", "info", "jobs", "metrics", "notify", "recommend", "report", "run", "samples", "start",
+             "status", "stop", "top", "usage", "version"],
             ["start", "status", "stop"],
             ["jobs"],
             ["--format", "--help", "--json", "--socket", "--version"],
@@ -131,8 +131,8 @@ class Completion(UsersDaemonTest):
             ["csv", "json", "text"],
             ["csv"],
             ["--follow", "--format"],
-            ["help", "info", "jobs", "metrics", "notify", "recommend", "report", "run", "samples", "start", "status",
-             "stop", "top", "version"],
+            ["gpus", "help", "info", "jobs", "metrics", "notify", "recommend", "report", "run", "samples", "start",
+             "status", "stop", "top", "usage", "version"],
             ["samples"],
             [],
             [],

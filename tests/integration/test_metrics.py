@@ -420,7 +420,8 @@ class GpuMetrics(unittest.TestCase):
         cfg.write("driver=535.104.05\n"
                   "device\nname=NVIDIA H100 80GB HBM3\nuuid=GPU-aaaa\npci=00000000:17:00.0\nutil=40\n"
                   "mem_total=%d\nmem_used=%d\ntemp=51\npower_mw=312500\nclock=1980\n"
-                  "energy_mj=1000000\nenergy_step_mj=1000\n"
+                  "energy_mj=1000000\nenergy_step_mj=1000\ngpm=1\ngpm_sm=35\ngpm_occ=20\ngpm_tensor=10\ngpm_dram=25\n"
+                  "ecc_corrected=2\n"
                   "process\npid=%d\nvram=%d\nsm=30\nlist=compute\n" % (80 * gib, 3 * gib, self.job.pid, 2 * gib))
         cfg.close()
         self.d = Daemon(interval=0.25, env={"LD_LIBRARY_PATH": fake, "FAKE_NVML_CONFIG": cfg.name}).start()
@@ -432,6 +433,9 @@ class GpuMetrics(unittest.TestCase):
                  what="the job's GPU figures")
 
     def test_gpu_families_and_job_gauges(self):
+        wait_for(lambda: self.d.call("GetGpus")["gpus"][0]["gpm"], what="GPM figures")
+        wait_for(lambda: self.d.call("GetJob", {"id": self.jid})["job"]["summary"]["gpm"]["sm_active_pct"],
+                 what="the job's GPM figures")
         text = run_ctl(self.d, "metrics", check=0)[1]
         if PROMTOOL:
             p = subprocess.run([PROMTOOL, "check", "metrics"], input=text.encode(), capture_output=True)
@@ -456,6 +460,22 @@ class GpuMetrics(unittest.TestCase):
         eff = self.d.call("GetJob", {"id": self.jid})["job"]["efficiency"]
         self.assertAlmostEqual(m[("resource_tracker_job_gpu_efficiency_ratio", labels)], eff["gpu_pct"] / 100, delta=0.05)
         self.assertEqual(m[("resource_tracker_job_request_gpus", labels)], 2)
+        # who holds it, and its health (docs/gpu.md)
+        self.assertEqual(m[("resource_tracker_gpu_user_memory_bytes", frozenset({("gpu", "0"), ("user", "root")}))],
+                         2 << 30)
+        root = frozenset({("user", "root")})
+        self.assertEqual((m[("resource_tracker_user_gpu_held_gpus", root)],
+                          m[("resource_tracker_user_gpu_idle_held_gpus", root)],
+                          m[("resource_tracker_user_gpu_processes", root)],
+                          m[("resource_tracker_user_gpu_memory_bytes", root)]), (1, 0, 1, 2 << 30))
+        self.assertEqual((m[("resource_tracker_gpu_idle_held", gpu)], m[("resource_tracker_gpu_idle_held_seconds", gpu)],
+                          m[("resource_tracker_gpu_busy_but_stalled", gpu)]), (0, 0, 0))
+        self.assertEqual((m[("resource_tracker_gpu_sm_active_ratio", gpu)], m[("resource_tracker_gpu_dram_bandwidth_ratio",
+                          gpu)]), (0.35, 0.25))
+        self.assertEqual((m[("resource_tracker_gpu_xid_errors_total", gpu)],
+                          m[("resource_tracker_gpu_ecc_corrected_errors", gpu)]), (0, 2))
+        self.assertEqual((m[("resource_tracker_job_gpu_xid_errors_total", labels)],
+                          m[("resource_tracker_job_gpu_ecc_corrected_errors_total", labels)]), (0, 0))
         # The GPU families as documented.
         doc = documented()
         types = dict(ln.split()[2:4] for ln in text.splitlines() if ln.startswith("# TYPE "))
@@ -466,7 +486,9 @@ class GpuMetrics(unittest.TestCase):
     def test_top_shows_the_gpu_and_the_job_columns(self):
         out = run_ctl(self.d, "top", "--iterations", "1", check=0)[1]
         lines = out.splitlines()
-        self.assertIn("GPU      0 NVIDIA H100 80GB HBM3: 40% busy, VRAM 3.00 GiB of 80.0 GiB, 51 °C, 312 W", lines)
+        # with who holds it: the job's process (root's) and a stranger's
+        self.assertIn("GPU      0 NVIDIA H100 80GB HBM3: 40% busy, VRAM 3.00 GiB of 80.0 GiB, 51 °C, 312 W; root 2.00 GiB",
+                      lines)
         head = next(ln for ln in lines if ln.lstrip().startswith("ID "))
         self.assertEqual(head.split()[-3:], ["GPU", "VRAM", "TIME"])
         row = next(ln for ln in lines if " gpujob " in ln).split()

@@ -80,6 +80,11 @@ static void test_good_file(void **state)
         "  interval = \"2min\";\n"
         "  token_credential = \"team-token\";\n"
         "  spool_max_size = 8388608;\n"
+        "};\n"
+        "gpu: {\n"
+        "  idle_after = \"30min\";\n"
+        "  idle_util_max = 0;\n"
+        "  idle_vram_min = \"1G\";\n"
         "};\n";
     assert_int_equal(rt_config_load(conf(text), &c, err, sizeof(err)), 0);
     assert_true(c.interval_secs == 0.5);
@@ -103,6 +108,9 @@ static void test_good_file(void **state)
     assert_int_equal(c.upload_interval_secs, 120);
     assert_string_equal(c.token_credential, "team-token");
     assert_int_equal(c.spool_max_bytes, 8388608);
+    assert_int_equal(c.gpu_idle_after_secs, 1800);
+    assert_int_equal(c.gpu_idle_util_max, 0);
+    assert_int_equal(c.gpu_idle_vram_min_bytes, 1ULL << 30);
     /* not in the file: untouched */
     assert_string_equal(c.proc_root, "/proc");
 }
@@ -236,6 +244,8 @@ static void test_out_of_range(void **state)
     expect_refused("limits: { max_buffer_per_user = 1000; };\n",
                    "1: limits.max_buffer_per_user: 1000 is out of range 1M..64G");
     expect_refused("limits: { idle_timeout = 0; };\n", "1: limits.idle_timeout: 0 is out of range 1s..1d");
+    expect_refused("gpu: { idle_util_max = 101; };\n", "1: gpu.idle_util_max: 101 is out of range 0..100");
+    expect_refused("gpu: { idle_after = \"8d\"; };\n", "1: gpu.idle_after: \"8d\" is out of range 1s..7d");
     expect_refused("limits: { message_timeout = \"2h\"; };\n",
                    "1: limits.message_timeout: \"2h\" is out of range 1s..1h");
     expect_refused("limits: { reply_timeout = \"1.5s\"; };\n",

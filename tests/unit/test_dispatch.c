@@ -129,10 +129,18 @@ static void test_parameters_checked_before_handlers(void **state)
     /* Ranges and checks of the tables, before the handler. */
     assert_error(call(f, TRACKER("StartJob"), "{\"pid\":0}", 0), INVALID, "pid");
     assert_error(call(f, TRACKER("StartJob"), "{\"pid\":1,\"interval_secs\":0.01}", 0), INVALID, "interval_secs");
+    assert_error(call(f, TRACKER("StartJob"), "{\"pid\":1,\"gpus\":0}", 0), INVALID, "gpus");
+    assert_error(call(f, TRACKER("StartJob"), "{\"pid\":1,\"gpus\":65}", 0), INVALID, "gpus");
     assert_error(call(f, TRACKER("StartJob"), "{\"pid\":1,\"name\":\"12\"}", 0), INVALID, "name");
     assert_error(call(f, TRACKER("FinishJob"), "{\"id\":1,\"exit_code\":256}", 0), INVALID, "exit_code");
     assert_error(call(f, TRACKER("ListJobs"), "{\"limit\":0}", 0), INVALID, "limit");
     assert_error(call(f, TRACKER("GetJob"), "{\"name\":\"a\",\"owner_uid\":-1}", 0), INVALID, "owner_uid");
+    assert_error(call(f, TRACKER("GetGpus"), "{\"uuid\":\"GPU-1\"}", 0), INVALID, "uuid");
+    /* without a sampler (nor a GPU) the list is empty */
+    r = call(f, TRACKER("GetGpus"), NULL, 0);
+    assert_null(rt_vl_reply_error(r));
+    assert_int_equal(json_object_array_length(rt_json_get_array(rt_vl_reply_params(r), "gpus")), 0);
+    json_object_put(r);
     /* A null is an absent optional parameter, not a wrong type. */
     r = call(f, TRACKER("ListJobs"), "{\"name\":null}", 0);
     assert_null(rt_vl_reply_error(r));

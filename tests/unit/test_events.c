@@ -284,6 +284,39 @@ static void test_gpu_and_daemon_events(void **state)
     rt_event_gpu_appeared(&g);
     assert_non_null(strstr(last, "MESSAGE=GPU 1 appeared: nvidia NVIDIA H100 80GB HBM3 (GPU-5fd3c1e2)\n"
                                  "MESSAGE_ID=" RT_MSGID_GPU_APPEARED "\n"));
+    uid_t uids[] = {1000, 1001};
+    struct rt_event_job jobs[] = {{.id = "12", .name = "train"}, {.id = "13"}};
+    rt_event_gpu_idle(&(struct rt_event_gpu_idle){.gpu = &g, .since = 1700000000.5, .secs = 725,
+                                                  .vram_held_bytes = 3ULL << 30, .util_max = 5, .uids = uids,
+                                                  .n_uids = 2, .jobs = jobs, .n_jobs = 2});
+    assert_string_equal(last,
+                        "GPU_INDEX=1\n"
+                        "GPU_VENDOR=nvidia\n"
+                        "GPU_NAME=NVIDIA H100 80GB HBM3\n"
+                        "GPU_UUID=GPU-5fd3c1e2\n"
+                        "GPU_MEMORY_TOTAL_BYTES=85520809984\n"
+                        "GPU_VRAM_HELD_BYTES=3221225472\n"
+                        "GPU_IDLE_UTIL_MAX_PERCENT=5\n"
+                        "GPU_IDLE_KIND=held\n"
+                        "GPU_IDLE=idle but held\n"
+                        "GPU_IDLE_SINCE_USEC=1700000000500000\n"
+                        "GPU_IDLE_FOR=12min 5s\n"
+                        "GPU_HOLDER_UID=1000\n"
+                        "GPU_HOLDER_UID=1001\n"
+                        "JOB_ID=12\n"
+                        "JOB_NAME=train\n"
+                        "JOB_ID=13\n"
+                        "MESSAGE=GPU 1 idle but held: nvidia NVIDIA H100 80GB HBM3 (GPU-5fd3c1e2): 3.0 GiB held, use "
+                        "at most 5% for 12min 5s; held by uid 1000, uid 1001; jobs: 12 (train), 13\n"
+                        "MESSAGE_ID=" RT_MSGID_GPU_IDLE "\n"
+                        "PRIORITY=5\n"
+                        "SYSLOG_IDENTIFIER=resource-trackerd\n");
+    struct rt_event_job j = {.id = "12", .name = "train", .owner_uid = 1000};
+    rt_event_gpu_xid(&(struct rt_event_gpu_xid){.gpu = &g, .xid = 79, .job = &j});
+    assert_non_null(strstr(last, "GPU_XID=79\nJOB_ID=12\nJOB_NAME=train\nJOB_OWNER_UID=1000\n"
+                                 "GPU_XID_JOB=job 12 (train)\n"
+                                 "MESSAGE=GPU 1 XID error: nvidia NVIDIA H100 80GB HBM3 (GPU-5fd3c1e2): XID 79 "
+                                 "during job 12 (train)\nMESSAGE_ID=" RT_MSGID_GPU_XID "\nPRIORITY=4\n"));
 
     struct rt_event_daemon d = {.version = "0.1.0", .interval_secs = 0.5, .socket_path = "/run/rt.sock",
                                 .socket_activated = true, .state_dir = "/var/lib/rt", .jobs_restored = 1,
@@ -416,7 +449,7 @@ static void test_catalog_placeholders_are_always_filled(void **state)
     struct {
         const char *msgid;
         char rec[sizeof(last)];
-    } recs[10];
+    } recs[12];
     size_t n = 0;
 #define RECORD(id, call) (call, recs[n].msgid = (id), memcpy(recs[n++].rec, last, sizeof(last)))
     RECORD(RT_MSGID_DAEMON_STARTED, rt_event_daemon_started(&d));
@@ -429,6 +462,8 @@ static void test_catalog_placeholders_are_always_filled(void **state)
     RECORD(RT_MSGID_UPLOAD_RECOVERED, rt_event_upload_recovered(NULL, NULL, 1, 0));
     RECORD(RT_MSGID_GPU_APPEARED, rt_event_gpu_appeared(&g));
     RECORD(RT_MSGID_GPU_LOST, rt_event_gpu_lost(&g, NULL));
+    RECORD(RT_MSGID_GPU_IDLE, rt_event_gpu_idle(&(struct rt_event_gpu_idle){.gpu = &g, .unused = true}));
+    RECORD(RT_MSGID_GPU_XID, rt_event_gpu_xid(&(struct rt_event_gpu_xid){.gpu = &g, .xid = 79}));
 #undef RECORD
     char path[4096];
     snprintf(path, sizeof(path), "%s/packaging/resource-tracker.catalog", getenv("RT_SOURCE_DIR"));

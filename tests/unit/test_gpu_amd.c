@@ -334,6 +334,69 @@ static bool collect_until(struct rt_gpu_collector *c, struct rt_sample *s, bool 
     }
 }
 
+static const struct rt_gpu_proc *proc_of(const struct rt_gpu_dev *d, int32_t pid)
+{
+    for (size_t i = 0; i < d->n_procs; i++)
+        if (d->procs[i].pid == pid)
+            return &d->procs[i];
+    return NULL;
+}
+
+/* Every process on a card, tracked or not: the clients debugfs lists, read
+ * through their fdinfo (sys/kernel/debug/dri: card0 by its minor, card2 by
+ * its PCI address in a newer kernel's layout with a name column). */
+static void test_processes_from_debugfs(void **state)
+{
+    (void)state;
+    char *proc = copy_tree(fixture_proc);
+    struct rt_gpu_collector *c = new_collector(proc, fixture_sys);
+    assert_true(rt_gpu_collector_wait_polls(c, 2, DEADLINE_SECS));
+    struct rt_sample s;
+    rt_sample_init(&s);
+    rt_gpu_collect(c, &s);
+    struct rt_gpu_devref refs[4];
+    assert_int_equal(rt_gpu_devices(c, refs, 4), 3);
+    const struct rt_gpu_dev *d0 = refs[0].d, *d2 = refs[1].d, *d3 = refs[2].d;
+    assert_false(refs[0].nvidia);
+    assert_true(d0->has_procs);
+    /* 1001 shares client 7 with 1000 (it counts once, for 1000) and holds no other */
+    assert_int_equal(d0->n_procs, 2);
+    const struct rt_gpu_proc *p = proc_of(d0, 1000);
+    assert_non_null(p);
+    assert_int_equal(p->vram_bytes, GIB);
+    assert_true(p->has_sm);
+    assert_double_equal(p->sm_pct, 0, 1e-12); /* its counter stood still */
+    assert_int_equal(p->gi, RT_GPU_NO_ID);
+    assert_int_equal(proc_of(d0, 1002)->vram_bytes, 512 * RT_MIB);
+    assert_null(proc_of(d0, 1001));
+    assert_int_equal(d0->procs_vram, GIB + 512 * RT_MIB);
+    assert_true(d2->has_procs);
+    assert_int_equal(d2->n_procs, 1);
+    assert_int_equal(d2->procs[0].pid, 1000);
+    assert_int_equal(d2->procs[0].vram_bytes, 2 * GIB);
+    assert_false(d3->has_procs); /* suspended: not read (nor woken) */
+
+    /* client 7 ran far more than a poll's time: its use is capped at 100 % */
+    set_gfx(proc, "1000/fdinfo/3", 900000000000ULL);
+    set_gfx(proc, "1000/fdinfo/4", 900000000000ULL);
+    set_gfx(proc, "1001/fdinfo/3", 900000000000ULL);
+    /* the poll that sees the jump says so (the next ones see none) */
+    bool busy = false;
+    for (double end = mono_secs() + DEADLINE_SECS; !busy && mono_secs() < end; sleep_ms(5)) {
+        rt_sample_reset(&s);
+        rt_gpu_collect(c, &s);
+        assert_int_equal(rt_gpu_devices(c, refs, 4), 3);
+        p = proc_of(refs[0].d, 1000);
+        busy = p->sm_pct == 100;
+        assert_true(busy || p->sm_pct == 0);
+        assert_double_equal(proc_of(refs[0].d, 1002)->sm_pct, 0, 1e-12);
+    }
+    assert_true(busy);
+    rt_sample_free(&s);
+    free_collector(c);
+    remove_tree(proc);
+}
+
 static void test_removed_device(void **state)
 {
     (void)state;
@@ -444,6 +507,7 @@ int main(void)
         cmocka_unit_test_teardown(test_devices, test_teardown),
         cmocka_unit_test_teardown(test_job_usage_from_fdinfo, test_teardown),
         cmocka_unit_test_teardown(test_clients_over_time, test_teardown),
+        cmocka_unit_test_teardown(test_processes_from_debugfs, test_teardown),
         cmocka_unit_test_teardown(test_removed_device, test_teardown),
         cmocka_unit_test_teardown(test_no_drm_class, test_teardown),
         cmocka_unit_test_teardown(test_parse_fdinfo, test_teardown),

@@ -8,24 +8,22 @@
 #include <cmocka.h>
 
 #include "../gpu/gpu_test.h"
+#include "../gpu/nvml_test.h"
 #include "collect/gpu/gpu.h"
 #include "system/log.h"
 #include "rt/sample_csv.h"
 #include "rt/sample_json.h"
 
-#include <dlfcn.h>
 #include <math.h>
 
 #define GIB (1024ULL * RT_MIB)
 
-static struct rt_gpu_collector *current; /* freed by the teardown after a failure */
 #define UUID0 "GPU-0d5e3c4a-1111-2222-3333-444455556666"
 #define UUID1 "GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff"
 
 /* Test processes: job A = a1 + a2 (+ the test itself, on no GPU), x and b
  * belong to nobody / job B. */
 static pid_t a1, a2, x, b;
-static char config_path[64];
 
 static int setup(void **state)
 {
@@ -34,10 +32,7 @@ static int setup(void **state)
     a2 = spawn_sleeper();
     x = spawn_sleeper();
     b = spawn_sleeper();
-    snprintf(config_path, sizeof(config_path), "/tmp/rt-fake-nvml-XXXXXX");
-    int fd = mkstemp(config_path);
-    close(fd);
-    setenv("FAKE_NVML_CONFIG", config_path, 1);
+    config_create();
     return 0;
 }
 
@@ -50,14 +45,6 @@ static int teardown(void **state)
     reap(b);
     unlink(config_path);
     return 0;
-}
-
-static void write_config(const char *text)
-{
-    FILE *f = fopen(config_path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
 }
 
 /* Two GPUs: the first with everything, an energy counter and three
@@ -79,61 +66,6 @@ static void write_two_gpus(const char *extra_dev1)
              "process\n pid=%d\n vram=134217728\n sm=10\n list=compute\n",
              (int)a1, (int)a2, (int)x, extra_dev1 ? extra_dev1 : "", (int)b, (int)a1);
     write_config(buf);
-}
-
-static struct rt_gpu_options fast_options(void)
-{
-    return (struct rt_gpu_options){.poll_interval_secs = 0.05, .util_samples = 4, .hang_bound_secs = 1.0,
-                                   .retry_secs = 0.1, .start_wait_secs = DEADLINE_SECS, .disable_amd = true};
-}
-
-static struct rt_gpu_collector *new_collector(const struct rt_gpu_options *o)
-{
-    struct rt_roots r;
-    assert_int_equal(rt_roots_open(&r, NULL, NULL), 0);
-    struct rt_gpu_collector *c = rt_gpu_collector_new(&r, o);
-    rt_roots_close(&r);
-    current = c;
-    return c;
-}
-
-static void free_collector(struct rt_gpu_collector *c)
-{
-    rt_gpu_collector_free(c);
-    current = NULL;
-}
-
-/* After a failed assertion: restore stderr and stop the collector, so the
- * next test starts clean (the fake's init nests like NVML's). */
-static int test_teardown(void **state)
-{
-    (void)state;
-    capture_cleanup();
-    events_cleanup();
-    if (current)
-        free_collector(current);
-    return 0;
-}
-
-static unsigned long fake_counter(const char *lib, const char *name)
-{
-    void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
-    assert_non_null(h);
-    unsigned long (*fn)(const char *) = (unsigned long (*)(const char *))dlsym(h, "fake_nvml_counter");
-    assert_non_null(fn);
-    unsigned long v = fn(name);
-    dlclose(h);
-    return v;
-}
-
-static void fake_control(const char *fn_name, unsigned index, unsigned value)
-{
-    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
-    assert_non_null(h);
-    void (*fn)(unsigned, unsigned) = (void (*)(unsigned, unsigned))dlsym(h, fn_name);
-    assert_non_null(fn);
-    fn(index, value);
-    dlclose(h);
 }
 
 static const struct rt_gpu *find_gpu(const struct rt_sample *s, const char *uuid)
@@ -345,21 +277,6 @@ static void test_energy_from_power(void **state)
     rt_gpu_job_free(j);
     rt_sample_free(&s);
     free_collector(c);
-}
-
-/* Collect until pred(s) holds; false at the deadline. */
-static bool collect_until(struct rt_gpu_collector *c, struct rt_sample *s, bool (*pred)(const struct rt_sample *))
-{
-    double end = mono_secs() + DEADLINE_SECS;
-    for (;;) {
-        rt_sample_reset(s);
-        rt_gpu_collect(c, s);
-        if (pred(s))
-            return true;
-        if (mono_secs() > end)
-            return false;
-        sleep_ms(10);
-    }
 }
 
 static bool only_gpu0(const struct rt_sample *s) { return s->n_gpus == 1 && strcmp(s->gpus[0].uuid, UUID0) == 0; }

@@ -35,6 +35,8 @@ void gpu_shared_unref(struct gpu_shared *sh)
         gpu_nvml_close(sh->nvml); /* after the devices: they hold NVML handles */
     if (sh->sys_fd >= 0)
         close(sh->sys_fd);
+    if (sh->proc_fd >= 0)
+        close(sh->proc_fd);
     free(sh->nvml_path);
     free(sh->slots);
     pthread_cond_destroy(&sh->wake);
@@ -60,9 +62,9 @@ struct gpu_slot *gpu_shared_add_slot(struct gpu_shared *sh, enum gpu_vendor v, u
 }
 
 /* Copy a snapshot, keeping dst's process buffer (grown as needed). */
-void gpu_data_copy(struct gpu_dev_data *dst, const struct gpu_dev_data *src)
+void gpu_data_copy(struct rt_gpu_dev *dst, const struct rt_gpu_dev *src)
 {
-    struct gpu_proc *buf = dst->procs;
+    struct rt_gpu_proc *buf = dst->procs;
     size_t cap = dst->procs_cap;
     if (cap < src->n_procs) {
         cap = src->n_procs;
@@ -90,7 +92,9 @@ static void *discover_main(void *arg)
         gpu_nvml_discover(lib, sh);
     }
     if (!sh->disable_amd)
-        gpu_amd_discover(sh->sys_fd, sh);
+        gpu_amd_discover(sh->sys_fd, sh->proc_fd, sh);
+    if (lib && !sh->stop)
+        gpu_nvml_start_events(lib, sh);
     pthread_mutex_lock(&sh->mu);
     sh->has_backend = lib != NULL || sh->n_slots > 0;
     if (!sh->stop)
@@ -145,6 +149,7 @@ struct rt_gpu_collector *rt_gpu_collector_new(const struct rt_roots *r, const st
     sh->disable_nvml = o->disable_nvml;
     sh->disable_amd = o->disable_amd;
     sh->sys_fd = dup_fd(r ? r->sys_fd : -1, "/sys");
+    sh->proc_fd = dup_fd(r ? r->proc_fd : -1, "/proc");
     sh->refs = 2; /* the collector and the discovery thread */
 
     struct rt_gpu_collector *c = rt_xcalloc(1, sizeof(*c));
@@ -203,7 +208,11 @@ void rt_gpu_collector_free(struct rt_gpu_collector *c)
     for (size_t i = 0; i < n; i++)
         if (sh->slots[i].has_thread)
             threads[nt++] = sh->slots[i].thread;
+    bool events = sh->discovered && sh->has_events_thread;
+    pthread_t events_thread = sh->events_thread;
     pthread_mutex_unlock(&sh->mu);
+    if (events)
+        join_bounded(events_thread, &deadline);
     for (size_t i = 0; i < nt; i++)
         join_bounded(threads[i], &deadline);
     free(threads);

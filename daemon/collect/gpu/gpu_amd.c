@@ -18,6 +18,8 @@
 struct amd_gpu {
     unsigned card;
     int sys_fd;       /* the collector's, not owned */
+    int proc_fd;      /* the collector's, not owned */
+    struct gpu_amd_procs *procs;
     int dev_fd;       /* O_PATH fd of class/drm/cardN/device */
     int hwmon_fd;     /* O_PATH fd of device/hwmon/hwmonM, or -1 */
     char pci[32], name[96], uuid[96];
@@ -108,7 +110,7 @@ static bool sclk_from_dpm(int dev_fd, uint32_t *mhz)
     return false;
 }
 
-static void read_hwmon(const struct amd_gpu *g, struct gpu_dev_data *d)
+static void read_hwmon(const struct amd_gpu *g, struct rt_gpu_dev *d)
 {
     uint64_t v;
     if (g->hwmon_fd < 0)
@@ -127,7 +129,24 @@ static void read_hwmon(const struct amd_gpu *g, struct gpu_dev_data *d)
     }
 }
 
-static enum gpu_status amd_poll(void *dev, struct gpu_dev_data *d)
+static void push_proc(struct rt_gpu_dev *d, const struct rt_gpu_proc *p)
+{
+    if (d->n_procs == d->procs_cap) {
+        d->procs_cap = d->procs_cap ? 2 * d->procs_cap : 16;
+        d->procs = rt_xrealloc(d->procs, d->procs_cap * sizeof(*d->procs));
+    }
+    d->procs[d->n_procs++] = *p;
+    d->sm_total += p->sm_pct;
+    d->procs_vram += p->vram_bytes;
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+    int32_t x = ((const struct rt_gpu_proc *)a)->pid, y = ((const struct rt_gpu_proc *)b)->pid;
+    return (x > y) - (x < y);
+}
+
+static enum gpu_status amd_poll(void *dev, struct rt_gpu_dev *d)
 {
     struct amd_gpu *g = dev;
     if (!device_present(g)) {
@@ -149,6 +168,9 @@ static enum gpu_status amd_poll(void *dev, struct gpu_dev_data *d)
     read_hwmon(g, d);
     if (!d->has_frequency && sclk_from_dpm(g->dev_fd, &d->frequency_mhz))
         d->has_frequency = true;
+    gpu_amd_procs_read(g->procs, g->sys_fd, g->proc_fd, g->card, g->pci, d, push_proc);
+    if (d->n_procs > 1)
+        qsort(d->procs, d->n_procs, sizeof(*d->procs), cmp_proc);
     return GPU_OK;
 }
 
@@ -177,6 +199,7 @@ static void amd_destroy(void *dev)
         close(g->dev_fd);
     if (g->hwmon_fd >= 0)
         close(g->hwmon_fd);
+    gpu_amd_procs_free(g->procs);
     free(g);
 }
 
@@ -185,7 +208,7 @@ static const struct gpu_dev_ops amd_ops = {
 };
 
 /* A card bound to amdgpu, or NULL. */
-static struct amd_gpu *probe_card(int sys_fd, unsigned card)
+static struct amd_gpu *probe_card(int sys_fd, int proc_fd, unsigned card)
 {
     char path[96], buf[128];
     snprintf(path, sizeof(path), "class/drm/card%u/device/vendor", card);
@@ -197,12 +220,14 @@ static struct amd_gpu *probe_card(int sys_fd, unsigned card)
     struct amd_gpu *g = rt_xcalloc(1, sizeof(*g));
     g->card = card;
     g->sys_fd = sys_fd;
+    g->proc_fd = proc_fd;
     snprintf(path, sizeof(path), "class/drm/card%u/device", card);
     if (readlink_base(sys_fd, path, g->pci, sizeof(g->pci)) <= 0 ||
         (g->dev_fd = openat(sys_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
         free(g);
         return NULL;
     }
+    g->procs = gpu_amd_procs_new();
     g->hwmon_fd = open_hwmon(g->dev_fd);
     if (rt_read_str_at(g->dev_fd, "product_name", g->name, sizeof(g->name)) < 0) {
         if (rt_read_str_at(g->dev_fd, "device", buf, sizeof(buf)) < 0)
@@ -225,7 +250,7 @@ static int cmp_uint(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void gpu_amd_discover(int sys_fd, struct gpu_shared *sh)
+void gpu_amd_discover(int sys_fd, int proc_fd, struct gpu_shared *sh)
 {
     int dfd = openat(sys_fd, "class/drm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
@@ -251,7 +276,7 @@ void gpu_amd_discover(int sys_fd, struct gpu_shared *sh)
     char (*seen)[32] = rt_xcalloc(n, sizeof(*seen));
     size_t n_seen = 0;
     for (size_t i = 0; i < n; i++) {
-        struct amd_gpu *g = probe_card(sys_fd, cards[i]);
+        struct amd_gpu *g = probe_card(sys_fd, proc_fd, cards[i]);
         if (!g)
             continue;
         bool dup = false;

@@ -21,38 +21,8 @@ enum gpu_status {
     GPU_LOST,   /* the device is gone (GPU_IS_LOST, removed from sysfs) */
 };
 
-/* One process on a device, NVML only (AMD attribution reads fdinfo). */
-struct gpu_proc {
-    int32_t pid;
-    uint64_t vram_bytes;
-    double sm_pct; /* mean SM utilisation of the process over the poll, 0..100 */
-};
-
-/* A device as one poll saw it. */
-struct gpu_dev_data {
-    char name[96], uuid[96], host_id[32], bus_id[32], driver_version[80];
-    double util_pct;
-    uint64_t vram_total, vram_used;
-    bool has_temperature;
-    uint32_t temperature_c;
-    bool has_power;
-    double power_w;
-    bool has_frequency;
-    uint32_t frequency_mhz;
-    bool has_energy; /* the driver's own counter */
-    double energy_j;
-    bool has_energy_est; /* counter, else power integrated by the poller: for attribution */
-    double energy_est_j;
-    bool has_procs;      /* process list available (NVML) */
-    bool has_proc_util;  /* per-process SM utilisation available (NVML) */
-    double sm_total;     /* sum of sm_pct over procs */
-    uint64_t procs_vram; /* sum of vram_bytes over procs */
-    struct gpu_proc *procs; /* heap, sorted by pid */
-    size_t n_procs, procs_cap;
-};
-
 /* Copy a snapshot, keeping dst's process buffer (grown as needed). */
-void gpu_data_copy(struct gpu_dev_data *dst, const struct gpu_dev_data *src);
+void gpu_data_copy(struct rt_gpu_dev *dst, const struct rt_gpu_dev *src);
 
 /* Back-end operations on one device; called only from its worker thread. */
 struct gpu_dev_ops {
@@ -60,7 +30,7 @@ struct gpu_dev_ops {
     enum gpu_status (*util)(void *dev, double *pct);
     /* Everything else. out arrives zeroed except procs/n_procs, a buffer the
      * back end may reuse and grow. */
-    enum gpu_status (*poll)(void *dev, struct gpu_dev_data *out);
+    enum gpu_status (*poll)(void *dev, struct rt_gpu_dev *out);
     /* Try to get a lost device back (new handle, reopened directory). */
     enum gpu_status (*recover)(void *dev);
     /* Why the last call failed, for the log. */
@@ -84,8 +54,13 @@ struct gpu_slot {
     bool hang_reported;
     bool reported_lost;     /* a GPU-lost record is out; the next publish sends "appeared" */
     uint64_t polls;
-    struct gpu_dev_data data;
+    struct rt_gpu_dev data;
+    bool has_events;        /* registered for XID events */
+    uint64_t xids;          /* XID events counted (the event thread) */
+    uint32_t last_xid;
 };
+
+#define GPU_XID_RING 64
 
 struct nvml_lib;
 
@@ -102,7 +77,11 @@ struct gpu_shared {
     struct gpu_slot *slots;
     size_t n_slots;
     struct nvml_lib *nvml;
-    int sys_fd;
+    pthread_t events_thread;  /* NVIDIA XID events */
+    bool has_events_thread;
+    struct rt_gpu_xid xid_ring[GPU_XID_RING]; /* the latest events, xid_seq counts all */
+    uint64_t xid_seq;
+    int sys_fd, proc_fd;
     char *nvml_path;
     uint64_t interval_ns, retry_ns, hang_ns;
     unsigned util_samples;
@@ -114,7 +93,7 @@ void gpu_shared_unref(struct gpu_shared *sh);
 void gpu_start_worker(struct gpu_shared *sh, struct gpu_slot *s);
 /* The journal record (GPU appeared, or lost when lost_reason is set) of a
  * slot whose data is d; called without sh->mu (gpu_poller.c). */
-void gpu_report(const struct gpu_slot *s, const struct gpu_dev_data *d, const char *lost_reason);
+void gpu_report(const struct gpu_slot *s, const struct rt_gpu_dev *d, const char *lost_reason);
 
 static inline struct timespec gpu_mono_ts(uint64_t ns)
 {
@@ -127,6 +106,7 @@ struct gpu_job_acc {
     double sm_pct;    /* NVIDIA: sum over the job's processes */
     uint64_t gfx_ns;  /* AMD: engine time in the interval, per engine */
     bool matched;     /* NVIDIA: a job process is on the device */
+    uint32_t mig_mask; /* NVIDIA: the MIG instances (index bits) its processes are in */
 };
 
 /* The sampler's copy of the snapshot, taken by rt_gpu_collect. */
@@ -134,7 +114,7 @@ struct gpu_view {
     bool visible; /* polled, not lost, not hung */
     enum gpu_vendor vendor;
     unsigned index;
-    struct gpu_dev_data data;
+    struct rt_gpu_dev data;
 };
 
 struct rt_gpu_collector {
@@ -150,6 +130,9 @@ struct rt_gpu_collector {
     struct gpu_job_acc *acc; /* per device, for one job */
     size_t acc_cap;
     char *fdinfo_buf;
+    uint64_t xid_seen;       /* xid_seq of the ring as last taken */
+    struct rt_gpu_xid xids[GPU_XID_RING]; /* events of the last rt_gpu_collect, for rt_gpu_take_xids */
+    size_t n_xids;
 };
 /* Add a discovered device (discovery thread, before workers start). */
 struct gpu_slot *gpu_shared_add_slot(struct gpu_shared *sh, enum gpu_vendor v, unsigned index,
@@ -160,10 +143,21 @@ struct gpu_slot *gpu_shared_add_slot(struct gpu_shared *sh, enum gpu_vendor v, u
 struct nvml_lib *gpu_nvml_open(const char *path);
 /* Add a slot per NVML device. */
 void gpu_nvml_discover(struct nvml_lib *lib, struct gpu_shared *sh);
+/* Start the XID event thread once every slot is there (gpu_nvml_events.c). */
+void gpu_nvml_start_events(struct nvml_lib *lib, struct gpu_shared *sh);
 void gpu_nvml_close(struct nvml_lib *lib);
 
-/* AMD back end (gpu_amd.c): add a slot per amdgpu card under sys. */
-void gpu_amd_discover(int sys_fd, struct gpu_shared *sh);
+/* AMD back end (gpu_amd.c): add a slot per amdgpu card under sys; its
+ * processes are found through debugfs and read under proc. */
+void gpu_amd_discover(int sys_fd, int proc_fd, struct gpu_shared *sh);
+
+/* Every process on an AMD card, from debugfs and fdinfo (gpu_amd_procs.c),
+ * pushed into d in pid order of the clients list. */
+struct gpu_amd_procs;
+struct gpu_amd_procs *gpu_amd_procs_new(void);
+void gpu_amd_procs_free(struct gpu_amd_procs *st);
+void gpu_amd_procs_read(struct gpu_amd_procs *st, int sys_fd, int proc_fd, unsigned card, const char *pci,
+                        struct rt_gpu_dev *d, void (*push)(struct rt_gpu_dev *, const struct rt_gpu_proc *));
 
 /* One DRM client from a /proc/PID/fdinfo file. */
 struct gpu_amd_fdinfo {

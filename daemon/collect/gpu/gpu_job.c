@@ -9,11 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Energy baseline of one device for one job. */
+/* Baselines of one device for one job: energy, and the health counters
+ * (counted while the job is on the device, from its second call there). */
 struct job_dev {
     char uuid[96];
     bool has_prev;
     double prev_j;
+    char health_uuid[96];
+    bool has_health;
+    struct rt_gpu_health health;
 };
 
 struct rt_gpu_job {
@@ -58,21 +62,85 @@ static int cmp_pid(const void *a, const void *b)
 
 static void match_nvidia(const struct gpu_view *v, const int32_t *pids, size_t npids, struct gpu_job_acc *acc)
 {
-    for (size_t k = 0; k < v->data.n_procs; k++) {
-        const struct gpu_proc *p = &v->data.procs[k];
+    const struct rt_gpu_dev *d = &v->data;
+    for (size_t k = 0; k < d->n_procs; k++) {
+        const struct rt_gpu_proc *p = &d->procs[k];
         if (!bsearch(&p->pid, pids, npids, sizeof(*pids), cmp_pid))
             continue;
         acc->vram += p->vram_bytes;
         acc->sm_pct += p->sm_pct;
         acc->matched = true;
+        for (size_t m = 0; d->mig_enabled && m < d->n_mig; m++)
+            if (d->mig[m].gi == p->gi)
+                acc->mig_mask |= 1u << m;
     }
+}
+
+/* A counter's growth since the baseline; a smaller value (a driver reload)
+ * counts nothing. */
+static uint32_t grew(uint64_t now, uint64_t before)
+{
+    return now > before ? (uint32_t)(now - before) : 0;
+}
+
+/* The GPM figures of the units of a device the job is on. */
+static void add_gpm(const struct rt_gpu_gpm *m, double *sum, size_t *n)
+{
+    if (!m->present)
+        return;
+    sum[0] += m->sm_active;
+    sum[1] += m->sm_occupancy;
+    sum[2] += m->tensor_active;
+    sum[3] += m->dram_bw;
+    (*n)++;
+}
+
+/* Health of one device for the job over its interval, into out; the
+ * baselines follow the device whether the job is on it or not. */
+static void device_health(struct job_dev *jd, const struct gpu_view *v, const struct gpu_job_acc *a, bool in_use,
+                          struct rt_process_gpu *out, double *gpm, size_t *n_gpm)
+{
+    const struct rt_gpu_dev *d = &v->data;
+    const struct rt_gpu_health *h = &d->health, *b = &jd->health;
+    bool counted = in_use && jd->has_health && strcmp(jd->health_uuid, d->uuid) == 0;
+    if (in_use) {
+        out->has_xids |= h->has_events;
+        out->has_ecc |= h->has_ecc;
+        out->has_pages |= h->has_retired || h->has_remapped;
+        out->has_clocks |= h->has_reasons;
+        if (d->mig_enabled) {
+            for (size_t m = 0; m < d->n_mig; m++)
+                if (a->mig_mask & 1u << m)
+                    add_gpm(&d->mig[m].gpm, gpm, n_gpm);
+        } else {
+            add_gpm(&d->gpm, gpm, n_gpm);
+            out->stalled |= d->has_util && d->gpm.present && d->util_pct >= 90 && d->gpm.sm_active < 5;
+        }
+    }
+    if (counted) {
+        out->xids += h->has_events && b->has_events ? grew(h->xids, b->xids) : 0;
+        if (h->has_ecc && b->has_ecc) {
+            out->ecc_corrected += grew(h->ecc_corrected, b->ecc_corrected);
+            out->ecc_uncorrected += grew(h->ecc_uncorrected, b->ecc_uncorrected);
+        }
+        if (h->has_retired && b->has_retired)
+            out->pages += grew(h->retired_sbe, b->retired_sbe) + grew(h->retired_dbe, b->retired_dbe);
+        if (h->has_remapped && b->has_remapped)
+            out->pages += grew(h->remapped_corr, b->remapped_corr) + grew(h->remapped_unc, b->remapped_unc);
+        for (int r = 0; h->has_reasons && b->has_reasons && r < RT_GPU_THROTTLE_N; r++)
+            if (h->throttle_secs[r] > b->throttle_secs[r])
+                out->clocks_held_secs[r] += h->throttle_secs[r] - b->throttle_secs[r];
+    }
+    rt_strlcpy(jd->health_uuid, d->uuid, sizeof(jd->health_uuid));
+    jd->health = *h;
+    jd->has_health = true;
 }
 
 /* The job's share of a device's energy: its share of the device's compute
  * while the device computed, else its share of the VRAM in use (docs/gpu.md). */
 static double energy_share(const struct gpu_view *v, const struct gpu_job_acc *a, double usage)
 {
-    const struct gpu_dev_data *d = &v->data;
+    const struct rt_gpu_dev *d = &v->data;
     double share = 0;
     if (v->vendor == GPU_NVIDIA) {
         if (d->has_proc_util && d->sm_total > 0)
@@ -101,7 +169,7 @@ static void note_uuid(struct rt_gpu_job *j, const char *uuid)
 static void attribute_energy(struct rt_gpu_job *j, size_t i, const struct gpu_view *v, double share, bool in_use)
 {
     struct job_dev *jd = &j->devs[i];
-    const struct gpu_dev_data *d = &v->data;
+    const struct rt_gpu_dev *d = &v->data;
     if (!v->visible || !d->has_energy_est) {
         jd->has_prev = false; /* no energy across a gap */
         return;
@@ -152,6 +220,8 @@ void rt_gpu_job_usage(struct rt_gpu_collector *c, struct rt_gpu_job *j, const in
 
     double interval_ns = interval_secs > 0 ? interval_secs * 1e9 : 0;
     uint64_t vram = 0;
+    double gpm[4] = {0};
+    size_t n_gpm = 0;
     for (size_t i = 0; i < n; i++) {
         const struct gpu_view *v = &c->view[i];
         const struct gpu_job_acc *a = &c->acc[i];
@@ -169,6 +239,7 @@ void rt_gpu_job_usage(struct rt_gpu_collector *c, struct rt_gpu_job *j, const in
         attribute_energy(j, i, v, v->visible ? energy_share(v, a, usage) : 0, in_use);
         if (!v->visible)
             continue;
+        device_health(&j->devs[i], v, a, in_use, out, gpm, &n_gpm);
         vram += a->vram;
         out->usage += usage;
         out->utilized += in_use;
@@ -176,6 +247,13 @@ void rt_gpu_job_usage(struct rt_gpu_collector *c, struct rt_gpu_job *j, const in
             note_uuid(j, v->data.uuid);
     }
     out->vram_mib = (double)vram / (double)RT_MIB;
+    if (n_gpm) {
+        out->has_gpm = true;
+        out->gpm_sm_active = gpm[0] / (double)n_gpm;
+        out->gpm_sm_occupancy = gpm[1] / (double)n_gpm;
+        out->gpm_tensor_active = gpm[2] / (double)n_gpm;
+        out->gpm_dram_bw = gpm[3] / (double)n_gpm;
+    }
 
     j->present = true;
     j->samples++;

@@ -1,7 +1,7 @@
-/* NVIDIA back end: libnvidia-ml.so.1 loaded with dlopen, declared here with
- * the few types and symbols we use (nvml.h is non-free and not needed). The
- * versioned names the driver exports are preferred, older ones are fallbacks. */
-#include "collect/gpu/gpu_internal.h"
+/* NVIDIA back end: libnvidia-ml.so.1 loaded with dlopen (gpu_nvml.h declares
+ * the few types and symbols we use). The versioned names the driver exports
+ * are preferred, older ones are fallbacks. */
+#include "collect/gpu/gpu_nvml.h"
 
 #include "system/log.h"
 #include "rt/util.h"
@@ -13,94 +13,13 @@
 #include <string.h>
 #include <time.h>
 
-/* nvmlReturn_t values we act on. */
-enum {
-    NVML_SUCCESS = 0,
-    NVML_ERROR_NOT_SUPPORTED = 3,
-    NVML_ERROR_NO_PERMISSION = 4,
-    NVML_ERROR_NOT_FOUND = 6,
-    NVML_ERROR_INSUFFICIENT_SIZE = 7,
-    NVML_ERROR_DRIVER_NOT_LOADED = 9,
-    NVML_ERROR_FUNCTION_NOT_FOUND = 13,
-    NVML_ERROR_GPU_IS_LOST = 15,
-    NVML_ERROR_RESET_REQUIRED = 16,
-    NVML_ERROR_GPU_NOT_FOUND = 28,
-};
-#define NVML_TEMPERATURE_GPU 0
-#define NVML_CLOCK_GRAPHICS 0
-#define NVML_VALUE_NOT_AVAILABLE (~0ULL)
-
-typedef int nvml_ret;
-typedef struct nvml_device *nvml_dev_t;
-
-struct nvml_utilization { unsigned gpu, memory; };
-struct nvml_memory { unsigned long long total, free, used; };
-/* nvmlProcessInfo_v1_t (plain names) and nvmlProcessInfo_v2_t (_v2, and _v3 of
- * most drivers). _v3 of drivers 535.43-535.86 writes a 32-byte entry (v2 plus
- * usedGpuCcProtectedMemory) without a version bump, so _v2 is preferred and
- * list buffers are sized for the longest entry. */
-struct nvml_process_v1 { unsigned pid; unsigned long long used_gpu_memory; };
-struct nvml_process_v2 { unsigned pid; unsigned long long used_gpu_memory; unsigned gpu_instance_id, compute_instance_id; };
-#define NVML_PROCESS_MAX_SIZE 32
-struct nvml_proc_util { unsigned pid; unsigned long long timestamp_us; unsigned sm, mem, enc, dec; };
-/* nvmlPciInfo_t of _v2/_v3; the v1 struct shares the first 16 bytes (busId) and is shorter. */
-struct nvml_pci_info {
-    char bus_id_legacy[16];
-    unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
-    char bus_id[32];
-};
-
-typedef nvml_ret (*proc_list_fn)(nvml_dev_t, unsigned *, void *);
-
-struct nvml_lib {
-    void *so;
-    nvml_ret (*init)(void);
-    nvml_ret (*shutdown)(void);
-    const char *(*error_string)(nvml_ret);
-    nvml_ret (*get_count)(unsigned *);
-    nvml_ret (*get_handle)(unsigned, nvml_dev_t *);
-    nvml_ret (*driver_version)(char *, unsigned);
-    nvml_ret (*name)(nvml_dev_t, char *, unsigned);
-    nvml_ret (*uuid)(nvml_dev_t, char *, unsigned);
-    nvml_ret (*pci)(nvml_dev_t, struct nvml_pci_info *);
-    bool pci_v1;
-    nvml_ret (*utilization)(nvml_dev_t, struct nvml_utilization *);
-    nvml_ret (*memory)(nvml_dev_t, struct nvml_memory *);
-    nvml_ret (*temperature)(nvml_dev_t, int, unsigned *);
-    nvml_ret (*power)(nvml_dev_t, unsigned *);
-    nvml_ret (*clock)(nvml_dev_t, int, unsigned *);
-    nvml_ret (*energy)(nvml_dev_t, unsigned long long *);
-    proc_list_fn compute_procs, graphics_procs;
-    size_t compute_stride, graphics_stride;
-    nvml_ret (*proc_util)(nvml_dev_t, struct nvml_proc_util *, unsigned *, unsigned long long);
-    char driver[80];
-};
-
-/* Fields that degrade on their own. */
-enum field { F_UTIL, F_MEMORY, F_TEMP, F_POWER, F_CLOCK, F_ENERGY, F_COMPUTE, F_GRAPHICS, F_PROC_UTIL, F_INFO, F_COUNT };
 static const char *const field_names[F_COUNT] = {
     "utilization", "memory", "temperature", "power", "graphics clock", "energy counter",
     "compute processes", "graphics processes", "process utilization", "name/UUID/PCI",
+    "MIG instances", "ECC errors", "retired pages", "remapped rows", "clocks event reasons", "GPM metrics",
 };
 
-struct nvml_gpu {
-    struct nvml_lib *lib;
-    unsigned index;
-    nvml_dev_t h;                     /* NULL until a handle is obtained */
-    unsigned unsupported;             /* bit per field: stop asking */
-    bool logged[F_COUNT];             /* unexpected errors, logged once per field */
-    unsigned long long last_seen_us;  /* newest process-utilisation sample seen */
-    uint64_t interval_us;
-    void *raw;                        /* process list buffer */
-    size_t raw_cap;                   /* entries, at the larger stride */
-    struct nvml_proc_util *samples;
-    size_t samples_cap;
-    char name[96], uuid[96], bus_id[32];
-    bool have_info;
-    char err[96];
-};
-
-static const char *errstr(const struct nvml_lib *lib, nvml_ret r)
+const char *gpu_nvml_errstr(const struct nvml_lib *lib, nvml_ret r)
 {
     const char *s = lib->error_string ? lib->error_string(r) : NULL;
     return s ? s : "unknown error";
@@ -111,15 +30,13 @@ static bool is_lost(nvml_ret r)
     return r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_RESET_REQUIRED || r == NVML_ERROR_GPU_NOT_FOUND;
 }
 
-/* Classify a field's result: true on success. NOT_SUPPORTED and NO_PERMISSION
- * switch the field off for good; other errors are logged once per field. */
-static bool check(struct nvml_gpu *g, enum field f, nvml_ret r, bool *lost)
+bool gpu_nvml_check(struct nvml_gpu *g, enum field f, nvml_ret r, bool *lost)
 {
     if (r == NVML_SUCCESS)
         return true;
     if (is_lost(r)) {
         *lost = true;
-        snprintf(g->err, sizeof(g->err), "%s", errstr(g->lib, r));
+        snprintf(g->err, sizeof(g->err), "%s", gpu_nvml_errstr(g->lib, r));
         return false;
     }
     if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_NO_PERMISSION) {
@@ -129,11 +46,11 @@ static bool check(struct nvml_gpu *g, enum field f, nvml_ret r, bool *lost)
         return false;
     }
     rt_log_once(&g->logged[f], LOG_INFO, "NVIDIA GPU %u: reading %s failed: %s", g->index, field_names[f],
-                errstr(g->lib, r));
+                gpu_nvml_errstr(g->lib, r));
     return false;
 }
 
-static bool wanted(const struct nvml_gpu *g, enum field f, const void *fn)
+bool gpu_nvml_wanted(const struct nvml_gpu *g, enum field f, const void *fn)
 {
     return fn && !(g->unsupported & (1u << f));
 }
@@ -186,6 +103,7 @@ static void resolve(struct nvml_lib *lib)
     lib->compute_stride = which == 2 ? sizeof(struct nvml_process_v1) : sizeof(struct nvml_process_v2);
     *(void **)&lib->graphics_procs = sym(lib->so, graphics, &which);
     lib->graphics_stride = which == 2 ? sizeof(struct nvml_process_v1) : sizeof(struct nvml_process_v2);
+    gpu_nvml_resolve_health(lib, lib->so);
 }
 
 struct nvml_lib *gpu_nvml_open(const char *path)
@@ -209,7 +127,7 @@ struct nvml_lib *gpu_nvml_open(const char *path)
     if (r != NVML_SUCCESS) {
         /* A library without a loaded driver is an ordinary GPU-less host. */
         rt_log(r == NVML_ERROR_DRIVER_NOT_LOADED ? LOG_DEBUG : LOG_INFO, "NVML initialisation failed: %s",
-               errstr(lib, r));
+               gpu_nvml_errstr(lib, r));
         dlclose(so);
         free(lib);
         return NULL;
@@ -234,7 +152,7 @@ static enum gpu_status ensure_handle(struct nvml_gpu *g)
     nvml_ret r = g->lib->get_handle(g->index, &g->h);
     if (r != NVML_SUCCESS) {
         g->h = NULL;
-        snprintf(g->err, sizeof(g->err), "%s", errstr(g->lib, r));
+        snprintf(g->err, sizeof(g->err), "%s", gpu_nvml_errstr(g->lib, r));
         return GPU_LOST;
     }
     return GPU_OK;
@@ -245,11 +163,11 @@ static enum gpu_status nv_util(void *dev, double *pct)
     struct nvml_gpu *g = dev;
     if (ensure_handle(g) != GPU_OK)
         return GPU_LOST;
-    if (!wanted(g, F_UTIL, g->lib->utilization))
+    if (!gpu_nvml_wanted(g, F_UTIL, g->lib->utilization))
         return GPU_FAILED;
     struct nvml_utilization u;
     bool lost = false;
-    if (!check(g, F_UTIL, g->lib->utilization(g->h, &u), &lost))
+    if (!gpu_nvml_check(g, F_UTIL, g->lib->utilization(g->h, &u), &lost))
         return lost ? GPU_LOST : GPU_FAILED;
     *pct = u.gpu;
     return GPU_OK;
@@ -261,14 +179,15 @@ static void read_info(struct nvml_gpu *g, bool *lost)
     struct nvml_lib *lib = g->lib;
     if (g->have_info)
         return;
-    if (!lib->name || !check(g, F_INFO, lib->name(g->h, g->name, sizeof(g->name)), lost))
+    if (!lib->name || !gpu_nvml_check(g, F_INFO, lib->name(g->h, g->name, sizeof(g->name)), lost))
         g->name[0] = '\0';
-    if (!lib->uuid || !check(g, F_INFO, lib->uuid(g->h, g->uuid, sizeof(g->uuid)), lost) || !g->uuid[0])
+    if (!lib->uuid || !gpu_nvml_check(g, F_INFO, lib->uuid(g->h, g->uuid, sizeof(g->uuid)), lost) ||
+        !g->uuid[0])
         snprintf(g->uuid, sizeof(g->uuid), "nvidia-%u", g->index);
     struct nvml_pci_info pci;
     memset(&pci, 0, sizeof(pci));
     g->bus_id[0] = '\0';
-    if (lib->pci && check(g, F_INFO, lib->pci(g->h, &pci), lost)) {
+    if (lib->pci && gpu_nvml_check(g, F_INFO, lib->pci(g->h, &pci), lost)) {
         const char *b = !lib->pci_v1 && pci.bus_id[0] ? pci.bus_id : pci.bus_id_legacy;
         snprintf(g->bus_id, sizeof(g->bus_id), "%.*s", (int)sizeof(pci.bus_id), b);
     }
@@ -296,24 +215,24 @@ static nvml_ret fetch_list(struct nvml_gpu *g, proc_list_fn fn, unsigned *count)
     return NVML_ERROR_INSUFFICIENT_SIZE;
 }
 
-static void push_proc(struct gpu_dev_data *d, int32_t pid, uint64_t vram)
+static void push_proc(struct rt_gpu_dev *d, int32_t pid, uint64_t vram, uint32_t gi, uint32_t ci)
 {
     if (d->n_procs == d->procs_cap) {
         d->procs_cap = d->procs_cap ? 2 * d->procs_cap : 16;
         d->procs = rt_xrealloc(d->procs, d->procs_cap * sizeof(*d->procs));
     }
-    d->procs[d->n_procs++] = (struct gpu_proc){.pid = pid, .vram_bytes = vram};
+    d->procs[d->n_procs++] = (struct rt_gpu_proc){.pid = pid, .vram_bytes = vram, .gi = gi, .ci = ci};
 }
 
 static int cmp_proc(const void *a, const void *b)
 {
-    int32_t x = ((const struct gpu_proc *)a)->pid, y = ((const struct gpu_proc *)b)->pid;
+    int32_t x = ((const struct rt_gpu_proc *)a)->pid, y = ((const struct rt_gpu_proc *)b)->pid;
     return (x > y) - (x < y);
 }
 
 /* Sort by pid and merge a PID listed as both compute and graphics: it is one
  * process, and NVML reports the same memory in both lists, so keep the max. */
-static void merge_procs(struct gpu_dev_data *d)
+static void merge_procs(struct rt_gpu_dev *d)
 {
     if (d->n_procs < 2)
         return;
@@ -321,11 +240,12 @@ static void merge_procs(struct gpu_dev_data *d)
     size_t w = 0;
     for (size_t i = 0; i < d->n_procs; i++) {
         if (w && d->procs[w - 1].pid == d->procs[i].pid) {
-            struct gpu_proc *p = &d->procs[w - 1];
+            struct rt_gpu_proc *p = &d->procs[w - 1];
             if (d->procs[i].vram_bytes > p->vram_bytes)
                 p->vram_bytes = d->procs[i].vram_bytes;
             if (d->procs[i].sm_pct > p->sm_pct)
                 p->sm_pct = d->procs[i].sm_pct;
+            p->has_sm |= d->procs[i].has_sm;
         } else {
             d->procs[w++] = d->procs[i];
         }
@@ -333,21 +253,25 @@ static void merge_procs(struct gpu_dev_data *d)
     d->n_procs = w;
 }
 
-static bool read_list(struct nvml_gpu *g, enum field f, proc_list_fn fn, size_t stride, struct gpu_dev_data *d,
+static bool read_list(struct nvml_gpu *g, enum field f, proc_list_fn fn, size_t stride, struct rt_gpu_dev *d,
                       bool *lost)
 {
-    if (!wanted(g, f, fn))
+    if (!gpu_nvml_wanted(g, f, fn))
         return false;
     unsigned n = 0;
-    if (!check(g, f, fetch_list(g, fn, &n), lost))
+    if (!gpu_nvml_check(g, f, fetch_list(g, fn, &n), lost))
         return false;
     for (unsigned i = 0; i < n; i++) {
         const unsigned char *e = (const unsigned char *)g->raw + (size_t)i * stride;
-        unsigned pid;
+        unsigned pid, gi = RT_GPU_NO_ID, ci = RT_GPU_NO_ID;
         unsigned long long mem;
         memcpy(&pid, e, sizeof(pid));
         memcpy(&mem, e + offsetof(struct nvml_process_v1, used_gpu_memory), sizeof(mem));
-        push_proc(d, (int32_t)pid, mem == NVML_VALUE_NOT_AVAILABLE ? 0 : mem);
+        if (stride >= sizeof(struct nvml_process_v2)) { /* the MIG instance it runs in */
+            memcpy(&gi, e + offsetof(struct nvml_process_v2, gpu_instance_id), sizeof(gi));
+            memcpy(&ci, e + offsetof(struct nvml_process_v2, compute_instance_id), sizeof(ci));
+        }
+        push_proc(d, (int32_t)pid, mem == NVML_VALUE_NOT_AVAILABLE ? 0 : mem, gi, ci);
     }
     return true;
 }
@@ -361,10 +285,10 @@ static int cmp_sample(const void *a, const void *b)
 /* Per-process SM utilisation since the previous poll: the mean of each PID's
  * samples newer than the last one seen. A PID that has samples but has left
  * the lists (it just exited) is kept with 0 VRAM, so its work is counted. */
-static void read_proc_util(struct nvml_gpu *g, struct gpu_dev_data *d, bool *lost)
+static void read_proc_util(struct nvml_gpu *g, struct rt_gpu_dev *d, bool *lost)
 {
     struct nvml_lib *lib = g->lib;
-    if (!wanted(g, F_PROC_UTIL, lib->proc_util))
+    if (!gpu_nvml_wanted(g, F_PROC_UTIL, lib->proc_util))
         return;
     if (!g->last_seen_us) {
         struct timespec ts;
@@ -385,11 +309,15 @@ static void read_proc_util(struct nvml_gpu *g, struct gpu_dev_data *d, bool *los
     }
     if (r == NVML_ERROR_NOT_FOUND) { /* no samples since last time: nothing ran */
         d->has_proc_util = true;
+        for (size_t i = 0; i < d->n_procs; i++)
+            d->procs[i].has_sm = true;
         return;
     }
-    if (!check(g, F_PROC_UTIL, r, lost) || n > g->samples_cap)
+    if (!gpu_nvml_check(g, F_PROC_UTIL, r, lost) || n > g->samples_cap)
         return;
     d->has_proc_util = true;
+    for (size_t i = 0; i < d->n_procs; i++)
+        d->procs[i].has_sm = true;
     qsort(g->samples, n, sizeof(*g->samples), cmp_sample);
     size_t listed = d->n_procs;
     for (unsigned i = 0; i < n;) {
@@ -400,11 +328,12 @@ static void read_proc_util(struct nvml_gpu *g, struct gpu_dev_data *d, bool *los
             if (g->samples[j].timestamp_us > g->last_seen_us)
                 g->last_seen_us = g->samples[j].timestamp_us;
         }
-        struct gpu_proc key = {.pid = (int32_t)g->samples[i].pid};
-        struct gpu_proc *p = bsearch(&key, d->procs, listed, sizeof(*d->procs), cmp_proc);
+        struct rt_gpu_proc key = {.pid = (int32_t)g->samples[i].pid};
+        struct rt_gpu_proc *p = bsearch(&key, d->procs, listed, sizeof(*d->procs), cmp_proc);
         if (!p) {
-            push_proc(d, key.pid, 0);
+            push_proc(d, key.pid, 0, RT_GPU_NO_ID, RT_GPU_NO_ID);
             p = &d->procs[d->n_procs - 1];
+            p->has_sm = true;
         }
         p->sm_pct = sum / (double)(j - i);
         i = j;
@@ -412,7 +341,7 @@ static void read_proc_util(struct nvml_gpu *g, struct gpu_dev_data *d, bool *los
     merge_procs(d);
 }
 
-static enum gpu_status nv_poll(void *dev, struct gpu_dev_data *d)
+static enum gpu_status nv_poll(void *dev, struct rt_gpu_dev *d)
 {
     struct nvml_gpu *g = dev;
     struct nvml_lib *lib = g->lib;
@@ -421,27 +350,30 @@ static enum gpu_status nv_poll(void *dev, struct gpu_dev_data *d)
     bool lost = false;
     read_info(g, &lost);
     struct nvml_memory mem;
-    if (!lost && wanted(g, F_MEMORY, lib->memory) && check(g, F_MEMORY, lib->memory(g->h, &mem), &lost)) {
+    if (!lost && gpu_nvml_wanted(g, F_MEMORY, lib->memory) &&
+        gpu_nvml_check(g, F_MEMORY, lib->memory(g->h, &mem), &lost)) {
         d->vram_total = mem.total;
         d->vram_used = mem.used;
     }
     unsigned v;
-    if (!lost && wanted(g, F_TEMP, lib->temperature) &&
-        check(g, F_TEMP, lib->temperature(g->h, NVML_TEMPERATURE_GPU, &v), &lost)) {
+    if (!lost && gpu_nvml_wanted(g, F_TEMP, lib->temperature) &&
+        gpu_nvml_check(g, F_TEMP, lib->temperature(g->h, NVML_TEMPERATURE_GPU, &v), &lost)) {
         d->has_temperature = true;
         d->temperature_c = v;
     }
-    if (!lost && wanted(g, F_POWER, lib->power) && check(g, F_POWER, lib->power(g->h, &v), &lost)) {
+    if (!lost && gpu_nvml_wanted(g, F_POWER, lib->power) &&
+        gpu_nvml_check(g, F_POWER, lib->power(g->h, &v), &lost)) {
         d->has_power = true;
         d->power_w = v / 1000.0;
     }
-    if (!lost && wanted(g, F_CLOCK, lib->clock) &&
-        check(g, F_CLOCK, lib->clock(g->h, NVML_CLOCK_GRAPHICS, &v), &lost)) {
+    if (!lost && gpu_nvml_wanted(g, F_CLOCK, lib->clock) &&
+        gpu_nvml_check(g, F_CLOCK, lib->clock(g->h, NVML_CLOCK_GRAPHICS, &v), &lost)) {
         d->has_frequency = true;
         d->frequency_mhz = v;
     }
     unsigned long long mj;
-    if (!lost && wanted(g, F_ENERGY, lib->energy) && check(g, F_ENERGY, lib->energy(g->h, &mj), &lost)) {
+    if (!lost && gpu_nvml_wanted(g, F_ENERGY, lib->energy) &&
+        gpu_nvml_check(g, F_ENERGY, lib->energy(g->h, &mj), &lost)) {
         d->has_energy = true;
         d->energy_j = (double)mj / 1000.0;
     }
@@ -453,6 +385,8 @@ static enum gpu_status nv_poll(void *dev, struct gpu_dev_data *d)
     }
     if (!lost)
         read_proc_util(g, d, &lost);
+    if (!lost)
+        gpu_nvml_poll_health(g, d, &lost);
     if (lost) {
         g->h = NULL; /* a new handle on recovery */
         g->have_info = false;
@@ -483,8 +417,10 @@ static const char *nv_last_error(void *dev) { return ((struct nvml_gpu *)dev)->e
 static void nv_destroy(void *dev)
 {
     struct nvml_gpu *g = dev;
+    gpu_nvml_free_health(g);
     free(g->raw);
     free(g->samples);
+    free(g->pages);
     free(g);
 }
 
@@ -497,7 +433,7 @@ void gpu_nvml_discover(struct nvml_lib *lib, struct gpu_shared *sh)
     unsigned n = 0;
     nvml_ret r = lib->get_count(&n);
     if (r != NVML_SUCCESS) {
-        rt_info("NVML: cannot count devices: %s", errstr(lib, r));
+        rt_info("NVML: cannot count devices: %s", gpu_nvml_errstr(lib, r));
         return;
     }
     for (unsigned i = 0; i < n; i++) {

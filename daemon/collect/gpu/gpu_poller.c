@@ -49,7 +49,7 @@ static void call_end(struct gpu_shared *sh, struct gpu_slot *s)
         rt_notice("%s answers again after %.1f s", label, (double)took / 1e9);
 }
 
-void gpu_report(const struct gpu_slot *s, const struct gpu_dev_data *d, const char *lost_reason)
+void gpu_report(const struct gpu_slot *s, const struct rt_gpu_dev *d, const char *lost_reason)
 {
     struct rt_event_gpu e = {.index = s->index,
                              .vendor = s->vendor == GPU_NVIDIA ? "nvidia" : "amd",
@@ -62,7 +62,7 @@ void gpu_report(const struct gpu_slot *s, const struct gpu_dev_data *d, const ch
         rt_event_gpu_appeared(&e);
 }
 
-static void publish(struct gpu_shared *sh, struct gpu_slot *s, const struct gpu_dev_data *d)
+static void publish(struct gpu_shared *sh, struct gpu_slot *s, const struct rt_gpu_dev *d)
 {
     pthread_mutex_lock(&sh->mu);
     gpu_data_copy(&s->data, d);
@@ -86,7 +86,7 @@ static void mark_lost(struct gpu_shared *sh, struct gpu_slot *s)
     s->lost = true;
     bool report = !s->reported_lost; /* not twice for a hang that ended in an error */
     s->reported_lost = true;
-    struct gpu_dev_data last = s->data; /* names only: procs is not read */
+    struct rt_gpu_dev last = s->data; /* names only: procs is not read */
     pthread_cond_broadcast(&sh->published);
     pthread_mutex_unlock(&sh->mu);
     if (report) {
@@ -102,16 +102,17 @@ static void mark_lost(struct gpu_shared *sh, struct gpu_slot *s)
 struct worker {
     struct gpu_shared *sh;
     struct gpu_slot *slot;
-    struct gpu_dev_data work;
+    struct rt_gpu_dev work;
     uint64_t last_poll_ns;
     double est_j; /* power integrated over time, for devices without a counter */
 };
 
-/* A full poll; util_pct is the mean of the readings since the last one. */
-static enum gpu_status full_poll(struct worker *w, double util_pct)
+/* A full poll; util_pct is the mean of the readings since the last one
+ * (has_util: there were some). */
+static enum gpu_status full_poll(struct worker *w, bool has_util, double util_pct)
 {
-    struct gpu_dev_data *d = &w->work;
-    struct gpu_proc *buf = d->procs;
+    struct rt_gpu_dev *d = &w->work;
+    struct rt_gpu_proc *buf = d->procs;
     size_t cap = d->procs_cap;
     memset(d, 0, sizeof(*d));
     d->procs = buf;
@@ -121,6 +122,7 @@ static enum gpu_status full_poll(struct worker *w, double util_pct)
     call_end(w->sh, w->slot);
     if (st != GPU_OK)
         return st;
+    d->has_util = has_util;
     d->util_pct = util_pct;
     uint64_t now = rt_mono_ns();
     if (d->has_energy) {
@@ -160,7 +162,7 @@ static void *worker_main(void *arg)
             call_begin(sh, slot);
             enum gpu_status st = ops->recover(slot->dev);
             call_end(sh, slot);
-            if (st == GPU_OK && full_poll(w, 0) == GPU_OK)
+            if (st == GPU_OK && full_poll(w, false, 0) == GPU_OK)
                 publish(sh, slot, &w->work);
             next = rt_mono_ns();
             continue;
@@ -178,7 +180,7 @@ static void *worker_main(void *arg)
             un++;
         }
         if (first || ++taken >= k) {
-            st = full_poll(w, un ? usum / un : 0);
+            st = full_poll(w, un > 0, un ? usum / un : 0);
             if (st == GPU_OK)
                 publish(sh, slot, &w->work);
             else

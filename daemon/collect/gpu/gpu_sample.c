@@ -16,7 +16,7 @@ static void take_snapshot(struct rt_gpu_collector *c)
     struct gpu_shared *sh = c->sh;
     struct hung {
         const struct gpu_slot *slot;
-        struct gpu_dev_data last; /* names only */
+        struct rt_gpu_dev last; /* names only */
         double secs;
     } hung_list[4];
     size_t n_hung = 0;
@@ -44,9 +44,20 @@ static void take_snapshot(struct rt_gpu_collector *c)
         v->vendor = s->vendor;
         v->index = s->index;
         v->visible = s->has_thread && s->valid && !s->lost && !hung;
-        if (v->visible)
+        if (v->visible) {
             gpu_data_copy(&v->data, &s->data);
+            v->data.health.has_events = s->has_events;
+            v->data.health.xids = s->xids;
+            v->data.health.last_xid = s->last_xid;
+        }
     }
+    /* XID events since the last tick; beyond the ring's size only counted. */
+    uint64_t first = sh->xid_seq > GPU_XID_RING && c->xid_seen < sh->xid_seq - GPU_XID_RING
+                         ? sh->xid_seq - GPU_XID_RING : c->xid_seen;
+    c->n_xids = 0;
+    for (uint64_t q = first; q < sh->xid_seq; q++)
+        c->xids[c->n_xids++] = sh->xid_ring[q % GPU_XID_RING];
+    c->xid_seen = sh->xid_seq;
     pthread_mutex_unlock(&sh->mu);
     for (size_t i = 0; i < n_hung; i++) {
         char reason[96];
@@ -58,7 +69,7 @@ static void take_snapshot(struct rt_gpu_collector *c)
 
 static void fill_gpu(struct rt_arena *a, const struct gpu_view *v, struct rt_gpu *g)
 {
-    const struct gpu_dev_data *d = &v->data;
+    const struct rt_gpu_dev *d = &v->data;
     g->uuid = rt_arena_strdup(a, d->uuid);
     g->name = rt_arena_strdup(a, d->name);
     g->host_id = rt_arena_strdup(a, d->host_id);
@@ -89,7 +100,7 @@ static void fill_gpu(struct rt_arena *a, const struct gpu_view *v, struct rt_gpu
  * from its process lists, AMD (and NVIDIA without lists) from the device. */
 static void host_usage(const struct gpu_view *v, double *usage, uint64_t *vram, uint32_t *utilized)
 {
-    const struct gpu_dev_data *d = &v->data;
+    const struct rt_gpu_dev *d = &v->data;
     if (v->vendor == GPU_NVIDIA && d->has_procs) {
         *vram += d->procs_vram;
         *usage += d->has_proc_util ? d->sm_total / 100.0 : d->util_pct / 100.0;
@@ -128,4 +139,23 @@ void rt_gpu_collect(struct rt_gpu_collector *c, struct rt_sample *s)
     s->job.gpu_usage = usage;
     s->job.gpu_vram_bytes = vram;
     s->job.gpu_utilized = utilized;
+}
+
+bool rt_gpu_has_backend(const struct rt_gpu_collector *c) { return c->has_backend; }
+
+size_t rt_gpu_devices(const struct rt_gpu_collector *c, struct rt_gpu_devref *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_view && n < max; i++)
+        if (c->view[i].visible)
+            out[n++] = (struct rt_gpu_devref){c->view[i].vendor == GPU_NVIDIA, c->view[i].index, &c->view[i].data};
+    return n;
+}
+
+size_t rt_gpu_take_xids(struct rt_gpu_collector *c, struct rt_gpu_xid *out, size_t max)
+{
+    size_t n = c->n_xids < max ? c->n_xids : max;
+    memcpy(out, c->xids, n * sizeof(*out));
+    c->n_xids = 0;
+    return n;
 }
