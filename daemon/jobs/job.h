@@ -92,6 +92,10 @@ struct rt_job {
     bool cg_open;
     struct rt_cg_figures cg_last;
     int cg_watch;
+    /* A cgroup job's processes at its last sample, where GPU use is read:
+     * whose they are to the GPU's holders (gpuuse). */
+    pid_t *cg_pids;
+    size_t cg_npids, cg_pids_cap;
 };
 
 /* A job's sampling interval: any value in this range, exactly as asked. */

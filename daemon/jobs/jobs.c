@@ -152,6 +152,7 @@ void rt_job_free(struct rt_job *j)
     free(j->tracking_why);
     if (j->cg_open)
         rt_cgroup_close(&j->cg);
+    free(j->cg_pids);
     rt_figlog_unref(j->fig);
     json_object_put(j->metadata);
     json_object_put(j->request);

@@ -84,6 +84,9 @@ void rt_cgroup_job_end(struct rt_sampler *s, struct rt_job *j)
     j->cg_watch = -1;
     rt_cgroup_close(&j->cg);
     j->cg_open = false;
+    free(j->cg_pids);
+    j->cg_pids = NULL;
+    j->cg_npids = j->cg_pids_cap = 0;
     /* A cgroup made for the job goes with it once empty; processes the
      * command left behind keep it (and are not ours to kill). */
     if (j->cgroup && j->cgroup_made) {
@@ -180,20 +183,20 @@ bool rt_cgroup_job_figures(struct rt_sampler *s, struct rt_job *j, double elapse
     return r == 0;
 }
 
-int rt_cgroup_job_pids(struct rt_sampler *s, struct rt_job *j, size_t *n)
+int rt_cgroup_job_pids(struct rt_job *j)
 {
-    *n = 0;
+    j->cg_npids = 0;
     if (!j->cg_open)
         return -ENOENT;
-    if (!s->cg_pids_cap) {
-        s->cg_pids_cap = 1024;
-        s->cg_pids = rt_xmalloc(s->cg_pids_cap * sizeof(*s->cg_pids));
+    if (!j->cg_pids_cap) {
+        j->cg_pids_cap = 64;
+        j->cg_pids = rt_xmalloc(j->cg_pids_cap * sizeof(*j->cg_pids));
     }
     for (;;) {
-        int r = rt_cgroup_pids(&j->cg, s->cg_pids, s->cg_pids_cap, n);
-        if (r != -E2BIG || s->cg_pids_cap >= 1u << 20)
+        int r = rt_cgroup_pids(&j->cg, j->cg_pids, j->cg_pids_cap, &j->cg_npids);
+        if (r != -E2BIG || j->cg_pids_cap >= 1u << 20)
             return r;
-        s->cg_pids_cap = s->cg_pids_cap ? s->cg_pids_cap * 4 : 1024;
-        s->cg_pids = rt_xrealloc(s->cg_pids, s->cg_pids_cap * sizeof(*s->cg_pids));
+        j->cg_pids_cap *= 4;
+        j->cg_pids = rt_xrealloc(j->cg_pids, j->cg_pids_cap * sizeof(*j->cg_pids));
     }
 }

@@ -77,8 +77,6 @@ struct rt_sampler {
     bool stall_logged;
     bool pidfd_warned;
     int inotify_fd;             /* the cgroup jobs' cgroup.events watches */
-    pid_t *cg_pids;             /* a cgroup job's processes, for its GPU use */
-    size_t cg_pids_cap;
 };
 
 /* mailbox.c: requests from the main thread, events to it. */
@@ -129,8 +127,8 @@ void rt_cgroup_job_end(struct rt_sampler *s, struct rt_job *j);
 bool rt_cgroup_job_ended(struct rt_sampler *s, struct rt_job *j);
 /* Its figures since the last sample into f; false when the cgroup is gone. */
 bool rt_cgroup_job_figures(struct rt_sampler *s, struct rt_job *j, double elapsed, struct rt_job_figures *f);
-/* Its processes into s->cg_pids; 0 or -errno. */
-int rt_cgroup_job_pids(struct rt_sampler *s, struct rt_job *j, size_t *n);
+/* Its processes into j->cg_pids (j->cg_npids); 0 or -errno. */
+int rt_cgroup_job_pids(struct rt_job *j);
 
 /* retention.c */
 void rt_sampler_retention(struct rt_sampler *s);

@@ -215,10 +215,10 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
         root_state(s, j, r);
         rt_cgroup_job_figures(s, j, elapsed, &f);
         /* Its processes only where their GPU use is wanted. */
-        if (s->sample.has_gpu_backend && rt_cgroup_job_pids(s, j, &npids) == 0)
-            pids = (const int32_t *)s->cg_pids;
-        else
-            npids = 0;
+        if (!s->sample.has_gpu_backend || rt_cgroup_job_pids(j) < 0)
+            j->cg_npids = 0;
+        pids = (const int32_t *)j->cg_pids;
+        npids = j->cg_npids;
         r->nprocs = rt_cg_has(&j->cg_last, RT_CGF_PIDS) ? (uint32_t)j->cg_last.pids_current : (uint32_t)npids;
     } else {
         rt_ptree_scan(&j->tree, &s->cache, r);

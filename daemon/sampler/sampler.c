@@ -135,7 +135,8 @@ static void gpu_holders(struct rt_sampler *s)
     for (size_t i = 0; i < s->nactive; i++) {
         const struct rt_job *j = s->active[i];
         s->gpu_jobs[i] = (struct rt_gpuuse_job){.id = j->id, .name = j->name, .owner = j->owner_uid,
-                                                .pids = j->tree.pids, .npids = j->tree.npids,
+                                                .pids = j->cgroup ? (const int32_t *)j->cg_pids : j->tree.pids,
+                                                .npids = j->cgroup ? j->cg_npids : j->tree.npids,
                                                 .assigned = j->gpus_assigned};
     }
     rt_sampler_begin_scan(s, false);
@@ -445,7 +446,6 @@ void rt_sampler_free(struct rt_sampler *s)
     free(s->gpu_jobs);
     rt_gpu_collector_free(s->gpu);
     rt_proc_cache_free(&s->cache);
-    free(s->cg_pids);
     int fds[] = {s->epfd, s->req_efd, s->out_efd, s->timer_fd, s->inotify_fd};
     for (size_t i = 0; i < RT_ARRAY_SIZE(fds); i++)
         if (fds[i] >= 0)

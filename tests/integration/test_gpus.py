@@ -11,7 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import Daemon, UsersTest, call_as, run_ctl, spawn_as, wait_for  # noqa: E402
+from rtlib import Daemon, HandCgroup, UsersTest, call_as, run_ctl, spawn_as, wait_for  # noqa: E402
 
 GIB = 1 << 30
 IDLE_AFTER = 2.0
@@ -239,6 +239,44 @@ class HiddenProcesses(UsersTest):
             g = self.gpus_as(who) if who else self.d.call("com.sparecores.ResourceTracker.GetGpus")
             self.assertTrue(g["all_processes_shown"])
             self.assertEqual(sorted(p["pid"] for p in g["gpus"][0]["processes"]), sorted([self.a.pid, self.b.pid]))
+
+
+class CgroupJobOnGpu(unittest.TestCase):
+    """A cgroup job's processes are its cgroup's: one started in it after
+    the job began is the job's on the GPU, and the job's GPU figures count it."""
+
+    def test_its_cgroups_process_is_the_jobs(self):
+        tmp = tempfile.mkdtemp(prefix="rt-cg-gpu-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", tmp])
+        nvml = os.path.join(tmp, "nvml.conf")
+        write_atomic(nvml, "device\nname=NVIDIA H100\nuuid=GPU-0\nutil=60\nmem_total=%d\nmem_used=0\n" % (80 * GIB))
+        d = Daemon(interval=0.25, env={"LD_LIBRARY_PATH": fake_dir(), "FAKE_NVML_CONFIG": nvml})
+        self.addCleanup(d.cleanup)
+        d.start()
+        self.addCleanup(d.stop)
+        wait_for(lambda: d.call("com.sparecores.ResourceTracker.GetGpus")["gpus"], what="the GPU")
+        cg = HandCgroup(self, "gpu")
+        first = cg.spawn("sleep", "600")
+        self.addCleanup(lambda: (first.kill(), first.wait()))
+        job = d.call("com.sparecores.ResourceTracker.StartJob", {"cgroup": cg.path})["job"]["id"]
+        later = cg.spawn("sleep", "600")  # joins after the job began: no tree would hold it
+        self.addCleanup(lambda: (later.kill(), later.wait()))
+        outside = subprocess.Popen(["sleep", "600"])
+        self.addCleanup(lambda: (outside.kill(), outside.wait()))
+        write_atomic(nvml, "device\nname=NVIDIA H100\nuuid=GPU-0\nutil=60\nmem_total=%d\nmem_used=%d\n"
+                     "process\npid=%d\nvram=%d\nsm=55\nprocess\npid=%d\nvram=%d\nsm=5\n"
+                     % (80 * GIB, 3 * GIB, later.pid, 2 * GIB, outside.pid, GIB))
+
+        def on_gpu():
+            procs = {p["pid"]: p for p in d.call("com.sparecores.ResourceTracker.GetGpus")["gpus"][0]["processes"]}
+            return len(procs) == 2 and procs[later.pid]["job_id"] is not None and procs
+        procs = wait_for(on_gpu, what="the cgroup's process under its job")
+        self.assertEqual(procs[later.pid]["job_id"], job)
+        self.assertIsNone(procs[outside.pid]["job_id"])  # in no job's cgroup
+        j = wait_for(lambda: (lambda j: (j["summary"].get("gpu_avg_held") or 0) > 0 and j)(
+            d.call("com.sparecores.ResourceTracker.GetJob", {"id": job})["job"]), what="the job on its GPU")
+        self.assertEqual(j["tracking"]["kind"], "cgroup")
+        self.assertEqual(j["summary"]["gpus"], ["GPU-0"])
 
 
 class RunGpus(unittest.TestCase):
