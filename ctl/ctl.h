@@ -26,6 +26,7 @@ struct ctl {
     const char *socket;        /* --socket or $RESOURCE_TRACKER_SOCKET, else NULL */
     unsigned format;           /* --json, --format: a CTL_FMT_* bit; 0 until chosen or settled */
     bool json;                 /* format is CTL_FMT_JSON */
+    bool format_chosen;        /* --json or --format was given (not the verb's default) */
     const char *user;          /* --user: whose job a JOB name means (administrators) */
     char used_socket[4096];    /* the socket we connected to */
     bool blocked;              /* no directory for a private daemon's socket could be had */
