@@ -99,39 +99,46 @@ bool rt_str_all_digits(const char *s)
     return true;
 }
 
-bool rt_utf8_valid(const char *str, size_t len)
+size_t rt_utf8_len(const char *str, size_t avail)
 {
-    const unsigned char *s = (const unsigned char *)str, *end = s + len;
-    while (s < end) {
-        unsigned c = *s++;
-        if (c < 0x80)
-            continue;
-        size_t more;
-        unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-        if (c >= 0xC2 && c <= 0xDF) {
-            more = 1;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            more = 2;
-            if (c == 0xE0)
-                lo = 0xA0; /* overlong */
-            else if (c == 0xED)
-                hi = 0x9F; /* surrogates */
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            more = 3;
-            if (c == 0xF0)
-                lo = 0x90; /* overlong */
-            else if (c == 0xF4)
-                hi = 0x8F; /* above U+10FFFF */
-        } else {
-            return false;
-        }
-        if ((size_t)(end - s) < more || s[0] < lo || s[0] > hi)
-            return false;
-        for (size_t i = 1; i < more; i++)
-            if (s[i] < 0x80 || s[i] > 0xBF)
-                return false;
-        s += more;
+    const unsigned char *s = (const unsigned char *)str;
+    if (avail == 0)
+        return 0;
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t more;
+    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF) {
+        more = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        more = 2;
+        if (c == 0xE0)
+            lo = 0xA0; /* overlong */
+        else if (c == 0xED)
+            hi = 0x9F; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        more = 3;
+        if (c == 0xF0)
+            lo = 0x90; /* overlong */
+        else if (c == 0xF4)
+            hi = 0x8F; /* above U+10FFFF */
+    } else {
+        return 0;
     }
+    if (avail - 1 < more || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i <= more; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return more + 1;
+}
+
+bool rt_utf8_valid(const char *s, size_t len)
+{
+    for (size_t n; len; s += n, len -= n)
+        if (!(n = rt_utf8_len(s, len)))
+            return false;
     return true;
 }
 

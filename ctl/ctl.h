@@ -120,8 +120,9 @@ void ctl_print_json(FILE *f, struct json_object *o);
 /* Columns for a table: $COLUMNS, else the terminal's width, else 0 (no limit). */
 size_t ctl_term_width(void);
 /* s in at most width characters (UTF-8: a character is never cut), ending in
- * "…" when cut; control characters as '?'. Returns the characters written.
- * A wide (CJK) character counts as one. */
+ * "…" when cut; control characters escaped as systemd shows them (\n, \x1b:
+ * rt_escape_next), an escape never cut. Returns the characters written. A
+ * wide (CJK) character counts as one. */
 size_t ctl_fmt_cut(char *buf, size_t size, const char *s, size_t width);
 /* ctl_fmt_cut padded with spaces to width characters; NULL shows as "-". */
 void ctl_fmt_cell(char *buf, size_t size, const char *s, size_t width);

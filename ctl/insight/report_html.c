@@ -5,9 +5,11 @@
 #include "ctl.h"
 #include "insight/html.h"
 #include "rt/json.h"
+#include "rt/text.h"
 
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char css[] =
@@ -67,7 +69,8 @@ static const struct {
 };
 
 /* An argument as a shell would need it: quoted when it has anything but
- * plain characters, so a command with spaces in an argument reads right. */
+ * plain characters, so a command with spaces in an argument reads right;
+ * one with control characters escaped in $'...' (rt_escape_dup). */
 static void shell_word(FILE *f, const char *arg)
 {
     if (*arg && strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-") ==
@@ -75,12 +78,18 @@ static void shell_word(FILE *f, const char *arg)
         html_text(f, arg);
         return;
     }
-    fputs("&#39;", f);
-    for (const char *p = arg; *p; p++) {
-        char c[2] = {*p, '\0'};
-        html_text(f, *p == '\'' ? "'\\''" : c);
+    char *shown = rt_escape_dup(arg);
+    if (strcmp(shown, arg) != 0) { /* control characters: as bash's $'...' writes them */
+        fputs("$&#39;", f);
+        for (const char *p = shown; *p; p++)
+            html_text(f, *p == '\'' ? "\\'" : (char[2]){*p, '\0'});
+    } else {
+        fputs("&#39;", f);
+        for (const char *p = arg; *p; p++)
+            html_text(f, *p == '\'' ? "'\\''" : (char[2]){*p, '\0'});
     }
     fputs("&#39;", f);
+    free(shown);
 }
 
 static void exit_text(struct json_object *job, char *buf, size_t size)

@@ -103,7 +103,7 @@ static void print_host(struct json_object *s)
         printf("GPU      none\n");
 }
 
-/* Text from a job as it is, but no control characters for the terminal
+/* Text from a job as it is, but control characters escaped for the terminal
  * (an administrator reads other users' jobs). */
 static const char *clean(const char *s, char *buf, size_t size)
 {
@@ -116,7 +116,7 @@ static void print_metadata(struct json_object *md)
     static const char *const keys[] = {"project_name", "stage_name", "task_name",       "team",
                                        "env",          "language",   "orchestrator",    "executor",
                                        "external_run_id", "container_image"};
-    char buf[8192]; /* a value is at most 4096 bytes */
+    char buf[4 * 4096 + 8]; /* a value is at most 4096 bytes, each at most 4 escaped */
     struct json_object *cmd = rt_json_get_array(md, "command");
     if (cmd) {
         printf("Command ");

@@ -26,6 +26,8 @@ bool rt_str_all_digits(const char *s);
 /* Well-formed UTF-8 (RFC 3629): no overlong forms, surrogates or code
  * points above U+10FFFF. */
 bool rt_utf8_valid(const char *s, size_t len);
+/* Bytes of the well-formed UTF-8 character at s (of avail bytes), or 0. */
+size_t rt_utf8_len(const char *s, size_t avail);
 
 /* Read a whole (small) file relative to dirfd into buf, NUL-terminated.
  * Returns the length, or -errno. A file longer than size-1 is truncated. */

@@ -272,7 +272,7 @@ class JobsAndUsers(UsersTest):
         long_name = "a-very-long-job-name-of-31-char"
         j1 = self.run_job(self.alice, long_name, "sh", "-c", "exit 7", rc=7)
         j2 = self.run_job(self.alice, "killed", "sh", "-c", "kill -KILL $$", rc=137)
-        words = "ünïcödé €uro 漢字 \x1b[31mred"
+        words = "ünïcödé €uro 漢字 \x1b[31mred\n: line"
         j3 = self.run_job(self.alice, "utf", "sh", "-c", ": " + words + ", \"quoted\"")
         j4 = self.start_job(self.alice, "running")
         head, *rows = self.ctl("jobs", user=self.alice).splitlines()
@@ -291,15 +291,23 @@ class JobsAndUsers(UsersTest):
             self.assertIn(" " + user_cell + " ", by_id[jid][:fixed])
         self.assertEqual(by_id[j1][fixed:], "sh -c exit 7")
         self.assertEqual(by_id[j4][fixed:], "-")
-        # The command whole in a pipe, control characters as '?'.
-        shown = "sh -c : " + words.replace("\x1b", "?") + ", \"quoted\""
+        # The command whole in a pipe, control characters escaped as systemd shows them.
+        shown = "sh -c : " + words.replace("\x1b", "\\x1b").replace("\n", "\\n") + ", \"quoted\""
         self.assertEqual(by_id[j3][fixed:], shown)
-        # Cut to $COLUMNS at any character: never inside a UTF-8 sequence.
+        # Cut to $COLUMNS at any character: never inside a UTF-8 sequence or an escape.
+        pieces = re.findall(r"\\x[0-9a-f]{2}|\\.|.", shown)
         for width in range(fixed + 10, fixed + len(shown) + 2):
             p = subprocess.run([CTL, "jobs", "--name", "utf"], capture_output=True, timeout=30,
                                env=dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket, COLUMNS=str(width)))
             row = p.stdout.decode("utf-8").splitlines()[1]  # strict: a cut sequence raises
-            want = shown if len(shown) <= width - fixed else shown[:width - fixed - 1] + "…"
+            want = shown
+            if len(shown) > width - fixed:
+                want = ""
+                for piece in pieces:
+                    if len(want) + len(piece) > width - fixed - 1:
+                        break
+                    want += piece
+                want += "…"
             self.assertEqual(row[fixed:], want, width)
         self.assertEqual(len(self.ctl("jobs", "--name", "utf", env={"COLUMNS": str(fixed + 3)}).splitlines()[1]),
                          fixed + 10, "10 characters at least")
@@ -327,7 +335,7 @@ class JobsAndUsers(UsersTest):
         self.assertEqual(lines[start + 1:start + 6], [
             "Metadata project_name     proj",
             "         team             ml",
-            "         executor         ?]0;title?",
+            "         executor         \\x1b]0;title\\a",
             "Tags     a=1",
             "         b=x=y",
         ])

@@ -469,7 +469,7 @@ class Report(unittest.TestCase):
     def test_what_users_write_is_escaped(self):
         evil = "<script>alert(1)</script>"
         run_ctl(self.d, "run", "-q", "-n", "esc", "--project-name", evil, "--tag", 'k="<b>x</b>"', "--",
-                "sh", "-c", "exit 3", "'" + evil, check=3)
+                "sh", "-c", "exit 3", "'" + evil, "it's\tan\x1b[2J", check=3)
         rc, text, err = run_ctl(self.d, "report", "-o", "-", "esc", "--no-prices", check=0)
         self.assertNotIn(evil, text)
         self.assertNotIn("<b>x</b>", text)
@@ -478,6 +478,8 @@ class Report(unittest.TestCase):
         self.assertEqual(text.count("<script"), 4)
         # The command quoted as for a shell.
         self.assertIn("<code>sh -c &#39;exit 3&#39; &#39;&#39;\\&#39;&#39;&lt;script&gt;", text)
+        # Control characters escaped, in bash's $'...': what a shell needs, nothing for the terminal.
+        self.assertIn("&lt;/script&gt;&#39; $&#39;it\\&#39;s\\tan\\x1b[2J&#39;</code>", text)
         self.assertIn("<td>failed</td>", text)
         self.assertIn("<td>3</td>", text)
 
