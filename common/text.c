@@ -1,4 +1,4 @@
-/* Text from users shown to people. */
+/* Text from users shown to people; the rule of a job's name. */
 #include "rt/text.h"
 
 #include "rt/util.h"
@@ -44,4 +44,17 @@ char *rt_escape_dup(const char *s)
         n += rt_escape_next(s, len, out + n, &used);
     out[n] = '\0';
     return out;
+}
+
+bool rt_job_name_valid(const char *name)
+{
+    size_t len = strlen(name), chars = 0;
+    if (len == 0 || rt_str_all_digits(name))
+        return false; /* all digits would be taken for an id */
+    for (size_t n; len; name += n, len -= n, chars++) {
+        n = rt_utf8_len(name, len);
+        if (!n || is_control((const unsigned char *)name, n) || chars == RT_NAME_MAX_CHARS)
+            return false;
+    }
+    return true;
 }

@@ -34,6 +34,47 @@ static void offer(const struct comp *c, const char *word)
         printf("%s\n", word);
 }
 
+/* A job name as one shell word: what the shell would take apart or expand
+ * behind a backslash ("train\ run"); bash puts a candidate on the line as
+ * it is. */
+static void offer_name(const struct comp *c, const char *name)
+{
+    if (strncmp(name, c->cur, strlen(c->cur)) != 0)
+        return;
+    for (const char *p = name; *p; p++) {
+        if (strchr(" \t'\"\\$`!&|;<>()[]{}*?", *p) || (p == name && strchr("~#", *p)))
+            putchar('\\');
+        putchar(*p);
+    }
+    putchar('\n');
+}
+
+/* The word being completed as the shell reads it: quotes and backslashes
+ * taken away ('train r, "train r, train\ r), nothing expanded. */
+static char *dequote(const char *w)
+{
+    char *out = rt_xmalloc(strlen(w) + 1), *o = out;
+    char quote = 0; /* the open quote, if any */
+    for (; *w; w++) {
+        if (quote == '\'') {
+            if (*w == '\'')
+                quote = 0;
+            else
+                *o++ = *w;
+        } else if (*w == '\\' && w[1] && (quote != '"' || strchr("\"\\$`", w[1]))) {
+            *o++ = *++w;
+        } else if (*w == '"' && quote == '"') {
+            quote = 0;
+        } else if ((*w == '"' || *w == '\'') && !quote) {
+            quote = *w;
+        } else {
+            *o++ = *w;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
 static void offer_opt(const struct ctl_opt *o, void *data)
 {
     char word[64];
@@ -81,6 +122,8 @@ static void offer_jobs(const struct comp *c, bool running, bool ids)
     }
     struct json_object *jobs = rt_json_get_array(rt_vl_reply_params(reply), "jobs");
     struct json_object *seen = json_object_new_object();
+    char *cur = dequote(c->cur);
+    c = &(struct comp){.ctl = c->ctl, .cur = cur};
     for (size_t i = 0; jobs && i < json_object_array_length(jobs); i++) {
         struct json_object *j = json_object_array_get_idx(jobs, i);
         const char *name = rt_json_get_string(j, "name");
@@ -92,9 +135,10 @@ static void offer_jobs(const struct comp *c, bool running, bool ids)
         }
         if (name && !json_object_object_get_ex(seen, name, NULL)) {
             json_object_object_add(seen, name, NULL);
-            offer(c, name);
+            offer_name(c, name);
         }
     }
+    free(cur);
     json_object_put(seen);
     json_object_put(reply);
     rt_vl_client_close(&vl);

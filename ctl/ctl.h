@@ -83,8 +83,14 @@ void ctl_meta_free(struct ctl_meta *m);
 /* Take option val (one of ctl_meta_opts) with its value: 1 taken, 0 not
  * ours, -1 after printing why the value is refused. */
 int ctl_meta_option(struct ctl_meta *m, const struct ctl_args *a, int val, const char *value);
+/* The job's name, from source (an option or a variable, for messages). */
+void ctl_meta_name(struct ctl_meta *m, const char *name, const char *source);
 /* Fill unset fields from TRACKER_* environment variables. */
 int ctl_meta_from_env(struct ctl_meta *m);
+/* Check the labels (name, tags, metadata values) against the daemon's
+ * rules: a bad one is refused (RT_EXIT_USAGE after a message), or, when
+ * lenient (run: a label never stops a command), left out with a warning. */
+int ctl_meta_check(struct ctl_meta *m, const struct ctl_args *a, bool lenient);
 /* StartJob's upload parameters from SENTINEL_API_TOKEN, SENTINEL_API_URL and
  * TRACKER_UPLOAD_INTERVAL (only with a token: without one nothing is sent). */
 void ctl_upload_params(struct json_object *params);

@@ -102,6 +102,7 @@ static int parse(struct run *r, int argc, char **argv)
     r->cmd = &argv[optind];
     ctl_args_source("command", "COMMAND", NULL);
     ctl_meta_from_env(&r->meta);
+    ctl_meta_check(&r->meta, &a, true); /* a label never stops the command */
     const char *v;
     if (!quiet_set && !r->summary_only && (v = getenv("TRACKER_QUIET")) && *v && ctl_parse_bool(v, &r->quiet) < 0) {
         CTL_ERR("TRACKER_QUIET '%s': a boolean is 1/0/true/false/yes/no/on/off, in any case", v);

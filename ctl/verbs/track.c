@@ -58,8 +58,7 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
             ctl_args_invalid(&a, o, optarg);
             goto out;
         } else if (o == CTL_OPT_LONG + 1) {
-            meta.job_name = optarg;
-            ctl_args_source("name", "--name", optarg);
+            ctl_meta_name(&meta, optarg, "--name");
         } else if (o == CTL_OPT_LONG + 2 && optarg[0] != '/') {
             ctl_args_invalid(&a, o, optarg);
             goto out;
@@ -76,6 +75,8 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
         goto out;
     }
     ctl_meta_from_env(&meta);
+    if (ctl_meta_check(&meta, &a, false))
+        goto out;
     struct json_object *p = json_object_new_object();
     if (pid)
         json_object_object_add(p, "pid", json_object_new_int64(pid));

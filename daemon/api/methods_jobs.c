@@ -12,9 +12,9 @@
 #include "store/job_sample.h"
 #include "rt/cleanup.h"
 #include "rt/json.h"
+#include "rt/text.h"
 #include "rt/util.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <json-c/printbuf.h>
@@ -32,14 +32,7 @@
 
 static const char *check_name(struct json_object *v)
 {
-    const char *n = json_object_get_string(v);
-    size_t len = strlen(n);
-    if (len == 0 || len > 128 || rt_str_all_digits(n))
-        return "name"; /* all digits would be ambiguous with ids */
-    for (const char *p = n; *p; p++)
-        if (!isalnum((unsigned char)*p) && !strchr("._-@+:", *p))
-            return "name";
-    return NULL;
+    return rt_job_name_valid(json_object_get_string(v)) ? NULL : "name";
 }
 
 static const char *check_api_url(struct json_object *v)

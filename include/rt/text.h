@@ -1,5 +1,5 @@
 /* Text from users shown to people: control characters escaped (one rule for
- * tables, summaries and views). */
+ * tables, summaries and views), and the rule of a job's name. */
 #ifndef RT_TEXT_H
 #define RT_TEXT_H
 
@@ -18,5 +18,10 @@
 size_t rt_escape_next(const char *s, size_t len, char *out, size_t *used);
 /* s escaped whole, in a new string. */
 char *rt_escape_dup(const char *s);
+
+/* A job's name: a label, with one rule in the daemon and the client. */
+#define RT_NAME_MAX_CHARS 128
+#define RT_NAME_RULE "a name is 1-128 characters of UTF-8, no control characters, and not all digits"
+bool rt_job_name_valid(const char *name);
 
 #endif

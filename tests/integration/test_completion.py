@@ -21,7 +21,8 @@ COMPLETION = os.path.join(SOURCE, "packaging", "bash-completion", "resource-trac
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
 
 # Completes each line of stdin (the words of a command line, the last one
-# being completed) as bash does on TAB: COMP_WORDS split at '=' as
+# being completed; a line starting with a tab: the words as typed, quotes
+# kept, separated by tabs) as bash does on TAB: COMP_WORDS split at '=' as
 # COMP_WORDBREAKS has it, COMP_CWORD, COMP_LINE, COMP_POINT; then calls the
 # function `complete -p` names and prints COMPREPLY sorted, one line per
 # command line. compopt is a builtin only while bash completes.
@@ -31,7 +32,11 @@ compopt() { :; }
 read -r -a spec <<<"$(complete -p resource-trackerctl)"
 fn=${spec[2]}
 while IFS= read -r line; do
-  eval "typed=($line)"
+  if [[ $line == $'\t'* ]]; then  # words as typed, quotes kept, between tabs
+    IFS=$'\t' read -r -a typed <<<"${line#$'\t'}"
+  else
+    eval "typed=($line)"
+  fi
   COMP_WORDS=()
   for w in "${typed[@]}"; do
     while [[ $w == *=* ]]; do COMP_WORDS+=("${w%%=*}" "="); w=${w#*=}; done
@@ -182,6 +187,15 @@ class Completion(UsersDaemonTest):
         # root, an administrator, sees every job
         self.assertEqual(set(self.complete("resource-trackerctl stop ''")[0]),
                          {str(a1), str(b1), "alice-train", "bob-train"})
+
+    def test_names_with_spaces_quotes_and_equals(self):
+        self.start(self.alice, "train run")
+        self.start(self.alice, "lr=0.1")
+        self.start(self.alice, "it's")
+        typed = ["'train r", '"train r', "train\\ r", "train", "lr=0", "it"]
+        got = self.complete(*("\tresource-trackerctl\tstatus\t" + w for w in typed), user=self.alice)
+        # One shell word each, whatever the quoting typed so far; after '=' what bash replaces.
+        self.assertEqual(got, [["train\\", "run"]] * 4 + [["0.1"], ["it\\'s"]])
 
     def test_the_daemon_named_on_the_line(self):
         other = Daemon(interval=0.2).start()

@@ -214,9 +214,8 @@ class Run(DaemonTest):
             rc, _, err = run_ctl(self.d, *args)
             self.assertEqual(rc, 5, "%s: %s" % (args, err))
         for args in (["run"], ["run", "--format", "xml", "--", "true"], ["run", "--interval", "abc", "--", "true"],
-                     ["run", "--tag", "novalue", "--", "true"], ["no-such-verb"], ["jobs", "--bogus"],
-                     ["start"], ["stop"], ["samples"], ["samples", "1", "--format", "xml"], ["--bogus", "jobs"],
-                     ["run", "--job-name", "123", "--", "true"]):
+                     ["no-such-verb"], ["jobs", "--bogus"],
+                     ["start"], ["stop"], ["samples"], ["samples", "1", "--format", "xml"], ["--bogus", "jobs"]):
             rc, _, err = run_ctl(self.d, *args)
             self.assertEqual(rc, 2, "%s: %s" % (args, err))
             self.assertTrue(err, args)

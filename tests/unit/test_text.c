@@ -1,6 +1,6 @@
 /* Text from users shown to people: control characters escaped as systemd
  * shows them (one function for every view), cells cut at characters and
- * never inside an escape. */
+ * never inside an escape; the rule of a job's name. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -52,11 +52,32 @@ static void test_cut(void **state)
     assert_string_equal(buf, "a\\tb  ");
 }
 
+static void test_names(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"train", "train run", "r\xc3\xa9sum\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac",
+                                       "lr=0.1,bs=64", "-x", "v2", "a/b", "\"q\"", "1 2"};
+    static const char *const bad[] = {"", "123", "a\nb", "tab\there", "esc\x1b", "c1\xc2\x85", "bad\xff",
+                                      "del\x7f"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        assert_true(rt_job_name_valid(good[i]));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_false(rt_job_name_valid(bad[i]));
+    /* 128 characters, not bytes: 128 two-byte characters pass, 129 do not. */
+    char name[2 * 129 + 1] = "";
+    for (int i = 0; i < 128; i++)
+        strcat(name, "\xc3\xa9");
+    assert_true(rt_job_name_valid(name));
+    strcat(name, "e");
+    assert_false(rt_job_name_valid(name));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_cut),
+        cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
