@@ -130,6 +130,8 @@ size_t ctl_term_width(void);
  * rt_escape_next), an escape never cut. Returns the characters written. A
  * wide (CJK) character counts as one. */
 size_t ctl_fmt_cut(char *buf, size_t size, const char *s, size_t width);
+/* The characters s takes shown whole (as ctl_fmt_cut shows it). */
+size_t ctl_fmt_width(const char *s);
 /* ctl_fmt_cut padded with spaces to width characters; NULL shows as "-". */
 void ctl_fmt_cell(char *buf, size_t size, const char *s, size_t width);
 /* A job's figures by their names in rt/job_figures.h (figures.c; a name
@@ -148,6 +150,13 @@ void ctl_print_job_memory(FILE *f, const char *head, struct json_object *job);
  * pressure, throttling), a line each after head, in words people act on. */
 void ctl_print_job_kernel(FILE *f, const char *head, struct json_object *job);
 
+/* The headline memory of a job's summary (summary.c), the one figure every
+ * view leads with: what the job could not do without (memory_peak_bytes:
+ * its cgroup's memory for a cgroup job, a tree's PSS or high-water mark),
+ * else, for a job recorded before it, the peak PSS; its words for people
+ * ("peak", "peak PSS") in *label when label is not NULL. RSS is secondary:
+ * it counts pages forked workers share once per process. */
+double ctl_job_memory(struct json_object *summary, const char **label);
 /* A job's summary for people (summary.c): result, CPU, memory, I/O, GPU,
  * upload; `run` prints it at the end. */
 void ctl_print_job_summary(FILE *f, struct json_object *job);

@@ -109,12 +109,19 @@ static size_t piece_width(const char *piece, size_t n)
     return piece[0] == '\\' ? n : 1;
 }
 
+size_t ctl_fmt_width(const char *s)
+{
+    char piece[RT_ESCAPE_MAX];
+    size_t len = strlen(s), total = 0, used;
+    for (size_t i = 0; i < len; i += used)
+        total += piece_width(piece, rt_escape_next(s + i, len - i, piece, &used));
+    return total;
+}
+
 size_t ctl_fmt_cut(char *buf, size_t size, const char *s, size_t width)
 {
     char piece[RT_ESCAPE_MAX];
-    size_t len = strlen(s), total = 0, used, n = 0, c = 0;
-    for (size_t i = 0; i < len; i += used)
-        total += piece_width(piece, rt_escape_next(s + i, len - i, piece, &used));
+    size_t len = strlen(s), total = ctl_fmt_width(s), used, n = 0, c = 0;
     size_t keep = total <= width ? total : width ? width - 1 : 0;
     for (size_t i = 0; i < len; i += used) {
         size_t k = rt_escape_next(s + i, len - i, piece, &used), w = piece_width(piece, k);

@@ -31,6 +31,17 @@ static void result(char *buf, size_t size, struct json_object *job)
         snprintf(buf, size, "exit status unknown");
 }
 
+double ctl_job_memory(struct json_object *summary, const char **label)
+{
+    double v = 0;
+    bool peak = ctl_total(summary, "memory_peak_bytes", &v);
+    if (!peak) /* a job recorded before the peak was kept */
+        ctl_total(summary, "peak_pss_bytes", &v);
+    if (label)
+        *label = peak ? "peak" : "peak PSS";
+    return v;
+}
+
 void ctl_print_job_memory(FILE *f, const char *head, struct json_object *job)
 {
     struct json_object *s = rt_json_get_object(job, "summary");

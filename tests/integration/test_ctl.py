@@ -10,14 +10,16 @@ import math
 import os
 import pwd
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CTL, Daemon, DaemonTest, UsersTest, read_json_lines, run_ctl, spawn_as,  # noqa: E402
+from rtlib import (CTL, Daemon, DaemonTest, Terminal, UsersTest, read_json_lines, run_ctl, spawn_as,  # noqa: E402
                    wait_for)
 
 CSV_HEADER_START = "timestamp,system_processes,system_utime,"
@@ -142,16 +144,21 @@ class Ctl(DaemonTest):
         rc, out, err = run_ctl(self.d, "jobs")
         self.assertEqual((rc, err), (0, ""))
         head, *rows = out.splitlines()
-        self.assertEqual(head.split(), ["ID", "NAME", "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG",
-                                        "CPU", "PEAK", "CPU", "PEAK", "RSS", "COMMAND"])
+        # One user's jobs, in a pipe: the default columns (no USER), the command whole.
+        self.assertEqual(head.split(), ["ID", "NAME", "STATE", "EXIT", "STARTED", "DURATION", "CPU", "MEMORY",
+                                        "COMMAND"])
         self.assertEqual(len(rows), 2)
-        when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+        when = r"\d\d-\d\d \d\d:\d\d"
         # start knows no command: "-".
-        self.assertRegex(rows[0], r"^%-6d tab-two +failed +3 +%d +root +%s +\d+\.\ds +\d+\.\d\d +\d+\.\d\d +\S+ \S+  -$"
-                         % (j2, p2.pid, when))
-        self.assertRegex(rows[1], r"^%-6d tab-one +running +- +%d +root +%s " % (j1, p1.pid, when))
+        self.assertRegex(rows[0], r"^ *%d tab-two +failed +3 +%s +\d+\.\ds +\d+\.\d\d +\S+ \S+ -$" % (j2, when))
+        self.assertRegex(rows[1], r"^ *%d tab-one +running +- +%s " % (j1, when))
         running = run_ctl(self.d, "jobs", "--running", check=0)[1].splitlines()[1:]
-        self.assertEqual([r.split()[:7] for r in running], [rows[1].split()[:7]])  # the duration grows
+        self.assertEqual([r.split()[:4] for r in running], [rows[1].split()[:4]])  # the duration grows
+        # --long: every column; the full time.
+        head, *rows = run_ctl(self.d, "jobs", "--long", check=0)[1].splitlines()
+        self.assertEqual(head.split(), ["ID", "NAME", "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "CPU",
+                                        "PEAK", "CPU", "MEMORY", "PEAK", "RSS", "COMMAND"])
+        self.assertRegex(rows[0], r"^ *%d tab-two +failed +3 +%d root +%s " % (j2, p2.pid, when))
         # status JOB: the summary and its last sample.
         out = run_ctl(self.d, "status", "tab-two", check=0)[1]
         self.assertTrue(out.startswith("Job %d (tab-two): failed, exit status 3\n" % j2), out)
@@ -169,6 +176,34 @@ class Ctl(DaemonTest):
         self.assertEqual(len(mine), 2, "\n".join(mine))
         self.assertIn("Job %d (logged) started for uid 0, root pid %d" % (jid, p.pid), mine[0])
         self.assertIn("Job %d (logged) of uid 0 finished after" % jid, mine[1])
+
+
+class JobsAtATerminal(DaemonTest):
+    """jobs as a person reads it in an 80x24 terminal (tmux): one line per job."""
+
+    def test_fits_80_columns(self):
+        tmp = tempfile.mkdtemp(prefix="rt-jobs-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.chmod(tmp, 0o755)
+        term = Terminal(self, tmp)
+        for name, cmd in (("train run", ["python3", "-c", "import sys; sys.exit(0)", "--epochs=10", "--lr=0.001"]),
+                          ("preprocess-the-whole-dataset", ["sh", "-c", "kill -9 $$"]), ("quick", ["true"])):
+            run_ctl(self.d, "run", "-q", "-n", name, "--", *cmd)
+        term.start("%s %s jobs; echo DONE; sleep 600" % (Terminal.env_line(self.d), CTL))
+        screen = term.wait(lambda s: "DONE" in s, "the table")
+        lines = screen.splitlines()
+        done = lines.index("DONE")
+        self.assertEqual(done, 4, "a header and a line per job, none wrapped:\n" + screen)
+        self.assertTrue(all(len(ln) <= 80 for ln in lines))
+        head = lines[0]
+        self.assertEqual(head.split()[-1], "COMMAND")
+        rows = {ln.split()[0]: ln for ln in lines[1:done]}
+        self.assertEqual(len(rows), 3)
+        at = head.index("COMMAND")
+        commands = sorted(r[at:] for r in rows.values())
+        self.assertEqual(commands[0], "python3 -c import sys; sys.exit(0) --epochs=10 --lr=0.001"[:79 - at] + "…")
+        self.assertIn("true", commands)
+        self.assertIn("SIGKILL", screen)
 
 
 class JobsAndUsers(UsersTest):
@@ -275,20 +310,19 @@ class JobsAndUsers(UsersTest):
         words = "ünïcödé €uro 漢字 \x1b[31mred\n: line"
         j3 = self.run_job(self.alice, "utf", "sh", "-c", ": " + words + ", \"quoted\"")
         j4 = self.start_job(self.alice, "running")
-        head, *rows = self.ctl("jobs", user=self.alice).splitlines()
-        self.assertEqual(head.split()[-1], "COMMAND")
+        columns = ("-o", "id,name,state,exit,user,command")
+        head, *rows = self.ctl("jobs", *columns, user=self.alice).splitlines()
+        self.assertEqual(head.split(), ["ID", "NAME", "STATE", "EXIT", "USER", "COMMAND"])
         fixed = head.index("COMMAND")
-        user_cell = self.alice[:9] + "…" if len(self.alice) > 10 else self.alice
+        user_cell = self.alice[:11] + "…" if len(self.alice) > 12 else self.alice
         self.assertEqual(len(rows), 4)
         by_id = {int(r.split()[0]): r for r in rows}
 
         def cells(row):
             return [c for c in re.split(r" {1,}", row[:fixed].strip())]
-        self.assertEqual(cells(by_id[j1])[1:4], [long_name[:19] + "…", "failed", "7"])
+        self.assertEqual(cells(by_id[j1])[1:5], [long_name[:23] + "…", "failed", "7", user_cell])
         self.assertEqual(cells(by_id[j2])[1:4], ["killed", "failed", "SIGKILL"])
         self.assertEqual(cells(by_id[j4])[1:4], ["running", "running", "-"])
-        for jid in (j1, j2, j3, j4):
-            self.assertIn(" " + user_cell + " ", by_id[jid][:fixed])
         self.assertEqual(by_id[j1][fixed:], "sh -c exit 7")
         self.assertEqual(by_id[j4][fixed:], "-")
         # The command whole in a pipe, control characters escaped as systemd shows them.
@@ -296,8 +330,9 @@ class JobsAndUsers(UsersTest):
         self.assertEqual(by_id[j3][fixed:], shown)
         # Cut to $COLUMNS at any character: never inside a UTF-8 sequence or an escape.
         pieces = re.findall(r"\\x[0-9a-f]{2}|\\.|.", shown)
-        for width in range(fixed + 10, fixed + len(shown) + 2):
-            p = subprocess.run([CTL, "jobs", "--name", "utf"], capture_output=True, timeout=30,
+        fixed = self.ctl("jobs", "--name", "utf", *columns).splitlines()[0].index("COMMAND")  # a narrower NAME
+        for width in range(fixed + 12, fixed + len(shown) + 2):
+            p = subprocess.run([CTL, "jobs", "--name", "utf", *columns], capture_output=True, timeout=30,
                                env=dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket, COLUMNS=str(width)))
             row = p.stdout.decode("utf-8").splitlines()[1]  # strict: a cut sequence raises
             want = shown
@@ -309,8 +344,34 @@ class JobsAndUsers(UsersTest):
                     want += piece
                 want += "…"
             self.assertEqual(row[fixed:], want, width)
-        self.assertEqual(len(self.ctl("jobs", "--name", "utf", env={"COLUMNS": str(fixed + 3)}).splitlines()[1]),
-                         fixed + 10, "10 characters at least")
+        self.assertEqual(len(self.ctl("jobs", "--name", "utf", *columns, env={"COLUMNS": str(fixed + 3)})
+                             .splitlines()[1]), fixed + 12, "12 characters at least")
+        # The default columns fit the width: the least needed go first, as
+        # few as needed, the command keeps 12; the narrower, the more go.
+        columns = ["ID", "NAME", "STATE", "EXIT", "STARTED", "DURATION", "CPU", "MEMORY", "COMMAND"]
+        order = ["STARTED", "EXIT", "CPU", "DURATION", "MEMORY"]
+        dropped = 0
+        for width in (200, 90, 80, 70, 60, 50):
+            out = self.ctl("jobs", user=self.alice, env={"COLUMNS": str(width)}).splitlines()
+            head = out[0].split()
+            gone = [c for c in order if c not in head]
+            self.assertEqual(gone, order[:len(gone)], width)  # as a set: the first ones of the order
+            self.assertEqual(head, [c for c in columns if c not in gone], width)
+            self.assertGreaterEqual(len(gone), dropped, width)
+            dropped = len(gone)
+            self.assertTrue(all(len(ln) <= width for ln in out), out)
+            self.assertLessEqual(out[0].index("COMMAND"), width - 12)
+            if gone:  # with the last one dropped, the command would not have its 12
+                kept = ",".join(c.lower() for c in columns if c not in gone[:-1])
+                head = self.ctl("jobs", "-o", kept, user=self.alice, env={"COLUMNS": str(width)}).splitlines()[0]
+                self.assertGreater(head.index("COMMAND"), width - 12, width)
+        self.assertGreaterEqual(dropped, 3)
+        # USER where the jobs are more than one user's.
+        self.run_job(self.bob, "bobs", "true")
+        self.assertIn("USER", self.ctl("jobs").splitlines()[0].split())
+        self.assertNotIn("USER", self.ctl("jobs", "--user", self.bob).splitlines()[0].split())
+        for args in (["--long", "--json"], ["-o", "id", "--format", "csv"], ["-o", "id,bogus"], ["-o", ""]):
+            self.assertEqual(run_ctl(self.d, "jobs", *args)[0], 2, args)
         # CSV: RFC 4180, the same jobs as JSON.
         table = list(csv.DictReader(io.StringIO(self.ctl("jobs", "--format", "csv", user=self.alice))))
         docs = json.loads(self.ctl("jobs", "--json", user=self.alice))
