@@ -57,6 +57,7 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
         if (o == 'p' && !ctl_parse_pid(optarg, &pid)) {
             ctl_args_invalid(&a, o, optarg);
             goto out;
+
         } else if (o == CTL_OPT_LONG + 1) {
             ctl_meta_name(&meta, optarg, "--name");
         } else if (o == CTL_OPT_LONG + 2 && optarg[0] != '/') {
@@ -77,6 +78,11 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
     ctl_meta_from_env(&meta);
     if (ctl_meta_check(&meta, &a, false))
         goto out;
+    if (pid == 1) {
+        ctl_args_error(&a, "--pid 1: PID 1 is init, whose tree is every process: the host, which "
+                           "'resource-trackerctl status' shows");
+        goto out;
+    }
     struct json_object *p = json_object_new_object();
     if (pid)
         json_object_object_add(p, "pid", json_object_new_int64(pid));

@@ -217,6 +217,24 @@ static void start_target_free(struct start_target *t)
     free(t->image);
 }
 
+/* One job per root process or cgroup: a second would count the same work
+ * twice and end with the first. The job is named when the caller may see it. */
+static bool already_tracked(struct rt_call *c, const struct start_args *a, const struct start_target *t)
+{
+    struct rt_daemon *d = rt_call_daemon(c);
+    const struct rt_peer *peer = rt_call_peer(c);
+    rt_jobs_lock(&d->jobs);
+    struct rt_job *j = rt_jobs_find_tracking(&d->jobs, (int32_t)a->pid, t->st.starttime,
+                                             rt_call_has(c, "pid") ? NULL : t->cgroup);
+    struct json_object *p = j ? json_object_new_object() : NULL;
+    if (j && (peer->admin || j->owner_uid == peer->uid))
+        json_object_object_add(p, "id", rt_json_u64(j->id));
+    rt_jobs_unlock(&d->jobs);
+    if (p)
+        rt_call_error(c, RT_E_PREFIX "AlreadyTracked", p);
+    return p != NULL;
+}
+
 static void m_start_job(struct rt_call *c)
 {
     struct rt_daemon *d = rt_call_daemon(c);
@@ -247,8 +265,15 @@ static void m_start_job(struct rt_call *c)
         rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "only administrators may choose the Sentinel API URL");
         return;
     }
+    /* PID 1's tree is every process: the host, which the host figures are. */
+    if (rt_call_has(c, "pid") && a->pid == 1) {
+        rt_call_invalid_param(c, "pid");
+        return;
+    }
     _cleanup_(start_target_free) struct start_target t = {.pidfd = -1};
     if (rt_call_has(c, "pid") ? !pin_root(c, a, &t) : !find_cgroup(c, a, &t))
+        return;
+    if (already_tracked(c, a, &t))
         return;
 
     /* A name is a label: jobs of one user or many may share it. */

@@ -19,8 +19,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CTL, Daemon, DaemonTest, Terminal, UsersTest, read_json_lines, run_ctl, spawn_as,  # noqa: E402
-                   wait_for)
+from rtlib import (CTL, IFACE, Daemon, DaemonTest, Terminal, UsersTest, VarlinkError, read_json_lines,  # noqa: E402
+                   run_ctl, spawn_as, wait_for)
 
 CSV_HEADER_START = "timestamp,system_processes,system_utime,"
 
@@ -386,6 +386,36 @@ class JobsAndUsers(UsersTest):
         self.assertEqual({r["owner_uid"] for r in table}, {str(self.uid[self.alice])})
         for j in docs:
             self.assertAlmostEqual(float(rows[j["id"]]["started_at"]), j["started_at"], places=3)
+
+    def test_a_process_is_one_jobs_at_a_time(self):
+        j1 = self.start_job(self.alice, "first")
+        pid = self.d.call("GetJob", {"id": j1})["job"]["pid"]
+        rc, out, err = run_ctl(self.d, "start", "--pid", str(pid), "--name", "again", user=self.alice)
+        self.assertEqual((rc, out, err), (1, "", "resource-trackerctl: already tracked, by job %d: a process tree or "
+                                                 "cgroup is one job's at a time (stop job %d to track it anew)\n"
+                                                 % (j1, j1)))
+        # An administrator's job on her process: she is not told which.
+        run_ctl(self.d, "stop", str(j1), user=self.alice, check=0)
+        j2 = int(self.ctl("start", "--pid", str(pid), "--name", "admins"))
+        rc, _, err = run_ctl(self.d, "start", "--pid", str(pid), user=self.alice)
+        self.assertEqual((rc, err), (1, "resource-trackerctl: already tracked, by a job of another user: a process "
+                                        "tree or cgroup is one job's at a time\n"))
+        with self.assertRaises(VarlinkError) as e:
+            self.d.call("StartJob", {"pid": pid})
+        self.assertEqual((e.exception.error, e.exception.parameters), (IFACE + ".AlreadyTracked", {"id": j2}))
+        self.assertEqual([j["name"] for j in json.loads(self.ctl("jobs", "--json", "--running"))], ["admins"])
+        # Once it is stopped, the process may be tracked anew.
+        run_ctl(self.d, "stop", str(j2), check=0)
+        self.assertGreater(int(self.ctl("start", "--pid", str(pid), user=self.alice)), j2)
+        # PID 1 is the host: refused, saying where the host is.
+        rc, out, err = run_ctl(self.d, "start", "--pid", "1")
+        self.assertEqual((rc, out), (2, ""))
+        self.assertIn("start: --pid 1: PID 1 is init, whose tree is every process: the host, which "
+                      "'resource-trackerctl status' shows", err)
+        with self.assertRaises(VarlinkError) as e:
+            self.d.call("StartJob", {"pid": 1})
+        self.assertEqual((e.exception.error, e.exception.parameters),
+                         ("org.varlink.service.InvalidParameter", {"parameter": "pid"}))
 
     def test_status_shows_metadata_and_tags(self):
         self.run_job(self.alice, "meta", "true", opts=("--project-name", "proj", "--team", "ml", "--tag", "a=1",
