@@ -174,8 +174,8 @@ class Ctl(DaemonTest):
         log = self.d.read_log()
         mine = [ln for ln in log.splitlines() if re.search(r"\b[Jj]ob %d\b" % jid, ln)]
         self.assertEqual(len(mine), 2, "\n".join(mine))
-        self.assertIn("Job %d (logged) started for uid 0, root pid %d" % (jid, p.pid), mine[0])
-        self.assertIn("Job %d (logged) of uid 0 finished after" % jid, mine[1])
+        self.assertIn("Job %d (logged) started for root (uid 0), root pid %d" % (jid, p.pid), mine[0])
+        self.assertIn("Job %d (logged) of root (uid 0) finished after" % jid, mine[1])
 
 
 class JobsAtATerminal(DaemonTest):
@@ -386,6 +386,13 @@ class JobsAndUsers(UsersTest):
         self.assertEqual({r["owner_uid"] for r in table}, {str(self.uid[self.alice])})
         for j in docs:
             self.assertAlmostEqual(float(rows[j["id"]]["started_at"]), j["started_at"], places=3)
+
+    def test_the_log_names_the_owner(self):
+        jid = self.run_job(self.alice, "hers", "true")
+        wait_for(lambda: "Job %d (hers) of %s (uid %d) finished after" % (jid, self.alice, self.uid[self.alice])
+                 in self.d.read_log(), what="the job's record")
+        self.assertIn("Job %d (hers) started for %s (uid %d)" % (jid, self.alice, self.uid[self.alice]),
+                      self.d.read_log())
 
     def test_a_process_is_one_jobs_at_a_time(self):
         j1 = self.start_job(self.alice, "first")
