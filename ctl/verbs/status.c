@@ -11,13 +11,14 @@ enum { FOLLOW = 'F' };
 
 static const char usage[] =
     "Usage: resource-trackerctl status [--json] [--user USER] [JOB]\n"
-    "       resource-trackerctl status --follow [--format json|csv]\n"
+    "       resource-trackerctl status --follow [--format json|csv|text]\n"
     "Live host figures, or JOB's summary, metadata, tags and latest sample (JOB: an\n"
     "id, or a name among your jobs: the running one, else the newest); with\n"
     "--follow, every host sample as it is taken until interrupted, like the Rust\n"
     "tracker without arguments.\n\n"
     "  -f, --format FORMAT     text or json; --json is --format json; with --follow,\n"
-    "                          json (JSON Lines, the default) or csv (the 32 columns)\n"
+    "                          json (JSON Lines, the default), csv (the 32 columns)\n"
+    "                          or text (a line per sample, as vmstat prints them)\n"
     "  -F, --follow            the host's samples as they come\n"
     CTL_USER_USAGE
     "  -h, --help              this help\n";
@@ -227,8 +228,8 @@ int ctl_status(struct ctl *ctl, int argc, char **argv)
         return rc;
     if (follow && ref)
         return ctl_args_error(&a, "--follow follows the host; samples --follow JOB follows a job");
-    if (follow) /* a stream has no text form: JSON Lines unless CSV */
-        return ctl_follow_host(ctl, ctl->format == CTL_FMT_CSV);
+    if (follow) /* JSON Lines, as the Rust tracker, unless a format is asked for */
+        return ctl_follow_host(ctl, ctl->format_chosen ? ctl->format : CTL_FMT_JSON);
     if (ctl->format == CTL_FMT_CSV)
         return ctl_args_error(&a, "--format csv goes with --follow");
     struct rt_vl_client c = {.fd = -1};

@@ -335,6 +335,37 @@ class Follow(DaemonTest):
         p.terminate()
         p.wait(timeout=10)
 
+    def test_text_is_a_line_per_sample_for_people(self):
+        p = self.follow("--format", "text")
+        head1, head2, *rows = self.lines(p, 6)
+        self.assertEqual(head2.split()[:4], ["time", "busy", "user", "sys"])
+        self.assertIn("cpu cores", head1)
+        line = r"^\d\d:\d\d:\d\d +(\d+\.\d\d) +(\d+\.\d\d|-) +(\d+\.\d\d|-)( +\d+(\.\d)?[BKMGTP]){7}( +\d\.\d\d +\S+)?$"
+        for i, row in enumerate(rows):
+            m = re.match(line, row)
+            self.assertTrue(m, row)
+            self.assertLessEqual(len(row), 80)
+            if i == 0:  # the stream's first sample: its interval, and so its rates, are not known
+                self.assertEqual((m.group(2), m.group(3)), ("-", "-"), row)
+                continue
+            busy, user, sys_ = (float(m.group(k)) for k in (1, 2, 3))
+            self.assertAlmostEqual(busy, user + sys_, delta=0.2 + 0.1 * busy)  # busy is user + system (+ irq)
+        self.assertTrue(all(len(ln) <= 80 for ln in (head1, head2)))
+        p.terminate()
+        p.wait(timeout=10)
+
+    def test_text_header_again_after_a_screenful(self):
+        tmp = tempfile.mkdtemp(prefix="rt-vmstat-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.chmod(tmp, 0o755)
+        term = Terminal(self, tmp, width=80, height=8)
+        term.start("%s %s status --follow --format text" % (Terminal.env_line(self.d), CTL))
+        term.wait(lambda s: len(term.history().splitlines()) >= 14, "two screenfuls")
+        lines = term.history().splitlines()
+        heads = [i for i, ln in enumerate(lines) if ln.startswith("time ")]
+        self.assertGreaterEqual(len(heads), 2, lines)
+        self.assertEqual(heads[1] - heads[0], 6 + 2, "a header per screen of 8 lines, as vmstat")
+
     def test_bad_arguments(self):
         for args in (["status", "--follow", "1"], ["status", "--format", "csv"],
                      ["status", "--follow", "--format", "xml"], ["status", "--follow", "--format"]):
