@@ -157,6 +157,11 @@ void ctl_print_job_kernel(FILE *f, const char *head, struct json_object *job);
  * ("peak", "peak PSS") in *label when label is not NULL. RSS is secondary:
  * it counts pages forked workers share once per process. */
 double ctl_job_memory(struct json_object *summary, const char **label);
+/* How a job ended, spelt one way in every view (summary.c): "exit status
+ * 3", "killed by SIGKILL", "exit status unknown" (lost, ended), "tracking
+ * stopped", "still running"; brief, for a table's cell: "3", "SIGKILL", "?"
+ * (not known), "-" (running, stopped). Returns buf. */
+const char *ctl_fmt_end(char *buf, size_t size, struct json_object *job, bool brief);
 /* A job's summary for people (summary.c): result, CPU, memory, I/O, GPU,
  * upload; `run` prints it at the end. */
 void ctl_print_job_summary(FILE *f, struct json_object *job);

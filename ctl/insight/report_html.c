@@ -92,17 +92,6 @@ static void shell_word(FILE *f, const char *arg)
     free(shown);
 }
 
-static void exit_text(struct json_object *job, char *buf, size_t size)
-{
-    int64_t code, sig;
-    if (!rt_json_get_i64(job, "exit_code", &code))
-        snprintf(buf, size, "—");
-    else if (rt_json_get_i64(job, "signal", &sig))
-        snprintf(buf, size, "killed by signal %lld (status %lld)", (long long)sig, (long long)code);
-    else
-        snprintf(buf, size, "%lld", (long long)code);
-}
-
 static void job_section(FILE *f, struct json_object *job)
 {
     struct json_object *md = rt_json_get_object(job, "metadata");
@@ -112,8 +101,7 @@ static void job_section(FILE *f, struct json_object *job)
     fact(f, "Id", buf);
     fact(f, "Name", rt_json_get_string(job, "name"));
     fact(f, "State", rt_json_get_string(job, "state"));
-    exit_text(job, buf, sizeof(buf));
-    fact(f, "Exit status", buf);
+    fact(f, "End", ctl_fmt_end(buf, sizeof(buf), job, false));
     char user[64];
     ctl_fmt_user((int64_t)num(job, "owner_uid"), user, sizeof(user));
     snprintf(buf, sizeof(buf), "%s (uid %lld), root pid %lld", user, (long long)num(job, "owner_uid"),

@@ -4,7 +4,6 @@
 #include "rt/util.h"
 
 #include <pwd.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -83,22 +82,6 @@ static int check_user(struct rt_vl_client *c, int64_t uid, const char *given)
     }
     json_object_put(reply);
     return rc;
-}
-
-/* "SIGKILL" for a signal, the status for an exit, "-" for neither. */
-static void exit_text(struct json_object *j, char *buf, size_t size)
-{
-    int64_t v;
-    const char *abbrev;
-    if (rt_json_get_i64(j, "signal", &v) && (abbrev = sigabbrev_np((int)v)) && strlen(abbrev) <= 4)
-        snprintf(buf, size, "SIG%s", abbrev);
-    else if (rt_json_get_i64(j, "exit_code", &v))
-        snprintf(buf, size, "%lld", (long long)v);
-    else if (strcmp(rt_json_get_string(j, "state") ?: "", "lost") == 0 ||
-             strcmp(rt_json_get_string(j, "state") ?: "", "ended") == 0)
-        snprintf(buf, size, "?"); /* ended, its status not known */
-    else
-        snprintf(buf, size, "-");
 }
 
 /* The command line, arguments joined by spaces (NULL when unknown). */
@@ -193,7 +176,7 @@ static char *cell(struct json_object *j, enum col_id c)
     case ID: return rt_xasprintf("%lld", (long long)i64(j, "id"));
     case NAME_: return rt_xstrdup(rt_json_get_string(j, "name") ?: "-");
     case STATE: return rt_xstrdup(rt_json_get_string(j, "state") ?: "?");
-    case EXIT: exit_text(j, buf, sizeof(buf)); break;
+    case EXIT: ctl_fmt_end(buf, sizeof(buf), j, true); break;
     case PID: return rt_xasprintf("%lld", (long long)i64(j, "pid"));
     case USER_: ctl_fmt_user(i64(j, "owner_uid"), buf, sizeof(buf)); break;
     case STARTED: started_text(buf, sizeof(buf), dbl(j, "started_at")); break;

@@ -147,12 +147,11 @@ static void print_job(struct json_object *j, struct json_object *last)
     struct json_object *md = rt_json_get_object(j, "metadata");
     const char *name = rt_json_get_string(j, "name");
     char user[64], started[32], dur[32], b1[32], b2[32];
-    printf("Job %lld%s%s%s: %s", (long long)i64(j, "id"), name ? " (" : "", name ? name : "", name ? ")" : "",
-           rt_json_get_string(j, "state"));
-    int64_t code;
-    if (rt_json_get_i64(j, "exit_code", &code))
-        printf(", exit status %lld", (long long)code);
-    printf("\n");
+    const char *state = rt_json_get_string(j, "state") ?: "";
+    char end[64];
+    bool ended = strcmp(state, "running") != 0 && strcmp(state, "stopped") != 0;
+    printf("Job %lld%s%s%s: %s%s%s\n", (long long)i64(j, "id"), name ? " (" : "", name ? name : "", name ? ")" : "",
+           state, ended ? ", " : "", ended ? ctl_fmt_end(end, sizeof(end), j, false) : "");
     ctl_fmt_time(started, sizeof(started), dbl(j, "started_at"));
     ctl_fmt_duration(dur, sizeof(dur), dbl(s, "duration_secs"));
     printf("Owner    %s", ctl_fmt_user(i64(j, "owner_uid"), user, sizeof(user)));

@@ -165,6 +165,25 @@ class Ctl(DaemonTest):
         self.assertIn("\nOwner    root, root pid %d\n" % p2.pid, out)
         self.assertRegex(out, r"\nCPU      \d+\.\d\d s in total, \d+\.\d\d cores on average, peak \d+\.\d\d, last \d")
 
+    def test_one_spelling_of_an_end(self):
+        rc, _, err = run_ctl(self.d, "run", "-s", "-n", "killed", "--", "sh", "-c", "kill -9 $$")
+        self.assertEqual(rc, 137)
+        jid = self.d.call("GetJob", {"name": "killed"})["job"]["id"]
+        self.assertRegex(err, r"^Job %d \(killed\) failed after \d+\.\ds: killed by SIGKILL\n" % jid)
+        self.assertTrue(run_ctl(self.d, "status", "killed", check=0)[1].startswith(
+            "Job %d (killed): failed, killed by SIGKILL\n" % jid))
+        self.assertEqual(run_ctl(self.d, "jobs", "-o", "id,exit", check=0)[1].splitlines()[1].split(),
+                         [str(jid), "SIGKILL"])
+        self.assertIn("<th>End</th><td>killed by SIGKILL</td>",
+                      run_ctl(self.d, "report", "-o", "-", "--no-prices", "killed", check=0)[1])
+        # An exit status and a running job, the same way.
+        run_ctl(self.d, "run", "-q", "-n", "three", "--", "sh", "-c", "exit 3")
+        self.assertIn("Job %d (three): failed, exit status 3\n" % (jid + 1), run_ctl(self.d, "status", "three",
+                                                                                  check=0)[1])
+        p, j = self.start_job("live", "sleep", "30")
+        self.assertTrue(run_ctl(self.d, "status", str(j), check=0)[1].startswith(
+            "Job %d (live): running\n" % j))
+
     def test_job_start_and_end_are_logged_once(self):
         p, jid = self.start_job("logged", "sh", "-c", "sleep 0.3")
         # Not reaped until the daemon has seen it end: the zombie tells its status.

@@ -481,7 +481,7 @@ class Report(unittest.TestCase):
         # Control characters escaped, in bash's $'...': what a shell needs, nothing for the terminal.
         self.assertIn("&lt;/script&gt;&#39; $&#39;it\\&#39;s\\tan\\x1b[2J&#39;</code>", text)
         self.assertIn("<td>failed</td>", text)
-        self.assertIn("<td>3</td>", text)
+        self.assertIn("<th>End</th><td>exit status 3</td>", text)
 
     def test_recommend(self):
         summaries = [self.jobs[r]["summary"] for r in self.ids]
