@@ -301,6 +301,15 @@ class Report(unittest.TestCase):
             self.assertGreater(c["host"], 20, name)  # the host's series is drawn
         for name in ("chart-cpu", "chart-memory", "chart-disk-io"):  # the burner, grower and writer
             self.assertGreater(charts[name]["job"], 20, name)
+        # The disk figure is df's used (total - free blocks), not total - available.
+        host = self.d.call("GetHostSample")["sample"]
+        mounts = [m for d in host["disk"] for m in d["mounts"]]
+        used = sum(m["used_bytes"] for m in mounts)
+        unavailable = sum(m["total_bytes"] - m["available_bytes"] for m in mounts)
+        peak = Cells(text).value(self.ids[-1], "host_disk_space_peak_bytes")
+        self.assertAlmostEqual(peak, used, delta=256 * MIB)
+        if unavailable - used > 512 * MIB:  # reserved blocks that total - available would count
+            self.assertLess(peak, unavailable - 256 * MIB)
         # Nothing fetched: no resource loaded, no request from the page (the
         # browser's own background requests have no origin and fail at the proxy).
         self.assertEqual(found["fetched"], [])
