@@ -546,6 +546,20 @@ class Report(unittest.TestCase):
         self.assertIn("<td>failed</td>", text)
         self.assertIn("<th>End</th><td>exit status 3</td>", text)
 
+    def test_history_shows_what_differs(self):
+        # A sweep over --tag lr=...: the runs' tags and metadata that differ, by key.
+        for lr, env in (("0.1", "a"), ("0.01", "a"), ("0.001", "b")):
+            run_ctl(self.d, "run", "-q", "-n", "sweep", "--tag", "lr=" + lr, "--tag", "batch=64", "--env", env,
+                    "--", "true", check=0)
+        jobs = sorted(self.d.call("ListJobs", {"name": "sweep"})["jobs"], key=lambda j: j["id"])
+        text, _, _ = self.report("sweep", "--no-prices")
+        c = Cells(text)
+        self.assertEqual([c.text(j["id"], "tag:lr") for j in jobs], ["0.1", "0.01", "0.001"])
+        self.assertEqual([c.text(j["id"], "env") for j in jobs], ["a", "a", "b"])
+        for same in ("tag:batch", "command", "project_name"):  # the same in every run, or in none: no row
+            self.assertNotIn((str(jobs[0]["id"]), same), c.cells)
+        self.assertIn("The first rows are what differs between the runs", text)
+
     def test_recommend(self):
         summaries = [self.jobs[r]["summary"] for r in self.ids]
         cpus, mem = rec_from(summaries)
