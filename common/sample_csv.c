@@ -129,6 +129,7 @@ void rt_csv_host_from_sample(const struct rt_sample *s, struct rt_csv_host *h)
         push(h, (double)d->n_mounts);
         for (size_t k = 0; k < d->n_mounts; k++) {
             push(h, (double)d->mounts[k].total_bytes);
+            push(h, (double)d->mounts[k].used_bytes);
             push(h, (double)d->mounts[k].available_bytes);
         }
     }
@@ -196,7 +197,7 @@ size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double secs,
     for (size_t i = 0; i < 6; i++)
         mem[i] = next(&c);
     uint64_t disk_r = 0, disk_w = 0, net_r = 0, net_s = 0;
-    double space_total = 0, space_free = 0;
+    double space_total = 0, space_used = 0, space_free = 0;
     for (size_t i = 0, nd = next_count(&c); i < nd && !c.bad; i++) {
         bool stacked = next(&c) != 0;
         double r = next(&c), w = next(&c);
@@ -206,6 +207,7 @@ size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double secs,
         }
         for (size_t k = 0, nm = next_count(&c); k < nm && !c.bad; k++) {
             space_total += next(&c) / 1e9;
+            space_used += next(&c) / 1e9; /* as df's Used: the root-reserved blocks are not in use */
             space_free += next(&c) / 1e9;
         }
     }
@@ -253,7 +255,7 @@ size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double secs,
         put_c(&o, ',');
         put_u64(&o, io[i]);
     }
-    const double space[] = {space_total, space_total - space_free, space_free};
+    const double space[] = {space_total, space_used, space_free};
     for (size_t i = 0; i < 3; i++) {
         put_c(&o, ',');
         put_fixed(&o, space[i], 6);

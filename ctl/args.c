@@ -222,6 +222,7 @@ static int settle(struct ctl_args *a)
                                    ctl_format_names(mask, names, sizeof(names)));
         return CTL_ARGS_STOP;
     }
+    ctl->format_chosen = ctl->format != 0;
     if (!ctl->format)
         ctl->format = mask & -mask; /* the first: the default */
     ctl->json = ctl->format == CTL_FMT_JSON;

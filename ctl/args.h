@@ -22,6 +22,8 @@
 
 #include "ctl.h"
 
+#include "rt/text.h"
+
 #include <getopt.h>
 #include <stdint.h>
 
@@ -29,7 +31,10 @@
 #define CTL_OPT_LONG 0x100
 
 /* Rules, said in messages and --help (one wording everywhere). */
-#define CTL_RULE_NAME "a name is 1-128 characters of A-Z a-z 0-9 . _ - @ + : and not all digits"
+#define CTL_RULE_NAME RT_NAME_RULE
+#define CTL_RULE_TAG "a tag is KEY=VALUE, KEY not empty, at most 4096 bytes"
+#define CTL_RULE_META "a metadata value is at most 4096 bytes"
+#define CTL_META_MAX_VALUE 4096
 #define CTL_RULE_PID "a process ID is a whole number above 0"
 #define CTL_RULE_INTERVAL "an interval is a number of seconds from 0.1 to 3600"
 #define CTL_RULE_JOB "a JOB is a job's id or its name"
@@ -71,8 +76,8 @@ struct ctl_spec {
  * them), and their lines in --help. */
 extern const struct ctl_opt ctl_meta_opts[];
 #define CTL_META_USAGE                                                                   \
-    "  -n, --job-name NAME     the job's name ($TRACKER_JOB_NAME): 1-128 characters\n"    \
-    "                          of A-Z a-z 0-9 . _ - @ + :, not all digits\n"               \
+    "  -n, --job-name NAME     the job's name ($TRACKER_JOB_NAME): 1-128 characters,\n"   \
+    "                          no control characters, not all digits\n"                   \
     "  -i, --interval SECS     the job's sampling interval, 0.1 to 3600, kept exactly\n"   \
     "  --project-name, --stage-name, --task-name, --team, --env, --language,\n"            \
     "  --orchestrator, --executor, --external-run-id, --container-image VALUE\n"           \
@@ -164,6 +169,8 @@ bool ctl_parse_since(const char *s, double now, double *out);
 /* Where a daemon parameter's value came from ("--job-name", "TRACKER_JOB_NAME"),
  * so that the daemon's InvalidParameter names it and its rule. */
 void ctl_args_source(const char *param, const char *source, const char *value);
+/* Where the value of a daemon parameter came from (param when not said). */
+const char *ctl_args_source_of(const char *param);
 /* Print the message for the daemon's InvalidParameter(param). */
 void ctl_args_report_param(const char *param);
 

@@ -220,6 +220,14 @@ int ctl_report_error(struct json_object *reply)
         CTL_ERR("%s names more than one running job (ids %s): give the id", rt_json_get_string(p, "name"), ids);
         return RT_EXIT_USAGE;
     }
+    if (strcmp(tail, "AlreadyTracked") == 0) {
+        if (rt_json_get_i64(p, "id", &v))
+            CTL_ERR("already tracked, by job %lld: a process tree or cgroup is one job's at a time (stop job %lld "
+                    "to track it anew)", (long long)v, (long long)v);
+        else
+            CTL_ERR("already tracked, by a job of another user: a process tree or cgroup is one job's at a time");
+        return RT_EXIT_FAILURE;
+    }
     if (strcmp(tail, "JobNotRunning") == 0) {
         CTL_ERR("the job is not running");
         return RT_EXIT_FAILURE;

@@ -4,6 +4,7 @@
  *
  * Output: a first line saying what to complete, then candidates:
  *   words              the lines that follow (already matched to the word)
+ *   ordered            the same, to be shown in this order (jobs: newest first)
  *   files | pids | users
  *   command N          a command line starting at word N (run's COMMAND)
  *   none
@@ -34,6 +35,47 @@ static void offer(const struct comp *c, const char *word)
         printf("%s\n", word);
 }
 
+/* A job name as one shell word: what the shell would take apart or expand
+ * behind a backslash ("train\ run"); bash puts a candidate on the line as
+ * it is. */
+static void offer_name(const struct comp *c, const char *name)
+{
+    if (strncmp(name, c->cur, strlen(c->cur)) != 0)
+        return;
+    for (const char *p = name; *p; p++) {
+        if (strchr(" \t'\"\\$`!&|;<>()[]{}*?", *p) || (p == name && strchr("~#", *p)))
+            putchar('\\');
+        putchar(*p);
+    }
+    putchar('\n');
+}
+
+/* The word being completed as the shell reads it: quotes and backslashes
+ * taken away ('train r, "train r, train\ r), nothing expanded. */
+static char *dequote(const char *w)
+{
+    char *out = rt_xmalloc(strlen(w) + 1), *o = out;
+    char quote = 0; /* the open quote, if any */
+    for (; *w; w++) {
+        if (quote == '\'') {
+            if (*w == '\'')
+                quote = 0;
+            else
+                *o++ = *w;
+        } else if (*w == '\\' && w[1] && (quote != '"' || strchr("\"\\$`", w[1]))) {
+            *o++ = *++w;
+        } else if (*w == '"' && quote == '"') {
+            quote = 0;
+        } else if ((*w == '"' || *w == '\'') && !quote) {
+            quote = *w;
+        } else {
+            *o++ = *w;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
 static void offer_opt(const struct ctl_opt *o, void *data)
 {
     char word[64];
@@ -62,10 +104,11 @@ static bool quiet_connect(struct ctl *ctl, struct rt_vl_client *vl)
     return false;
 }
 
-/* Ids and names of the jobs the caller may see, newest first. */
+/* Ids and names of the jobs the caller may see, newest first: the ids,
+ * then the names (each once). */
 static void offer_jobs(const struct comp *c, bool running, bool ids)
 {
-    printf("words\n");
+    printf("ordered\n");
     struct rt_vl_client vl = {.fd = -1};
     struct json_object *reply = NULL;
     struct json_object *p = json_object_new_object();
@@ -80,21 +123,26 @@ static void offer_jobs(const struct comp *c, bool running, bool ids)
         return;
     }
     struct json_object *jobs = rt_json_get_array(rt_vl_reply_params(reply), "jobs");
-    struct json_object *seen = json_object_new_object();
-    for (size_t i = 0; jobs && i < json_object_array_length(jobs); i++) {
-        struct json_object *j = json_object_array_get_idx(jobs, i);
-        const char *name = rt_json_get_string(j, "name");
+    size_t n = jobs ? json_object_array_length(jobs) : 0;
+    char *cur = dequote(c->cur);
+    c = &(struct comp){.ctl = c->ctl, .cur = cur};
+    for (size_t i = 0; ids && i < n; i++) {
         uint64_t id;
         char buf[32];
-        if (ids && rt_json_get_u64(j, "id", &id)) {
+        if (rt_json_get_u64(json_object_array_get_idx(jobs, i), "id", &id)) {
             snprintf(buf, sizeof(buf), "%llu", (unsigned long long)id);
             offer(c, buf);
         }
+    }
+    struct json_object *seen = json_object_new_object();
+    for (size_t i = 0; i < n; i++) {
+        const char *name = rt_json_get_string(json_object_array_get_idx(jobs, i), "name");
         if (name && !json_object_object_get_ex(seen, name, NULL)) {
             json_object_object_add(seen, name, NULL);
-            offer(c, name);
+            offer_name(c, name);
         }
     }
+    free(cur);
     json_object_put(seen);
     json_object_put(reply);
     rt_vl_client_close(&vl);

@@ -26,6 +26,7 @@ struct ctl {
     const char *socket;        /* --socket or $RESOURCE_TRACKER_SOCKET, else NULL */
     unsigned format;           /* --json, --format: a CTL_FMT_* bit; 0 until chosen or settled */
     bool json;                 /* format is CTL_FMT_JSON */
+    bool format_chosen;        /* --json or --format was given (not the verb's default) */
     const char *user;          /* --user: whose job a JOB name means (administrators) */
     char used_socket[4096];    /* the socket we connected to (or last tried) */
     bool used_private;         /* it is a private daemon's: reached through its directory */
@@ -96,6 +97,14 @@ int ctl_meta_option(struct ctl_meta *m, const struct ctl_args *a, int val, const
 int ctl_meta_from_env(struct ctl_meta *m);
 /* StartJob's request and notify parameters, where given. */
 void ctl_meta_request_params(const struct ctl_meta *m, struct json_object *params);
+/* The job's name, from source (an option or a variable, for messages). */
+void ctl_meta_name(struct ctl_meta *m, const char *name, const char *source);
+/* Fill unset fields from TRACKER_* environment variables. */
+int ctl_meta_from_env(struct ctl_meta *m);
+/* Check the labels (name, tags, metadata values) against the daemon's
+ * rules: a bad one is refused (RT_EXIT_USAGE after a message), or, when
+ * lenient (run: a label never stops a command), left out with a warning. */
+int ctl_meta_check(struct ctl_meta *m, const struct ctl_args *a, bool lenient);
 /* StartJob's upload parameters from SENTINEL_API_TOKEN, SENTINEL_API_URL and
  * TRACKER_UPLOAD_INTERVAL (only with a token: without one nothing is sent). */
 void ctl_upload_params(struct json_object *params);
@@ -135,9 +144,12 @@ void ctl_print_json(FILE *f, struct json_object *o);
 /* Columns for a table: $COLUMNS, else the terminal's width, else 0 (no limit). */
 size_t ctl_term_width(void);
 /* s in at most width characters (UTF-8: a character is never cut), ending in
- * "…" when cut; control characters as '?'. Returns the characters written.
- * A wide (CJK) character counts as one. */
+ * "…" when cut; control characters escaped as systemd shows them (\n, \x1b:
+ * rt_escape_next), an escape never cut. Returns the characters written. A
+ * wide (CJK) character counts as one. */
 size_t ctl_fmt_cut(char *buf, size_t size, const char *s, size_t width);
+/* The characters s takes shown whole (as ctl_fmt_cut shows it). */
+size_t ctl_fmt_width(const char *s);
 /* ctl_fmt_cut padded with spaces to width characters; NULL shows as "-". */
 void ctl_fmt_cell(char *buf, size_t size, const char *s, size_t width);
 /* A job's figures by their names in rt/job_figures.h (figures.c; a name
@@ -158,6 +170,18 @@ void ctl_print_job_kernel(FILE *f, const char *head, struct json_object *job);
 /* How the job is tracked, for people: "as the cgroup PATH", "as a process tree (no cgroup: WHY)". */
 void ctl_job_tracking(struct json_object *job, char *buf, size_t size);
 
+/* The headline memory of a job's summary (summary.c), the one figure every
+ * view leads with: what the job could not do without (memory_peak_bytes:
+ * its cgroup's memory for a cgroup job, a tree's PSS or high-water mark),
+ * else, for a job recorded before it, the peak PSS; its words for people
+ * ("peak", "peak PSS") in *label when label is not NULL. RSS is secondary:
+ * it counts pages forked workers share once per process. */
+double ctl_job_memory(struct json_object *summary, const char **label);
+/* How a job ended, spelt one way in every view (summary.c): "exit status
+ * 3", "killed by SIGKILL", "exit status unknown" (lost, ended), "tracking
+ * stopped", "still running"; brief, for a table's cell: "3", "SIGKILL", "?"
+ * (not known), "-" (running, stopped). Returns buf. */
+const char *ctl_fmt_end(char *buf, size_t size, struct json_object *job, bool brief);
 /* A job's summary for people (summary.c): result, CPU, memory, I/O, GPU,
  * upload; `run` prints it at the end. */
 void ctl_print_job_summary(FILE *f, struct json_object *job);

@@ -2,6 +2,7 @@
 #include "ctl.h"
 
 #include "rt/json.h"
+#include "rt/text.h"
 #include "rt/util.h"
 
 #include <math.h>
@@ -114,41 +115,35 @@ size_t ctl_term_width(void)
     return 0;
 }
 
-/* Bytes in the UTF-8 character at p: 1 for a byte that starts no
- * well-formed sequence (shown as itself, never split off its tail). */
-static size_t char_len(const unsigned char *p)
+/* Columns a shown piece takes: an escape its characters, a character one. */
+static size_t piece_width(const char *piece, size_t n)
 {
-    size_t len = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 1;
-    for (size_t i = 1; i < len; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 1;
-    return len;
+    return piece[0] == '\\' ? n : 1;
 }
 
-/* C0 and C1 controls and DEL would move the cursor in a table. */
-static bool is_control(const unsigned char *p, size_t len)
+size_t ctl_fmt_width(const char *s)
 {
-    return (len == 1 && (*p < 0x20 || *p == 0x7f)) || (len == 2 && p[0] == 0xc2 && p[1] < 0xa0);
+    char piece[RT_ESCAPE_MAX];
+    size_t len = strlen(s), total = 0, used;
+    for (size_t i = 0; i < len; i += used)
+        total += piece_width(piece, rt_escape_next(s + i, len - i, piece, &used));
+    return total;
 }
 
 size_t ctl_fmt_cut(char *buf, size_t size, const char *s, size_t width)
 {
-    size_t chars = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p += char_len(p))
-        chars++;
-    size_t keep = chars <= width ? chars : width ? width - 1 : 0, n = 0, c = 0;
-    const unsigned char *p = (const unsigned char *)s;
-    for (; *p && c < keep; c++) {
-        size_t len = char_len(p);
-        if (n + len + sizeof("…") > size)
-            break; /* room for the ellipsis and the NUL */
-        if (is_control(p, len))
-            buf[n++] = '?';
-        else
-            memcpy(buf + n, p, len), n += len;
-        p += len;
+    char piece[RT_ESCAPE_MAX];
+    size_t len = strlen(s), total = ctl_fmt_width(s), used, n = 0, c = 0;
+    size_t keep = total <= width ? total : width ? width - 1 : 0;
+    for (size_t i = 0; i < len; i += used) {
+        size_t k = rt_escape_next(s + i, len - i, piece, &used), w = piece_width(piece, k);
+        if (c + w > keep || n + k + sizeof("…") > size)
+            break; /* an escape is never cut; room for the ellipsis and the NUL */
+        memcpy(buf + n, piece, k);
+        n += k;
+        c += w;
     }
-    if (c < chars && width && n + sizeof("…") <= size) {
+    if (c < total && width && n + sizeof("…") <= size) {
         memcpy(buf + n, "…", sizeof("…") - 1);
         n += sizeof("…") - 1;
         c++;

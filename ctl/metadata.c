@@ -4,6 +4,7 @@
 #include "args.h"
 
 #include "rt/request.h"
+#include "rt/text.h"
 #include "rt/util.h"
 
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 const struct ctl_opt ctl_meta_opts[] = {
     {"job-name", 'n', "NAME", CTL_RULE_NAME, CTL_KIND_NONE},
     {"interval", 'i', "SECS", CTL_RULE_INTERVAL, CTL_KIND_NONE},
-    {"tag", TAG, "KEY=VALUE", "a tag is KEY=VALUE", CTL_KIND_NONE},
+    {"tag", TAG, "KEY=VALUE", CTL_RULE_TAG, CTL_KIND_NONE},
     {"project-name", META(1), "VALUE", NULL, CTL_KIND_NONE},
     {"stage-name", META(2), "VALUE", NULL, CTL_KIND_NONE},
     {"task-name", META(3), "VALUE", NULL, CTL_KIND_NONE},
@@ -106,8 +107,7 @@ int ctl_parse_bool(const char *s, bool *out)
 int ctl_meta_option(struct ctl_meta *m, const struct ctl_args *a, int val, const char *v)
 {
     if (val == 'n') {
-        m->job_name = v;
-        ctl_args_source("name", "--job-name", v);
+        ctl_meta_name(m, v, "--job-name");
         return 1;
     }
     if (val == 'i') {
@@ -119,10 +119,6 @@ int ctl_meta_option(struct ctl_meta *m, const struct ctl_args *a, int val, const
         return 1;
     }
     if (val == TAG) {
-        if (!strchr(v, '=')) {
-            ctl_args_invalid(a, val, v);
-            return -1;
-        }
         struct json_object *tags;
         if (!json_object_object_get_ex(m->metadata, "tags", &tags)) {
             tags = json_object_new_array();
@@ -156,10 +152,8 @@ int ctl_meta_option(struct ctl_meta *m, const struct ctl_args *a, int val, const
 int ctl_meta_from_env(struct ctl_meta *m)
 {
     const char *v;
-    if (!m->job_name && (v = getenv("TRACKER_JOB_NAME")) && *v) {
-        m->job_name = v;
-        ctl_args_source("name", "TRACKER_JOB_NAME", v);
-    }
+    if (!m->job_name && (v = getenv("TRACKER_JOB_NAME")) && *v)
+        ctl_meta_name(m, v, "TRACKER_JOB_NAME");
     char why[256];
     if (!m->request && (v = getenv("TRACKER_REQUEST")) && *v && !request(m, v, why, sizeof(why))) {
         CTL_ERR("TRACKER_REQUEST '%s': %s", v, why);
@@ -189,6 +183,60 @@ void ctl_meta_request_params(const struct ctl_meta *m, struct json_object *param
         json_object_object_add(params, "request", json_object_get(m->request));
     if (m->notify)
         json_object_object_add(params, "notify", json_object_get(m->notify));
+}
+
+void ctl_meta_name(struct ctl_meta *m, const char *name, const char *source)
+{
+    m->job_name = name;
+    ctl_args_source("name", source, name);
+}
+
+/* A tag is KEY=VALUE with a KEY (what would "=x" be the value of?). */
+static bool valid_tag(const char *t)
+{
+    return t[0] != '=' && strchr(t, '=') && strlen(t) <= CTL_META_MAX_VALUE;
+}
+
+/* Refused (an error), or dropped with a warning when the caller runs a command. */
+static int bad_label(const struct ctl_args *a, bool lenient, const char *source, const char *value, const char *rule,
+                     const char *then)
+{
+    char shown[160];
+    ctl_fmt_cut(shown, sizeof(shown), value, 48);
+    if (!lenient)
+        return ctl_args_error(a, "%s '%s': %s", source, shown, rule);
+    CTL_ERR("warn: %s '%s': %s; %s", source, shown, rule, then);
+    return 0;
+}
+
+int ctl_meta_check(struct ctl_meta *m, const struct ctl_args *a, bool lenient)
+{
+    if (m->job_name && !rt_job_name_valid(m->job_name)) {
+        if (bad_label(a, lenient, ctl_args_source_of("name"), m->job_name, CTL_RULE_NAME, "the job has no name"))
+            return RT_EXIT_USAGE;
+        m->job_name = NULL;
+    }
+    struct json_object *tags;
+    if (json_object_object_get_ex(m->metadata, "tags", &tags)) {
+        for (size_t i = json_object_array_length(tags); i-- > 0;) {
+            const char *t = json_object_get_string(json_object_array_get_idx(tags, i));
+            if (valid_tag(t))
+                continue;
+            if (bad_label(a, lenient, "--tag", t, CTL_RULE_TAG, "the tag is left out"))
+                return RT_EXIT_USAGE;
+            json_object_array_del_idx(tags, i, 1);
+        }
+    }
+    for (size_t f = 0; f < RT_ARRAY_SIZE(fields); f++) {
+        struct json_object *v;
+        if (!json_object_object_get_ex(m->metadata, fields[f].key, &v) ||
+            json_object_get_string_len(v) <= CTL_META_MAX_VALUE)
+            continue;
+        if (bad_label(a, lenient, ctl_args_source_of(fields[f].key), json_object_get_string(v), CTL_RULE_META, "it is left out"))
+            return RT_EXIT_USAGE;
+        json_object_object_del(m->metadata, fields[f].key);
+    }
+    return 0;
 }
 
 void ctl_upload_params(struct json_object *params)

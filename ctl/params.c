@@ -6,8 +6,6 @@
 
 #include <string.h>
 
-#define RULE_META "a metadata value is at most 4096 bytes"
-
 static struct param {
     const char *name;   /* the daemon's parameter */
     const char *rule;
@@ -17,16 +15,16 @@ static struct param {
     {"name", CTL_RULE_NAME, NULL, NULL},
     {"pid", CTL_RULE_PID, NULL, NULL},
     {"interval_secs", CTL_RULE_INTERVAL, NULL, NULL},
-    {"project_name", RULE_META, NULL, NULL},
-    {"stage_name", RULE_META, NULL, NULL},
-    {"task_name", RULE_META, NULL, NULL},
-    {"team", RULE_META, NULL, NULL},
-    {"env", RULE_META, NULL, NULL},
-    {"language", RULE_META, NULL, NULL},
-    {"orchestrator", RULE_META, NULL, NULL},
-    {"executor", RULE_META, NULL, NULL},
-    {"external_run_id", RULE_META, NULL, NULL},
-    {"container_image", RULE_META, NULL, NULL},
+    {"project_name", CTL_RULE_META, NULL, NULL},
+    {"stage_name", CTL_RULE_META, NULL, NULL},
+    {"task_name", CTL_RULE_META, NULL, NULL},
+    {"team", CTL_RULE_META, NULL, NULL},
+    {"env", CTL_RULE_META, NULL, NULL},
+    {"language", CTL_RULE_META, NULL, NULL},
+    {"orchestrator", CTL_RULE_META, NULL, NULL},
+    {"executor", CTL_RULE_META, NULL, NULL},
+    {"external_run_id", CTL_RULE_META, NULL, NULL},
+    {"container_image", CTL_RULE_META, NULL, NULL},
     {"tags", "at most 1024 tags, each at most 4096 bytes", NULL, NULL},
     {"command", "at most 1024 arguments, each at most 4096 bytes", NULL, NULL},
     {"upload_interval_secs", "an upload interval is a whole number of seconds from 1 to 86400", NULL, NULL},
@@ -52,6 +50,12 @@ void ctl_args_source(const char *param, const char *source, const char *value)
         p->source = source;
         p->value = value;
     }
+}
+
+const char *ctl_args_source_of(const char *param)
+{
+    const struct param *p = find(param);
+    return p && p->source ? p->source : param;
 }
 
 void ctl_args_report_param(const char *param)

@@ -15,21 +15,34 @@ static double dbl(struct json_object *o, const char *k)
     return v;
 }
 
-/* "exit status 3", "killed by signal 9 (KILL)", "exit status unknown" */
-static void result(char *buf, size_t size, struct json_object *job)
+const char *ctl_fmt_end(char *buf, size_t size, struct json_object *job, bool brief)
 {
-    const char *state = rt_json_get_string(job, "state");
+    const char *state = rt_json_get_string(job, "state") ?: "";
+    const char *abbrev;
     int64_t code, sig;
-    if (state && strcmp(state, "stopped") == 0)
-        snprintf(buf, size, "tracking stopped");
+    bool running = strcmp(state, "running") == 0, stopped = strcmp(state, "stopped") == 0;
+    if (rt_json_get_i64(job, "signal", &sig) && (abbrev = sigabbrev_np((int)sig)))
+        snprintf(buf, size, "%sSIG%s", brief ? "" : "killed by ", abbrev);
     else if (rt_json_get_i64(job, "signal", &sig))
-        snprintf(buf, size, "killed by signal %lld (%s)", (long long)sig, sigabbrev_np((int)sig) ?: "?");
+        snprintf(buf, size, "%s%lld", brief ? "signal " : "killed by signal ", (long long)sig);
     else if (rt_json_get_i64(job, "exit_code", &code))
-        snprintf(buf, size, "exit status %lld", (long long)code);
-    else if (state && strcmp(state, "running") == 0)
-        snprintf(buf, size, "still running");
+        snprintf(buf, size, "%s%lld", brief ? "" : "exit status ", (long long)code);
+    else if (brief)
+        snprintf(buf, size, "%s", running || stopped ? "-" : "?");
     else
-        snprintf(buf, size, "exit status unknown");
+        snprintf(buf, size, "%s", running ? "still running" : stopped ? "tracking stopped" : "exit status unknown");
+    return buf;
+}
+
+double ctl_job_memory(struct json_object *summary, const char **label)
+{
+    double v = 0;
+    bool peak = ctl_total(summary, "memory_peak_bytes", &v);
+    if (!peak) /* a job recorded before the peak was kept */
+        ctl_total(summary, "peak_pss_bytes", &v);
+    if (label)
+        *label = peak ? "peak" : "peak PSS";
+    return v;
 }
 
 void ctl_print_job_memory(FILE *f, const char *head, struct json_object *job)
@@ -205,7 +218,7 @@ void ctl_print_job_summary(FILE *f, struct json_object *job)
     rt_json_get_i64(job, "id", &id);
     char dur[32], res[64], b1[32], b2[32];
     ctl_fmt_duration(dur, sizeof(dur), dbl(s, "duration_secs"));
-    result(res, sizeof(res), job);
+    ctl_fmt_end(res, sizeof(res), job, false);
     fprintf(f, "Job %lld%s%s%s %s after %s: %s\n", (long long)id, name ? " (" : "", name ? name : "",
             name ? ")" : "", rt_json_get_string(job, "state"), dur, res);
     ctl_fmt_duration(b1, sizeof(b1), ctl_total0(s, "cpu_secs"));

@@ -24,6 +24,7 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,8 +364,22 @@ static void notify_end(struct rt_daemon *d, const struct rt_job *j, struct json_
     json_object_put(targets);
 }
 
+/* The owner's user name for a journal record, into buf; NULL when the uid
+ * has none. Looked up with the registry unlocked: a remote user database
+ * may be slow. */
+static const char *user_name(uid_t uid, char *buf, size_t size)
+{
+    struct passwd pw, *res = NULL;
+    char tmp[4096];
+    if (getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) != 0 || !res)
+        return NULL;
+    rt_strlcpy(buf, pw.pw_name, size);
+    return buf;
+}
+
 /* Journal records of jobs that started or ended, from the sampler's outbox,
- * and the notifications of their ends. */
+ * and the notifications of their ends: what the records say is copied under
+ * the registry lock, and sent after. */
 static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
 {
     for (const struct rt_sevt *e = list; e; e = e->next) {
@@ -372,36 +387,40 @@ static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
         bool resumed = e->type == RT_SEVT_REQ_DONE && e->req->type == RT_SREQ_RESUME; /* or lost */
         if (!started && !resumed && e->type != RT_SEVT_JOB_ENDED)
             continue;
+        char id[24], cmd[1024], user[256];
+        char *name = NULL;
+        struct rt_event_job ej = {.id = id, .command = cmd};
+        struct rt_job_summary totals = {0};
+        struct rt_event_job_end end = {.totals = &totals};
+        struct json_object *job = NULL;
         rt_jobs_lock(&d->jobs);
         struct rt_job *j = rt_jobs_find(&d->jobs, e->type == RT_SEVT_REQ_DONE ? e->req->job_id : e->job_id);
-        if (j && !resumed) {
-            char id[24], cmd[1024];
+        bool record = j && !resumed;
+        if (record) {
             snprintf(id, sizeof(id), "%" PRIu64, j->id);
             command_line(j, cmd, sizeof(cmd));
-            struct rt_event_job ej = {.id = id, .name = j->name, .owner_uid = j->owner_uid,
-                                      .root_pid = j->pid, .command = cmd};
-            if (started) {
-                rt_event_job_started(&ej);
-            } else {
-                struct json_object *job = rt_api_job_json(d, j);
-                struct rt_event_job_end end = {
+            ej.name = name = j->name ? rt_xstrdup(j->name) : NULL;
+            ej.owner_uid = j->owner_uid;
+            ej.root_pid = j->pid;
+            totals = j->summary;
+            totals.gpus = json_object_get(j->summary.gpus);
+            if (!started) {
+                job = rt_api_job_json(d, j);
+                end = (struct rt_event_job_end){
                     .state = rt_job_state_name(j->state),
                     .exit_status = j->has_exit ? j->exit_code : -1,
                     .duration_usec = (uint64_t)(rt_job_duration(j, j->ended_at) * 1e6),
                     .processes_max = j->summary.peak_children + 1,
-                    .totals = &j->summary,
-                    .request = j->request,
+                    .totals = &totals,
+                    .request = rt_json_get_object(job, "request"),
                     .efficiency = rt_json_get_object(job, "efficiency"),
                     .notes = rt_json_get_array(job, "notes"),
                 };
-                rt_event_job_finished(&ej, &end);
                 notify_end(d, j, job);
-                json_object_put(job);
             }
         } else if (j && j->state == RT_JOB_LOST) { /* it ended while no daemon ran */
-            struct json_object *job = rt_api_job_json(d, j);
+            job = rt_api_job_json(d, j);
             notify_end(d, j, job);
-            json_object_put(job);
         }
         if (j && j->state != RT_JOB_RUNNING) {
             /* Ended: its metadata stays on disk only (rt_api_fill_metadata). */
@@ -409,6 +428,16 @@ static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
             j->metadata = NULL;
         }
         rt_jobs_unlock(&d->jobs);
+        if (record) {
+            ej.owner = user_name(ej.owner_uid, user, sizeof(user));
+            if (started)
+                rt_event_job_started(&ej);
+            else
+                rt_event_job_finished(&ej, &end);
+        }
+        json_object_put(job);
+        json_object_put(totals.gpus);
+        free(name);
     }
 }
 

@@ -1,11 +1,23 @@
 # `cpack -G DEB` (or `cmake --build . --target package`) builds
-# resource-tracker_<version>_<arch>.deb. Configure with
-# -DCMAKE_INSTALL_PREFIX=/usr for a distribution package: the daemon's
-# compiled-in paths (its default configuration file) follow the prefix, so
-# the package installs where the binaries were built to look.
+# resource-tracker_<version>_<arch>.deb, which installs into /usr and /etc.
+# The prefix is /usr unless the build was configured with another
+# (CMakeLists.txt); the daemon's compiled-in paths (its default
+# configuration file) follow the prefix, so a package of another prefix
+# would put the files where its binaries do not look: cpack refuses it
+# before building anything, saying how to configure.
+set(RT_DEB_DIR ${PROJECT_BINARY_DIR}/deb)
 if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
-  message(STATUS "resource-tracker: prefix ${CMAKE_INSTALL_PREFIX}; a Debian package wants -DCMAKE_INSTALL_PREFIX=/usr")
+  message(STATUS "resource-tracker: prefix ${CMAKE_INSTALL_PREFIX}: an install by hand; cpack -G DEB needs the "
+                 "prefix /usr")
 endif()
+file(CONFIGURE OUTPUT ${RT_DEB_DIR}/cpack-project.cmake CONTENT [=[
+if(CPACK_GENERATOR STREQUAL "DEB" AND NOT "@CMAKE_INSTALL_PREFIX@" STREQUAL "/usr")
+  message(FATAL_ERROR "resource-tracker: this build's prefix is @CMAKE_INSTALL_PREFIX@; a Debian package "
+                      "installs into /usr and /etc: configure with -DCMAKE_INSTALL_PREFIX=/usr (the default "
+                      "of a new build directory)")
+endif()
+]=] @ONLY)
+set(CPACK_PROJECT_CONFIG_FILE ${RT_DEB_DIR}/cpack-project.cmake)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME resource-tracker)
@@ -44,7 +56,6 @@ set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
 
 # Maintainer scripts (the group, daemon-reload; no enable, no start) and
 # the configuration file as a conffile, so upgrades keep local edits.
-set(RT_DEB_DIR ${PROJECT_BINARY_DIR}/deb)
 if(IS_ABSOLUTE "${RT_SYSUSERS_DIR}")
   set(RT_SYSUSERS_FILE "${RT_SYSUSERS_DIR}/resource-tracker.conf")
 else()

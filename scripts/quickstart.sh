@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up resource-tracker on a fresh Debian 12 machine and run a real workload
-# as a tracked job: samples stream to stderr, then the job's summary prints.
+# as a tracked job: its summary prints when it ends (samples too when stderr
+# is not a terminal: `bash scripts/quickstart.sh 2>log`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -16,7 +16,7 @@ void insight_sample_values(const struct rt_sample *s, double *v)
     double space = 0, gpu = 0, vram = 0, busy = 0;
     for (size_t i = 0; i < s->n_disks; i++)
         for (size_t m = 0; m < s->disks[i].n_mounts; m++)
-            space += (double)s->disks[i].mounts[m].total_bytes - (double)s->disks[i].mounts[m].available_bytes;
+            space += (double)s->disks[i].mounts[m].used_bytes; /* as df's Used */
     for (size_t i = 0; i < s->n_gpus; i++) {
         gpu += s->gpus[i].utilization_pct / 100.0;
         vram += (double)s->gpus[i].vram_used_bytes;

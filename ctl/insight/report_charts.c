@@ -69,6 +69,8 @@ void insight_report_charts(FILE *f, const struct insight_report *r)
         fputs("<p class=\"muted\">The job has no samples yet.</p></section>\n", f);
         return;
     }
+    fputs("<p class=\"muted\">Time axis: <button id=\"rt-since\" disabled>since the start</button> "
+          "<button id=\"rt-clock\">clock time</button></p>\n", f);
     fprintf(f, "<p class=\"muted\">%s Drag to zoom (all charts follow), double-click to zoom out.</p>\n",
             r->a->run.charts.n < r->a->run.st.samples
                 ? "Each point is the mean of consecutive samples, the band their minimum to maximum."
@@ -166,18 +168,44 @@ static void data_json(FILE *f, const struct insight_report *r)
     fputs("]}", f);
 }
 
-/* Draws every chart from the data above; static, so it needs no escaping. */
+/* Draws every chart from the data above; static, so it needs no escaping.
+ * The time axis is the time since the job started (the clock time a button
+ * away, both in the legend), with ticks at round steps that the axis's span
+ * picks and one label format per axis, wide enough not to be cut. */
 static const char draw_js[] =
     "(function(){\n"
     "var D=JSON.parse(document.getElementById('rt-data').textContent);\n"
-    "var graphs=[];\n"
+    "var graphs=[],clock=false;\n"
     /* Binary units like the tables; ticks at powers of two (labelsKMG2), and
      * at least 1 KiB of range, which a flat zero line would label in bytes' fractions. */
     "function bytes(v){var u=['B','KiB','MiB','GiB','TiB','PiB'],i=0;\n"
     "  while(Math.abs(v)>=1024&&i<5){v/=1024;i++;}\n"
     "  var a=Math.abs(v);return (i?v.toFixed(a<10?2:a<100?1:0):String(Math.round(v)))+' '+u[i];}\n"
+    "function two(n){return (n<10?'0':'')+n;}\n"
+    /* Seconds since the start, as a stopwatch: 4.5s, 45s, 1:30, 1:02:03, 2d 03:00. */
+    "function since(s,step,span){var r=Math.round(s*10)/10,d=Math.floor(r/86400),h=Math.floor(r%86400/3600),\n"
+    "  m=Math.floor(r%3600/60),x=r%60;\n"
+    "  if(span<60)return (step<1?x.toFixed(1):String(Math.round(x)))+'s';\n"
+    "  x=Math.round(x);if(span<3600)return m+':'+two(x);\n"
+    "  if(span<86400)return h+':'+two(m)+(step<60?':'+two(x):'');\n"
+    "  return d+'d '+two(h)+':'+two(m);}\n"
+    /* The clock time of x: to the tenth of a second, the second, the minute, or with the date for long spans. */
+    "function at(s,step,span){var t=new Date((D.t0+s)*1000),hm=two(t.getHours())+':'+two(t.getMinutes());\n"
+    "  var day=two(t.getMonth()+1)+'-'+two(t.getDate());\n"
+    "  var sec=hm+':'+two(t.getSeconds())+(step<1?'.'+Math.floor(t.getMilliseconds()/100):'');\n"
+    "  return span>=86400?day+' '+hm:step<60?sec:hm;}\n"
+    "var STEPS=[0.1,0.2,0.5,1,2,5,10,15,30,60,120,300,600,900,1800,3600,7200,10800,21600,43200,86400,172800,\n"
+    "  604800];\n"
+    /* Ticks a label's width apart, on round seconds of the start or of the clock. */
+    "function ticker(a,b,px){var span=b-a,n=Math.max(2,Math.floor(px/110)),step=STEPS[STEPS.length-1];\n"
+    "  for(var i=0;i<STEPS.length;i++)if(span/STEPS[i]<=n){step=STEPS[i];break;}\n"
+    "  var off=clock?D.t0-new Date(D.t0*1000).getTimezoneOffset()*60:0,k=Math.ceil((a+off)/step-1e-9),out=[];\n"
+    "  for(var v=k*step-off;v<=b+1e-9;v=(++k)*step-off)\n"
+    "    out.push({v:v,label:clock?at(v,step,span):since(v,step,span)});\n"
+    "  return out;}\n"
+    "function xvalue(s){return '+'+since(s,1,D.t[D.t.length-1])+' ('+at(s,1,0)+')';}\n"
     "D.charts.forEach(function(c){\n"
-    "  var rows=D.t.map(function(t,i){var r=[new Date((D.t0+t)*1000)];\n"
+    "  var rows=D.t.map(function(t,i){var r=[t];\n"
     "    c.series.forEach(function(k){r.push(D.series[k][i]);});return r;});\n"
     "  var top=0;rows.forEach(function(r){r.slice(1).forEach(function(v){if(v&&v[2]>top)top=v[2];});});\n"
     "  var suffix=c.ylabel==='bytes/s'?'/s':'',fmt=function(v){return bytes(v)+suffix;};\n"
@@ -185,13 +213,19 @@ static const char draw_js[] =
     "  c.labels.forEach(function(l,i){series[l]={color:c.colors[i],\n"
     "    strokePattern:c.dashed[i]?Dygraph.DASHED_LINE:null};});\n"
     "  graphs.push(new Dygraph(document.getElementById('chart-'+c.id),rows,{\n"
-    "    labels:['time'].concat(c.labels),customBars:true,series:series,ylabel:c.bytes?null:c.ylabel,\n"
+    "    labels:['time'].concat(c.labels),customBars:true,series:series,ylabel:c.ylabel,\n"
     "    labelsDiv:'legend-'+c.id,legend:'always',includeZero:true,\n"
     "    strokeWidth:1.5,fillAlpha:0.25,drawPoints:rows.length<3,pointSize:3,\n"
     "    labelsKMG2:c.bytes,valueRange:c.bytes&&top<1024?[0,1024]:null,\n"
-    "    axes:{y:c.bytes?{axisLabelWidth:80,axisLabelFormatter:fmt,valueFormatter:fmt}:{axisLabelWidth:80}}}));\n"
+    "    axes:{x:{ticker:ticker,axisLabelWidth:100,valueFormatter:xvalue},\n"
+    "      y:c.bytes?{axisLabelWidth:95,axisLabelFormatter:fmt,valueFormatter:fmt}:{axisLabelWidth:80}}}));\n"
     "});\n"
     "if(graphs.length>1)Dygraph.synchronize(graphs,{zoom:true,selection:true,range:false});\n"
+    /* The time axis: since the start, or the clock. */
+    "[['rt-since',false],['rt-clock',true]].forEach(function(b){var e=document.getElementById(b[0]);\n"
+    "  e.onclick=function(){clock=b[1];document.getElementById('rt-since').disabled=!clock;\n"
+    "    document.getElementById('rt-clock').disabled=clock;\n"
+    "    graphs.forEach(function(g){g.updateOptions({axes:{x:{ticker:ticker}}});});};});\n"
     "window.rtGraphs=graphs;\n"
     "})();\n";
 

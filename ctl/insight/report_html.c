@@ -5,9 +5,12 @@
 #include "ctl.h"
 #include "insight/html.h"
 #include "rt/json.h"
+#include "rt/text.h"
+#include "rt/util.h"
 
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char css[] =
@@ -24,6 +27,7 @@ static const char css[] =
     "table.stats thead th{font-weight:600;border-bottom:1px solid #e2e8f0}"
     "table.stats tbody th{color:#64748b;font-weight:500;white-space:nowrap}"
     "table.stats .this{font-weight:600}table.stats .combined{background:#f1f5f9;padding-left:10px}"
+    "table.stats tr.differs td{color:#92400e}"
     ".state{display:inline-block;padding:1px 9px;border-radius:10px;font-size:12px;font-weight:600;"
     "vertical-align:middle}"
     ".state.finished{background:#d1fae5;color:#065f46}.state.failed,.state.lost{background:#fee2e2;color:#991b1b}"
@@ -67,7 +71,8 @@ static const struct {
 };
 
 /* An argument as a shell would need it: quoted when it has anything but
- * plain characters, so a command with spaces in an argument reads right. */
+ * plain characters, so a command with spaces in an argument reads right;
+ * one with control characters escaped in $'...' (rt_escape_dup). */
 static void shell_word(FILE *f, const char *arg)
 {
     if (*arg && strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-") ==
@@ -75,23 +80,18 @@ static void shell_word(FILE *f, const char *arg)
         html_text(f, arg);
         return;
     }
-    fputs("&#39;", f);
-    for (const char *p = arg; *p; p++) {
-        char c[2] = {*p, '\0'};
-        html_text(f, *p == '\'' ? "'\\''" : c);
+    char *shown = rt_escape_dup(arg);
+    if (strcmp(shown, arg) != 0) { /* control characters: as bash's $'...' writes them */
+        fputs("$&#39;", f);
+        for (const char *p = shown; *p; p++)
+            html_text(f, *p == '\'' ? "\\'" : (char[2]){*p, '\0'});
+    } else {
+        fputs("&#39;", f);
+        for (const char *p = arg; *p; p++)
+            html_text(f, *p == '\'' ? "'\\''" : (char[2]){*p, '\0'});
     }
     fputs("&#39;", f);
-}
-
-static void exit_text(struct json_object *job, char *buf, size_t size)
-{
-    int64_t code, sig;
-    if (!rt_json_get_i64(job, "exit_code", &code))
-        snprintf(buf, size, "—");
-    else if (rt_json_get_i64(job, "signal", &sig))
-        snprintf(buf, size, "killed by signal %lld (status %lld)", (long long)sig, (long long)code);
-    else
-        snprintf(buf, size, "%lld", (long long)code);
+    free(shown);
 }
 
 static void job_section(FILE *f, struct json_object *job)
@@ -103,8 +103,7 @@ static void job_section(FILE *f, struct json_object *job)
     fact(f, "Id", buf);
     fact(f, "Name", rt_json_get_string(job, "name"));
     fact(f, "State", rt_json_get_string(job, "state"));
-    exit_text(job, buf, sizeof(buf));
-    fact(f, "Exit status", buf);
+    fact(f, "End", ctl_fmt_end(buf, sizeof(buf), job, false));
     char user[64];
     ctl_fmt_user((int64_t)num(job, "owner_uid"), user, sizeof(user));
     int n = snprintf(buf, sizeof(buf), "%s (uid %lld)", user, (long long)num(job, "owner_uid"));
@@ -294,6 +293,108 @@ static void run_header(FILE *f, const struct insight_run *r, const char *cls)
             (unsigned long long)r->st.id, when, rt_json_get_string(r->job, "state"));
 }
 
+/* ---- what differs between the runs ---- */
+
+/* The values of one tag key in a run's tags ("lr=0.1" has key "lr"), joined
+ * by ", "; NULL when the run has no such tag. */
+static char *tag_values(struct json_object *md, const char *key, size_t klen)
+{
+    struct json_object *tags = rt_json_get_array(md, "tags");
+    char *out = NULL;
+    for (size_t i = 0; tags && i < json_object_array_length(tags); i++) {
+        const char *t = json_object_get_string(json_object_array_get_idx(tags, i));
+        const char *eq = strchr(t, '=');
+        if (!eq || (size_t)(eq - t) != klen || strncmp(t, key, klen) != 0)
+            continue;
+        char *more = rt_xasprintf("%s%s%s", out ? out : "", out ? ", " : "", eq + 1);
+        free(out);
+        out = more;
+    }
+    return out;
+}
+
+static char *command_of(struct json_object *md)
+{
+    struct json_object *cmd = rt_json_get_array(md, "command");
+    char *out = NULL;
+    for (size_t i = 0; cmd && i < json_object_array_length(cmd); i++) {
+        char *more = rt_xasprintf("%s%s%s", out ? out : "", out ? " " : "",
+                                  json_object_get_string(json_object_array_get_idx(cmd, i)));
+        free(out);
+        out = more;
+    }
+    return out;
+}
+
+/* A row of values, one per run, when they are not all the same. */
+static void differing_row(FILE *f, const char *title, const char *stat, char **v, const struct insight_analysis *a,
+                          bool code)
+{
+    size_t n = a->nhist + 1, same = 1;
+    for (size_t i = 1; i < n; i++)
+        same += (!v[i] && !v[0]) || (v[i] && v[0] && strcmp(v[i], v[0]) == 0);
+    if (same == n)
+        return;
+    fputs("<tr class=\"differs\"><th>", f);
+    html_text(f, title);
+    fputs("</th>", f);
+    for (size_t i = 0; i < n; i++) {
+        const struct insight_run *r = i ? &a->hist[i - 1] : &a->run;
+        fprintf(f, "<td class=\"%s\" data-stat=\"", i ? "hist" : "this");
+        html_text(f, stat);
+        fprintf(f, "\" data-run=\"%llu\">%s", (unsigned long long)r->st.id, code && v[i] ? "<code>" : "");
+        char *shown = v[i] ? rt_escape_dup(v[i]) : NULL;
+        html_text(f, shown ? shown : "—");
+        fprintf(f, "%s</td>", code && v[i] ? "</code>" : "");
+        free(shown);
+    }
+    fputs("<td class=\"combined\"></td></tr>\n", f);
+}
+
+/* What tells the runs apart: the tags (by key: a sweep over --tag lr=…),
+ * the metadata and the command that are not the same in every run. */
+static void differing_rows(FILE *f, const struct insight_analysis *a)
+{
+    size_t n = a->nhist + 1;
+    char **v = rt_xcalloc(n, sizeof(char *));
+    struct json_object **md = rt_xcalloc(n, sizeof(*md)), *keys = json_object_new_object();
+    for (size_t i = 0; i < n; i++)
+        md[i] = rt_json_get_object(i ? a->hist[i - 1].job : a->run.job, "metadata");
+    for (size_t i = 0; i < n; i++) { /* tag keys in the order runs have them */
+        struct json_object *tags = rt_json_get_array(md[i], "tags");
+        for (size_t k = 0; tags && k < json_object_array_length(tags); k++) {
+            const char *t = json_object_get_string(json_object_array_get_idx(tags, k));
+            const char *eq = strchr(t, '=');
+            char *key = eq ? rt_xasprintf("%.*s", (int)(eq - t), t) : NULL;
+            if (key && !json_object_object_get_ex(keys, key, NULL)) {
+                json_object_object_add(keys, key, NULL);
+                for (size_t r = 0; r < n; r++)
+                    v[r] = tag_values(md[r], key, strlen(key));
+                char *title = rt_xasprintf("Tag %s", key), *stat = rt_xasprintf("tag:%s", key);
+                differing_row(f, title, stat, v, a, true);
+                free(title);
+                free(stat);
+                for (size_t r = 0; r < n; r++)
+                    free(v[r]);
+            }
+            free(key);
+        }
+    }
+    json_object_put(keys);
+    for (size_t m = 0; m < sizeof(metadata_labels) / sizeof(metadata_labels[0]); m++) {
+        for (size_t r = 0; r < n; r++)
+            v[r] = (char *)rt_json_get_string(md[r], metadata_labels[m].key);
+        differing_row(f, metadata_labels[m].label, metadata_labels[m].key, v, a, false);
+    }
+    for (size_t r = 0; r < n; r++)
+        v[r] = command_of(md[r]);
+    differing_row(f, "Command", "command", v, a, true);
+    for (size_t r = 0; r < n; r++)
+        free(v[r]);
+    free(v);
+    free(md);
+}
+
 static void stats_section(FILE *f, const struct insight_analysis *a)
 {
     const char *name = rt_json_get_string(a->run.job, "name");
@@ -301,7 +402,8 @@ static void stats_section(FILE *f, const struct insight_analysis *a)
     if (a->nhist) {
         html_textf(f, "This run and the %zu earlier ended run%s named \"%s\" of the same user; combined: ", a->nhist,
                    a->nhist == 1 ? "" : "s", name);
-        fputs("means and durations averaged, peaks and totals the largest.", f);
+        fputs("means and durations averaged, peaks and totals the largest. The first rows are what differs "
+              "between the runs: their tags, metadata and command, where not the same in all.", f);
     } else if (name) {
         html_textf(f, "No earlier ended runs named \"%s\" of the same user.", name);
     } else {
@@ -316,6 +418,8 @@ static void stats_section(FILE *f, const struct insight_analysis *a)
     if (a->nhist)
         fprintf(f, "<th class=\"combined\">combined<br><span class=\"muted\">%zu runs</span></th>", a->nhist + 1);
     fputs("</tr></thead><tbody>\n", f);
+    if (a->nhist)
+        differing_rows(f, a);
     stats_row(f, a, &(struct stat_row){S_DURATION, "duration_secs", "Duration", RT_UNIT_SECS, 0});
     for (size_t k = 0; k < rt_fig_ntotals; k++) {
         const struct rt_fig_total *t = &rt_fig_totals[k];

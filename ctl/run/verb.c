@@ -31,7 +31,7 @@
 struct run {
     struct ctl *ctl;
     struct ctl_meta meta;
-    bool csv, quiet;
+    bool csv, quiet, summary_only;
     const char *output_path;
     unsigned gpus;                /* --gpus N, 0 when not asked */
     FILE *out;
@@ -41,12 +41,17 @@ struct run {
 
 static const char usage[] =
     "Usage: resource-trackerctl run [OPTIONS] [--] COMMAND [ARGS...]\n"
-    "Run COMMAND as a tracked job; print a sample per interval to stderr, then a\n"
-    "summary of the job; exit with COMMAND's exit status (128+N when killed by\n"
-    "signal N). Processes COMMAND leaves behind stay in the job; a daemon restart\n"
-    "does not interrupt it. The options end at COMMAND, or at --.\n\n"
-    "  -f, --format json|csv   sample format (default json); --json is --format json\n"
-    "  -o, --output FILE       write samples to FILE, not stderr ($TRACKER_OUTPUT)\n"
+    "Run COMMAND as a tracked job and exit with its exit status (128+N when killed\n"
+    "by signal N). At a terminal, COMMAND's output is left alone and a summary of\n"
+    "the job follows it; for scripts (standard error not a terminal, or --format or\n"
+    "--output given) a sample per interval goes to stderr first, as the Rust\n"
+    "resource-tracker prints them. Processes COMMAND leaves behind stay in the job;\n"
+    "a daemon restart does not interrupt it. The options end at COMMAND, or at --.\n\n"
+    "  -f, --format json|csv   print samples in this format (default json); --json is\n"
+    "                          --format json\n"
+    "  -o, --output FILE       write samples to FILE ($TRACKER_OUTPUT)\n"
+    "  -s, --summary           print the summary alone, no samples (at a terminal:\n"
+    "                          the default)\n"
     "  -q, --quiet             print neither samples nor the summary ($TRACKER_QUIET=1)\n"
     "  -g, --gpus N            give COMMAND the N least busy GPUs (free ones first):\n"
     "                          CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and\n"
@@ -62,6 +67,7 @@ static const struct ctl_opt run_opts[] = {
     {"output", 'o', "FILE", NULL, CTL_KIND_FILE},
     {"quiet", 'q', NULL, NULL, CTL_KIND_NONE},
     {"gpus", 'g', "N", "a number of GPUs is a whole number from 1 to 64", CTL_KIND_NONE},
+    {"summary", 's', NULL, NULL, CTL_KIND_NONE},
     {NULL, 0, NULL, NULL, CTL_KIND_NONE},
 };
 
@@ -91,6 +97,8 @@ static int parse(struct run *r, int argc, char **argv)
         int64_t n;
         if (o == 'q')
             r->quiet = quiet_set = true;
+        else if (o == 's')
+            r->summary_only = true;
         else if (o == 'o')
             r->output_path = optarg;
         else if (o == 'g' && (!ctl_parse_count(optarg, &n) || n > 64))
@@ -100,18 +108,26 @@ static int parse(struct run *r, int argc, char **argv)
     }
     if (ctl_args_operands(&a, argc, argv, NULL, 1, INT_MAX))
         return RT_EXIT_USAGE;
+    if (r->summary_only && (quiet_set || r->output_path || r->ctl->format_chosen))
+        return ctl_args_error(&a, "--summary prints no samples: it goes with none of %s",
+                              quiet_set ? "--quiet" : r->output_path ? "--output" : "--format and --json");
     r->csv = r->ctl->format == CTL_FMT_CSV;
     r->cmd = &argv[optind];
     ctl_args_source("command", "COMMAND", NULL);
     if (ctl_meta_from_env(&r->meta) < 0)
         return RT_EXIT_USAGE;
+    ctl_meta_check(&r->meta, &a, true); /* a label never stops the command */
     const char *v;
-    if (!quiet_set && (v = getenv("TRACKER_QUIET")) && *v && ctl_parse_bool(v, &r->quiet) < 0) {
+    if (!quiet_set && !r->summary_only && (v = getenv("TRACKER_QUIET")) && *v && ctl_parse_bool(v, &r->quiet) < 0) {
         CTL_ERR("TRACKER_QUIET '%s': a boolean is 1/0/true/false/yes/no/on/off, in any case", v);
         return RT_EXIT_USAGE;
     }
-    if (!r->output_path && (v = getenv("TRACKER_OUTPUT")) && *v)
+    if (!r->output_path && !r->summary_only && (v = getenv("TRACKER_OUTPUT")) && *v)
         r->output_path = v;
+    /* A person at a terminal reads their command's output, not ours: samples
+     * are for scripts, which ask for them or read a pipe (docs/usage.md). */
+    if (!r->output_path && !r->ctl->format_chosen && isatty(STDERR_FILENO))
+        r->summary_only = true;
     return 0;
 }
 
@@ -269,7 +285,7 @@ int ctl_run(struct ctl *ctl, int argc, char **argv)
         return rc < 0 ? 0 : rc;
     }
     signal(SIGPIPE, SIG_IGN);
-    if (!r.quiet) {
+    if (!r.quiet && !r.summary_only) {
         if (r.output_path) {
             r.out = open_output(r.output_path);
             if (!r.out) {

@@ -4,11 +4,14 @@
 #include "rt/util.h"
 
 #include <pwd.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
-enum { USER = 'u', NAME = 'n', SINCE = 's', LIMIT = 'l', RUNNING = 'r' };
+#define COLS_LIST "id,name,state,exit,pid,user,started,duration,cpu,peak-cpu,memory,rss,eff,command"
+
+enum { USER = 'u', NAME = 'n', SINCE = 's', LIMIT = 'l', RUNNING = 'r', COLUMNS = 'o', LONG = CTL_OPT_LONG };
 
 static const char usage[] =
     "Usage: resource-trackerctl jobs [OPTIONS]\n"
@@ -22,9 +25,15 @@ static const char usage[] =
     "                          @UNIX-SECONDS) or a duration ago (90s, 30m, 2h, 3d,\n"
     "                          1w, 1h30m)\n"
     "  -l, --limit N           the newest N only\n"
+    "  --long                  every column of the table\n"
+    "  -o, --columns LIST      these columns, in this order: a comma-separated list of\n"
+    "                          " COLS_LIST "\n"
     "  -f, --format FORMAT     text (a table), json or csv; --json is --format json\n"
     "  -h, --help              this help\n\n"
-    "In a terminal (or with $COLUMNS) the COMMAND column is cut to the width.\n";
+    "The table fits the terminal (or $COLUMNS): the least needed columns are left\n"
+    "out until COMMAND, last, has room, and COMMAND is cut to the width left. USER\n"
+    "is shown when the jobs are more than one user's. MEMORY is the job's peak\n"
+    "memory: its cgroup's for a cgroup job, else the peak PSS of its processes.\n";
 
 static const struct ctl_opt opts[] = {
     {"running", RUNNING, NULL, NULL, CTL_KIND_NONE},
@@ -32,6 +41,8 @@ static const struct ctl_opt opts[] = {
     {"user", USER, "USER", "a USER is a user name or a numeric uid", CTL_KIND_USER},
     {"since", SINCE, "TIME", CTL_RULE_SINCE, CTL_KIND_NONE},
     {"limit", LIMIT, "N", "a limit is a whole number above 0", CTL_KIND_NONE},
+    {"long", LONG, NULL, NULL, CTL_KIND_NONE},
+    {"columns", COLUMNS, "LIST", "a LIST is columns separated by commas: " COLS_LIST, CTL_KIND_NONE},
     {NULL, 0, NULL, NULL, CTL_KIND_NONE},
 };
 
@@ -73,23 +84,6 @@ static int check_user(struct rt_vl_client *c, int64_t uid, const char *given)
     return rc;
 }
 
-/* "SIGKILL" for a signal, the status for an exit, "-" for neither. */
-static const char *exit_text(struct json_object *j, char *buf, size_t size)
-{
-    int64_t v;
-    const char *abbrev;
-    if (rt_json_get_i64(j, "signal", &v) && (abbrev = sigabbrev_np((int)v)) && strlen(abbrev) <= 4)
-        snprintf(buf, size, "SIG%s", abbrev);
-    else if (rt_json_get_i64(j, "exit_code", &v))
-        snprintf(buf, size, "%lld", (long long)v);
-    else if (strcmp(rt_json_get_string(j, "state") ?: "", "lost") == 0 ||
-             strcmp(rt_json_get_string(j, "state") ?: "", "ended") == 0)
-        snprintf(buf, size, "?"); /* ended, its status not known */
-    else
-        snprintf(buf, size, "-");
-    return buf;
-}
-
 /* The command line, arguments joined by spaces (NULL when unknown). */
 static char *command_text(struct json_object *j)
 {
@@ -124,41 +118,171 @@ static const char *efficiency_text(struct json_object *j, char *buf, size_t size
     return buf;
 }
 
-static void print_table(struct json_object *jobs)
+/* ---- the table ---- */
+
+enum col_id { ID, NAME_, STATE, EXIT, PID, USER_, STARTED, DURATION, CPU, PEAK_CPU, MEMORY, RSS, EFF, COMMAND, NCOLS };
+
+static const struct col {
+    const char *key;  /* its name for -o */
+    const char *head;
+    bool right;       /* a number: aligned right */
+    size_t cap;       /* the widest a cell gets (cut with …); 0: none */
+    int drop;         /* dropped in a narrow terminal, the highest first; 0: never */
+} cols[NCOLS] = {
+    [ID] = {"id", "ID", true, 0, 0},
+    [NAME_] = {"name", "NAME", false, 24, 0},
+    [STATE] = {"state", "STATE", false, 0, 0},
+    [EXIT] = {"exit", "EXIT", false, 0, 4},
+    [PID] = {"pid", "PID", true, 0, 7},
+    [USER_] = {"user", "USER", false, 12, 5},
+    [STARTED] = {"started", "STARTED", false, 0, 6},
+    [DURATION] = {"duration", "DURATION", true, 0, 2},
+    [CPU] = {"cpu", "CPU", true, 0, 3},
+    [PEAK_CPU] = {"peak-cpu", "PEAK CPU", true, 0, 8},
+    [MEMORY] = {"memory", "MEMORY", true, 0, 1},
+    [RSS] = {"rss", "PEAK RSS", true, 0, 9},
+    [EFF] = {"eff", "EFF C/M/G%", false, 0, 10},
+    [COMMAND] = {"command", "COMMAND", false, 0, 0},
+};
+
+#define CMD_MIN 12 /* the command's width at least, when columns are dropped for it */
+
+static const enum col_id default_cols[] = {ID, NAME_, STATE, EXIT, USER_, STARTED, DURATION, CPU, MEMORY, EFF, COMMAND};
+static const enum col_id long_cols[] = {ID,  NAME_,    STATE, EXIT,     PID,    USER_, STARTED,
+                                        DURATION, CPU, PEAK_CPU, MEMORY, RSS, EFF,   COMMAND};
+
+struct layout {
+    enum col_id c[NCOLS];
+    size_t n;
+    bool chosen; /* -o or --long: every column shown, none dropped */
+};
+
+/* "id,name,command": 0, or -1 when a name is none of the columns. */
+static int parse_cols(struct layout *l, const char *list)
 {
-    char head[256];
-    int fixed = snprintf(head, sizeof(head), "%-6s %-20s %-9s %-7s %-8s %-10s %-19s %9s %8s %8s %10s %-11s  ", "ID",
-                         "NAME", "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG CPU", "PEAK CPU",
-                         "PEAK RSS", "EFF C/M/G%");
-    /* The command takes what the terminal has left, 10 characters at least. */
-    size_t width = ctl_term_width();
-    size_t cmd_width = !width ? SIZE_MAX : width > (size_t)fixed + 10 ? width - (size_t)fixed : 10;
-    printf("%sCOMMAND\n", head);
-    bool idle_seen = false;
-    for (size_t i = 0; i < json_object_array_length(jobs); i++) {
-        struct json_object *j = json_object_array_get_idx(jobs, i);
-        struct json_object *s = rt_json_get_object(j, "summary");
-        char name[128], user[64], user_cell[64], code[16], started[32], dur[32], mem[32], eff[40], cmd_cell[4096];
-        ctl_fmt_cell(name, sizeof(name), rt_json_get_string(j, "name"), 20);
-        ctl_fmt_cell(user_cell, sizeof(user_cell), ctl_fmt_user(i64(j, "owner_uid"), user, sizeof(user)), 10);
-        ctl_fmt_time(started, sizeof(started), dbl(j, "started_at"));
-        ctl_fmt_duration(dur, sizeof(dur), dbl(s, "duration_secs"));
-        ctl_fmt_bytes(mem, sizeof(mem), ctl_total0(s, "peak_rss_bytes"));
-        char *cmd = command_text(j);
-        ctl_fmt_cut(cmd_cell, sizeof(cmd_cell), cmd ? cmd : "-", cmd_width);
-        free(cmd);
-        /* "!": a GPU of it idle but held, or given to it and unused */
-        struct json_object *idle = rt_json_get_array(j, "gpu_idle");
-        char state[16];
-        bool is_idle = idle && json_object_array_length(idle) > 0;
-        snprintf(state, sizeof(state), "%s%s", rt_json_get_string(j, "state"), is_idle ? "!" : "");
-        idle_seen |= is_idle;
-        printf("%-6lld %s %-9s %-7s %-8lld %s %-19s %9s %8.2f %8.2f %10s %-11s  %s\n", (long long)i64(j, "id"), name,
-               state, exit_text(j, code, sizeof(code)), (long long)i64(j, "pid"), user_cell, started, dur,
-               ctl_total0(s, "avg_cores"), ctl_total0(s, "peak_cores"), mem, efficiency_text(j, eff, sizeof(eff)),
-               cmd_cell);
+    l->n = 0;
+    l->chosen = true;
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        int k = -1;
+        for (int c = 0; c < NCOLS; c++)
+            if (strlen(cols[c].key) == len && strncasecmp(cols[c].key, p, len) == 0)
+                k = c;
+        if (k < 0 || len == 0 || l->n == NCOLS)
+            return -1;
+        l->c[l->n++] = (enum col_id)k;
+        p += len + (p[len] == ',');
     }
-    if (idle_seen)
+    return l->n ? 0 : -1;
+}
+
+/* "MM-DD HH:MM" this year, the date alone before: the table's short form. */
+static void started_text(char *buf, size_t size, double unix_secs)
+{
+    time_t t = (time_t)unix_secs, now = time(NULL);
+    struct tm tm, today;
+    localtime_r(&t, &tm);
+    localtime_r(&now, &today);
+    strftime(buf, size, tm.tm_year == today.tm_year ? "%m-%d %H:%M" : "%Y-%m-%d", &tm);
+}
+
+/* One cell as text (escaped and cut to its cap by the caller). */
+static char *cell(struct json_object *j, enum col_id c)
+{
+    struct json_object *s = rt_json_get_object(j, "summary");
+    char buf[64];
+    switch (c) {
+    case ID: return rt_xasprintf("%lld", (long long)i64(j, "id"));
+    case NAME_: return rt_xstrdup(rt_json_get_string(j, "name") ?: "-");
+    case STATE: { /* "!": a GPU of it idle but held, or given to it and unused */
+        struct json_object *idle = rt_json_get_array(j, "gpu_idle");
+        return rt_xasprintf("%s%s", rt_json_get_string(j, "state") ?: "?",
+                            idle && json_object_array_length(idle) ? "!" : "");
+    }
+    case EXIT: ctl_fmt_end(buf, sizeof(buf), j, true); break;
+    case PID: return rt_xasprintf("%lld", (long long)i64(j, "pid"));
+    case USER_: ctl_fmt_user(i64(j, "owner_uid"), buf, sizeof(buf)); break;
+    case STARTED: started_text(buf, sizeof(buf), dbl(j, "started_at")); break;
+    case DURATION: ctl_fmt_duration(buf, sizeof(buf), dbl(s, "duration_secs")); break;
+    case CPU: return rt_xasprintf("%.2f", ctl_total0(s, "avg_cores"));
+    case PEAK_CPU: return rt_xasprintf("%.2f", ctl_total0(s, "peak_cores"));
+    case MEMORY: ctl_fmt_bytes(buf, sizeof(buf), ctl_job_memory(s, NULL)); break;
+    case RSS: ctl_fmt_bytes(buf, sizeof(buf), ctl_total0(s, "peak_rss_bytes")); break;
+    case EFF: efficiency_text(j, buf, sizeof(buf)); break;
+    case COMMAND: {
+        char *cmd = command_text(j);
+        return cmd ? cmd : rt_xstrdup("-");
+    }
+    case NCOLS: break;
+    }
+    return rt_xstrdup(buf);
+}
+
+static void print_table(struct json_object *jobs, struct layout *l)
+{
+    size_t rows = json_object_array_length(jobs), width[NCOLS] = {0};
+    /* USER by default only where the jobs are more than one user's. */
+    bool users = false;
+    for (size_t i = 1; i < rows && !users; i++)
+        users = i64(json_object_array_get_idx(jobs, i), "owner_uid") !=
+                i64(json_object_array_get_idx(jobs, 0), "owner_uid");
+    /* EFF by default only where a job asked for something. */
+    bool asked = false, idle = false;
+    for (size_t i = 0; i < rows; i++) {
+        struct json_object *j = json_object_array_get_idx(jobs, i), *g = rt_json_get_array(j, "gpu_idle");
+        asked |= rt_json_get_object(j, "request") != NULL;
+        idle |= g && json_object_array_length(g) > 0;
+    }
+    for (size_t k = l->n; !l->chosen && k-- > 0;)
+        if ((l->c[k] == USER_ && !users) || (l->c[k] == EFF && !asked))
+            memmove(&l->c[k], &l->c[k + 1], (--l->n - k) * sizeof(l->c[0]));
+    char **text = rt_xcalloc(rows * NCOLS, sizeof(char *));
+    for (size_t k = 0; k < l->n; k++) {
+        enum col_id c = l->c[k];
+        width[c] = strlen(cols[c].head);
+        for (size_t i = 0; i < rows; i++) {
+            char **t = &text[i * NCOLS + c];
+            *t = cell(json_object_array_get_idx(jobs, i), c);
+            size_t w = ctl_fmt_width(*t);
+            if (cols[c].cap && w > cols[c].cap)
+                w = cols[c].cap;
+            if (w > width[c])
+                width[c] = w;
+        }
+    }
+    /* In a terminal the table fits its width: the least needed columns
+     * go until the command, last, has CMD_MIN characters. */
+    size_t term = ctl_term_width(), used = 0;
+    bool flex = l->n && l->c[l->n - 1] == COMMAND; /* last: it takes the width left */
+    for (size_t k = 0; k + flex < l->n; k++)
+        used += width[l->c[k]] + 1;
+    while (term && flex && !l->chosen && used + CMD_MIN > term) {
+        size_t worst = l->n;
+        for (size_t k = 0; k < l->n; k++)
+            if (cols[l->c[k]].drop && (worst == l->n || cols[l->c[k]].drop > cols[l->c[worst]].drop))
+                worst = k;
+        if (worst == l->n)
+            break;
+        used -= width[l->c[worst]] + 1;
+        memmove(&l->c[worst], &l->c[worst + 1], (--l->n - worst) * sizeof(l->c[0]));
+    }
+    if (flex)
+        width[COMMAND] = term > used + CMD_MIN ? term - used : term ? CMD_MIN : SIZE_MAX;
+    char cut[4096];
+    for (size_t i = 0; i <= rows; i++) {
+        for (size_t k = 0; k < l->n; k++) {
+            enum col_id c = l->c[k];
+            size_t w = ctl_fmt_cut(cut, sizeof(cut), i ? text[(i - 1) * NCOLS + c] : cols[c].head, width[c]);
+            int pad = width[c] > w && width[c] != SIZE_MAX ? (int)(width[c] - w) : 0;
+            printf("%s%*s%s%*s", k ? " " : "", cols[c].right ? pad : 0, "", cut,
+                   cols[c].right || k + 1 == l->n ? 0 : pad, "");
+        }
+        putchar('\n');
+    }
+    for (size_t i = 0; i < rows * NCOLS; i++)
+        free(text[i]);
+    free(text);
+    if (idle)
         printf("running!: a GPU of the job is idle but held, or was given to it and is unused "
                "(status JOB, gpus)\n");
 }
@@ -223,6 +347,9 @@ static void print_csv(struct json_object *jobs)
 int ctl_jobs(struct ctl *ctl, int argc, char **argv)
 {
     struct json_object *filter = json_object_new_object();
+    struct layout layout = {.n = RT_ARRAY_SIZE(default_cols)};
+    memcpy(layout.c, default_cols, sizeof(default_cols));
+    bool table_opts = false;
     const char *user = NULL;
     int64_t uid = -1, limit;
     double since;
@@ -254,13 +381,25 @@ int ctl_jobs(struct ctl *ctl, int argc, char **argv)
             if ((ok = ctl_parse_count(optarg, &limit)))
                 json_object_object_add(filter, "limit", json_object_new_int64(limit));
             break;
+        case LONG:
+            layout = (struct layout){.n = RT_ARRAY_SIZE(long_cols), .chosen = true};
+            memcpy(layout.c, long_cols, sizeof(long_cols));
+            table_opts = true;
+            break;
+        case COLUMNS:
+            ok = parse_cols(&layout, optarg) == 0;
+            table_opts = true;
+            break;
         }
         if (!ok) {
             json_object_put(filter);
             return ctl_args_invalid(&a, o, optarg);
         }
     }
-    if (ctl_args_operands(&a, argc, argv, NULL, 0, 0)) {
+    if (ctl_args_operands(&a, argc, argv, NULL, 0, 0) ||
+        (table_opts && ctl->format != CTL_FMT_TEXT &&
+         ctl_args_error(&a, "--long and --columns choose the columns of the text table, not of %s",
+                        ctl->json ? "JSON" : "CSV"))) {
         json_object_put(filter);
         return RT_EXIT_USAGE;
     }
@@ -279,7 +418,7 @@ int ctl_jobs(struct ctl *ctl, int argc, char **argv)
         else if (ctl->format == CTL_FMT_CSV)
             print_csv(jobs);
         else
-            print_table(jobs);
+            print_table(jobs, &layout);
     }
     json_object_put(jobs);
     rt_vl_client_close(&c);

@@ -14,13 +14,14 @@ enum { FOLLOW = 'F' };
 
 static const char usage[] =
     "Usage: resource-trackerctl status [--json] [--user USER] [JOB]\n"
-    "       resource-trackerctl status --follow [--format json|csv]\n"
+    "       resource-trackerctl status --follow [--format json|csv|text]\n"
     "Live host figures, or JOB's summary, metadata, tags and latest sample (JOB: an\n"
     "id, or a name among your jobs: the running one, else the newest); with\n"
     "--follow, every host sample as it is taken until interrupted, like the Rust\n"
     "tracker without arguments.\n\n"
     "  -f, --format FORMAT     text or json; --json is --format json; with --follow,\n"
-    "                          json (JSON Lines, the default) or csv (the 32 columns)\n"
+    "                          json (JSON Lines, the default), csv (the 32 columns)\n"
+    "                          or text (a line per sample, as vmstat prints them)\n"
     "  -F, --follow            the host's samples as they come\n"
     CTL_USER_USAGE
     "  -h, --help              this help\n";
@@ -106,7 +107,7 @@ static void print_host(struct json_object *s)
         printf("GPU      none\n");
 }
 
-/* Text from a job as it is, but no control characters for the terminal
+/* Text from a job as it is, but control characters escaped for the terminal
  * (an administrator reads other users' jobs). */
 static const char *clean(const char *s, char *buf, size_t size)
 {
@@ -119,7 +120,7 @@ static void print_metadata(struct json_object *md)
     static const char *const keys[] = {"project_name", "stage_name", "task_name",       "team",
                                        "env",          "language",   "orchestrator",    "executor",
                                        "external_run_id", "container_image"};
-    char buf[8192]; /* a value is at most 4096 bytes */
+    char buf[4 * 4096 + 8]; /* a value is at most 4096 bytes, each at most 4 escaped */
     struct json_object *cmd = rt_json_get_array(md, "command");
     if (cmd) {
         printf("Command ");
@@ -162,12 +163,11 @@ static void print_job(struct json_object *j, struct json_object *last)
     struct json_object *md = rt_json_get_object(j, "metadata");
     const char *name = rt_json_get_string(j, "name");
     char user[64], started[32], dur[32], b1[32], b2[32];
-    printf("Job %lld%s%s%s: %s", (long long)i64(j, "id"), name ? " (" : "", name ? name : "", name ? ")" : "",
-           rt_json_get_string(j, "state"));
-    int64_t code;
-    if (rt_json_get_i64(j, "exit_code", &code))
-        printf(", exit status %lld", (long long)code);
-    printf("\n");
+    const char *state = rt_json_get_string(j, "state") ?: "";
+    char end[64];
+    bool ended = strcmp(state, "running") != 0 && strcmp(state, "stopped") != 0;
+    printf("Job %lld%s%s%s: %s%s%s\n", (long long)i64(j, "id"), name ? " (" : "", name ? name : "", name ? ")" : "",
+           state, ended ? ", " : "", ended ? ctl_fmt_end(end, sizeof(end), j, false) : "");
     ctl_fmt_time(started, sizeof(started), dbl(j, "started_at"));
     ctl_fmt_duration(dur, sizeof(dur), dbl(s, "duration_secs"));
     printf("Owner    %s", ctl_fmt_user(i64(j, "owner_uid"), user, sizeof(user)));
@@ -246,8 +246,8 @@ int ctl_status(struct ctl *ctl, int argc, char **argv)
         return rc;
     if (follow && ref)
         return ctl_args_error(&a, "--follow follows the host; samples --follow JOB follows a job");
-    if (follow) /* a stream has no text form: JSON Lines unless CSV */
-        return ctl_follow_host(ctl, ctl->format == CTL_FMT_CSV);
+    if (follow) /* JSON Lines, as the Rust tracker, unless a format is asked for */
+        return ctl_follow_host(ctl, ctl->format_chosen ? ctl->format : CTL_FMT_JSON);
     if (ctl->format == CTL_FMT_CSV)
         return ctl_args_error(&a, "--format csv goes with --follow");
     struct rt_vl_client c = {.fd = -1};

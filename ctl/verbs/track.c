@@ -59,9 +59,9 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
         if (o == 'p' && !ctl_parse_pid(optarg, &pid)) {
             ctl_args_invalid(&a, o, optarg);
             goto out;
+
         } else if (o == CTL_OPT_LONG + 1) {
-            meta.job_name = optarg;
-            ctl_args_source("name", "--name", optarg);
+            ctl_meta_name(&meta, optarg, "--name");
         } else if (o == CTL_OPT_LONG + 2 && optarg[0] != '/') {
             ctl_args_invalid(&a, o, optarg);
             goto out;
@@ -79,8 +79,13 @@ int ctl_start(struct ctl *ctl, int argc, char **argv)
         ctl_args_error(&a, "needs one of --pid PID, --cgroup PATH, --unit NAME, --container ID: what to track");
         goto out;
     }
-    if (ctl_meta_from_env(&meta) < 0)
+    if (ctl_meta_from_env(&meta) < 0 || ctl_meta_check(&meta, &a, false))
         goto out;
+    if (pid == 1) {
+        ctl_args_error(&a, "--pid 1: PID 1 is init, whose tree is every process: the host, which "
+                           "'resource-trackerctl status' shows");
+        goto out;
+    }
     struct json_object *p = json_object_new_object();
     if (pid)
         json_object_object_add(p, "pid", json_object_new_int64(pid));

@@ -15,6 +15,7 @@
 #include "rt/cleanup.h"
 #include "rt/json.h"
 #include "rt/request.h"
+#include "rt/text.h"
 #include "rt/util.h"
 
 #include <ctype.h>
@@ -36,14 +37,7 @@
 
 static const char *check_name(struct json_object *v)
 {
-    const char *n = json_object_get_string(v);
-    size_t len = strlen(n);
-    if (len == 0 || len > 128 || rt_str_all_digits(n))
-        return "name"; /* all digits would be ambiguous with ids */
-    for (const char *p = n; *p; p++)
-        if (!isalnum((unsigned char)*p) && !strchr("._-@+:", *p))
-            return "name";
-    return NULL;
+    return rt_job_name_valid(json_object_get_string(v)) ? NULL : "name";
 }
 
 /* systemd's unit name characters (unit_name_is_valid); its kind the
@@ -311,6 +305,24 @@ static void give_gpus(struct rt_daemon *d, unsigned n, struct rt_job *j, struct 
     free(out);
 }
 
+/* One job per root process or cgroup: a second would count the same work
+ * twice and end with the first. The job is named when the caller may see it. */
+static bool already_tracked(struct rt_call *c, const struct start_args *a, const struct start_target *t)
+{
+    struct rt_daemon *d = rt_call_daemon(c);
+    const struct rt_peer *peer = rt_call_peer(c);
+    rt_jobs_lock(&d->jobs);
+    struct rt_job *j = rt_jobs_find_tracking(&d->jobs, (int32_t)a->pid, t->st.starttime,
+                                             rt_call_has(c, "pid") ? NULL : t->cgroup);
+    struct json_object *p = j ? json_object_new_object() : NULL;
+    if (j && (peer->admin || j->owner_uid == peer->uid))
+        json_object_object_add(p, "id", rt_json_u64(j->id));
+    rt_jobs_unlock(&d->jobs);
+    if (p)
+        rt_call_error(c, RT_E_PREFIX "AlreadyTracked", p);
+    return p != NULL;
+}
+
 static void m_start_job(struct rt_call *c)
 {
     struct rt_daemon *d = rt_call_daemon(c);
@@ -341,8 +353,15 @@ static void m_start_job(struct rt_call *c)
         rt_call_error_reason(c, RT_E_PREFIX "PermissionDenied", "only administrators may choose the Sentinel API URL");
         return;
     }
+    /* PID 1's tree is every process: the host, which the host figures are. */
+    if (rt_call_has(c, "pid") && a->pid == 1) {
+        rt_call_invalid_param(c, "pid");
+        return;
+    }
     _cleanup_(start_target_free) struct start_target t = {.pidfd = -1};
     if (rt_call_has(c, "pid") ? !pin_root(c, a, &t) : !find_cgroup(c, a, &t))
+        return;
+    if (already_tracked(c, a, &t))
         return;
 
     /* A name is a label: jobs of one user or many may share it. */

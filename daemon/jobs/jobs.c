@@ -121,6 +121,17 @@ double rt_jobs_fast_rate_for(struct rt_jobs *r, uid_t uid, double base_secs)
     return rate;
 }
 
+struct rt_job *rt_jobs_find_tracking(struct rt_jobs *r, int32_t pid, uint64_t starttime, const char *cgroup)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        struct rt_job *j = r->v[i];
+        if (j->state == RT_JOB_RUNNING &&
+            (cgroup ? j->cgroup && strcmp(j->cgroup, cgroup) == 0 : j->pid == pid && j->starttime == starttime))
+            return j;
+    }
+    return NULL;
+}
+
 size_t rt_jobs_running_for(struct rt_jobs *r, uid_t uid)
 {
     size_t n = 0;

@@ -29,6 +29,9 @@ struct rt_job *rt_jobs_find(struct rt_jobs *r, uint64_t id);
  * jobs may share one. */
 struct rt_job *rt_jobs_find_name(struct rt_jobs *r, const char *name, uid_t owner, size_t *running);
 size_t rt_jobs_running_for(struct rt_jobs *r, uid_t uid);
+/* The running job that tracks this root (pid and start time) or, when
+ * cgroup is not NULL, this cgroup; NULL if none. */
+struct rt_job *rt_jobs_find_tracking(struct rt_jobs *r, int32_t pid, uint64_t starttime, const char *cgroup);
 /* Samples per second that uid's running jobs sampled faster than base_secs
  * (the daemon's interval) take together. */
 double rt_jobs_fast_rate_for(struct rt_jobs *r, uid_t uid, double base_secs);

@@ -132,11 +132,25 @@ static void job_fields(struct rec *r, const struct rt_event_job *job)
         field(r, "JOB_NAME=%s", job->name);
     if (job->owner_uid != RT_EVENT_UID_UNKNOWN)
         field(r, "JOB_OWNER_UID=%u", (unsigned)job->owner_uid);
+    if (job->owner && *job->owner)
+        field(r, "JOB_OWNER=%s", job->owner);
     if (job->root_pid > 0)
         field(r, "JOB_ROOT_PID=%d", (int)job->root_pid);
 }
 
 /* "Job 42 (train)" or "job 42". */
+/* "alice (uid 1001)", or "uid 1001" for a uid without a user. */
+static void job_owner(struct rec *r, const char *word, const struct rt_event_job *job)
+{
+    char owner[MAX_NAME_IN_MESSAGE];
+    if (job->owner_uid == RT_EVENT_UID_UNKNOWN)
+        return;
+    if (job->owner && *job->owner)
+        message(r, " %s %s (uid %u)", word, clean(job->owner, owner, sizeof(owner)), (unsigned)job->owner_uid);
+    else
+        message(r, " %s uid %u", word, (unsigned)job->owner_uid);
+}
+
 static void job_title(struct rec *r, const char *word, const struct rt_event_job *job)
 {
     char id[MAX_NAME_IN_MESSAGE], name[MAX_NAME_IN_MESSAGE];
@@ -214,8 +228,7 @@ void rt_event_job_started(const struct rt_event_job *job)
     struct rec r = {.priority = LOG_INFO};
     job_title(&r, "Job", job);
     message(&r, " started");
-    if (job->owner_uid != RT_EVENT_UID_UNKNOWN)
-        message(&r, " for uid %u", (unsigned)job->owner_uid);
+    job_owner(&r, "for", job);
     if (job->root_pid > 0)
         message(&r, ", root pid %d", (int)job->root_pid);
     job_fields(&r, job);
@@ -350,8 +363,7 @@ void rt_event_job_finished(const struct rt_event_job *job, const struct rt_event
     gpu_usage(e, gpus, gpu, sizeof(gpu));
 
     job_title(&r, "Job", job);
-    if (job->owner_uid != RT_EVENT_UID_UNKNOWN)
-        message(&r, " of uid %u", (unsigned)job->owner_uid);
+    job_owner(&r, "of", job);
     message(&r, " %s after %s", strcmp(state, "lost") == 0 ? "was lost" : state, dur);
     if (e->exit_status >= 0)
         message(&r, ", exit status %d", e->exit_status);

@@ -48,6 +48,7 @@ struct rt_event_job {
     const char *id;            /* JOB_ID */
     const char *name;          /* JOB_NAME (left out when NULL or "") */
     uid_t owner_uid;           /* JOB_OWNER_UID (left out when RT_EVENT_UID_UNKNOWN) */
+    const char *owner;         /* JOB_OWNER: the owner's user name (left out when NULL: no such user) */
     pid_t root_pid;            /* JOB_ROOT_PID (left out when 0) */
     const char *command;       /* JOB_COMMAND, argv joined by spaces (optional) */
 };

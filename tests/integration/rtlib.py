@@ -11,6 +11,7 @@ import json
 import os
 import pwd
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -423,6 +424,57 @@ def spawn_at(test, pid, *cmd):
             raise AssertionError("spawn-at %d failed: %s" % (pid, p.returncode))
         time.sleep(0.05)
     test.skipTest("PID %d stayed taken" % pid)
+
+
+TMUX = shutil.which("tmux")
+SANITIZER_ENV = ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")
+
+
+class Terminal:
+    """A terminal as a person has one: a tmux session of width x height
+    running a shell line (its own tmux server, killed by a test cleanup).
+    screen() is what the terminal shows; keys() types. Skips the test
+    without tmux (scripts/setup.d/60-prometheus-tmux.sh)."""
+
+    def __init__(self, test, tmp, width=80, height=24):
+        if not TMUX:
+            test.skipTest("no tmux (scripts/setup.d/60-prometheus-tmux.sh)")
+        self.test, self.socket = test, os.path.join(tmp, "tmux")
+        self.width, self.height = width, height
+        test.addCleanup(lambda: subprocess.run(self.tmux("kill-server"), capture_output=True))
+
+    def tmux(self, *args):
+        return [TMUX, "-S", self.socket] + list(args)
+
+    @staticmethod
+    def env_line(daemon, env=None):
+        """"env K=V ...": the sanitizer options, the daemon's socket and env, for a shell line."""
+        e = {k: os.environ[k] for k in SANITIZER_ENV if k in os.environ}
+        if daemon is not None:
+            e["RESOURCE_TRACKER_SOCKET"] = daemon.socket
+        e.update(env or {})
+        return "env " + " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in e.items())
+
+    def start(self, line):
+        subprocess.run(self.tmux("new-session", "-d", "-x", str(self.width), "-y", str(self.height), line),
+                       check=True)
+
+    def screen(self):
+        return subprocess.run(self.tmux("capture-pane", "-p"), capture_output=True, check=True).stdout.decode()
+
+    def history(self):
+        """The scrollback and the screen, as text (trailing blank lines dropped)."""
+        out = subprocess.run(self.tmux("capture-pane", "-p", "-S", "-"), capture_output=True, check=True)
+        return out.stdout.decode().rstrip("\n")
+
+    def wait(self, pred, what, timeout=20):
+        return wait_for(lambda: pred(self.screen()) and self.screen(), timeout=timeout, what=what)
+
+    def keys(self, *keys):
+        subprocess.run(self.tmux("send-keys") + list(keys), check=True)
+
+    def resize(self, width, height):
+        subprocess.run(self.tmux("resize-window", "-x", str(width), "-y", str(height)), check=True)
 
 
 def read_json_lines(text):

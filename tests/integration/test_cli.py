@@ -12,9 +12,11 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import CTL, DaemonTest, read_json_lines, run_ctl, split_summary, wait_for  # noqa: E402
+from rtlib import CTL, DaemonTest, VarlinkError, read_json_lines, run_ctl, split_summary, wait_for  # noqa: E402
 
-NAME_RULE = "a name is 1-128 characters of A-Z a-z 0-9 . _ - @ + : and not all digits"
+NAME_RULE = "a name is 1-128 characters of UTF-8, no control characters, and not all digits"
+TAG_RULE = "a tag is KEY=VALUE, KEY not empty, at most 4096 bytes"
+INVALID = "org.varlink.service.InvalidParameter"
 PID_RULE = "a process ID is a whole number above 0"
 SOURCE = os.environ.get("RT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 VERBS = ["run", "start", "stop", "jobs", "status", "samples", "gpus", "usage", "info", "notify", "report", "recommend",
@@ -56,7 +58,7 @@ class Messages(unittest.TestCase):
                          "run: --interval '%s': an interval is a number of seconds from 0.1 to 3600" % bad, "run")
         self.refused(["run", "-i"], "run: --interval needs a value: an interval is a number of seconds from 0.1 "
                      "to 3600", "run")
-        self.refused(["run", "--tag", "novalue", "--", "true"], "run: --tag 'novalue': a tag is KEY=VALUE", "run")
+        self.refused(["start", "-p1", "--tag", "novalue"], "start: --tag 'novalue': " + TAG_RULE, "start")
         self.refused(["run", "-o"], "run: --output needs a value (FILE)", "run")
         self.refused(["jobs", "--limit", "0"], "jobs: --limit '0': a limit is a whole number above 0", "jobs")
         self.refused(["jobs", "-u", "no-such-user-here"],
@@ -161,16 +163,39 @@ class WithDaemon(DaemonTest):
         self.addCleanup(lambda: (p.kill(), p.wait()))
         return p
 
-    def test_values_the_daemon_refuses_name_their_option_and_rule(self):
+    def test_a_bad_label_warns_and_the_command_runs(self):
         marker = os.path.join(self.tmp, "ran")
         cases = [
-            (["run", "--job-name", "123", "--", "touch", marker], {}, "--job-name '123': " + NAME_RULE),
-            (["run", "-qn", "a b", "--", "touch", marker], {}, "--job-name 'a b': " + NAME_RULE),
-            (["run", "-q", "--", "touch", marker], {"TRACKER_JOB_NAME": "42"}, "TRACKER_JOB_NAME '42': " + NAME_RULE),
-            (["run", "-q", "--project-name", "x" * 5000, "--", "touch", marker], {},
-             "--project-name '%s…': a metadata value is at most 4096 bytes" % ("x" * 47)),
-            (["run", "-q", "--", "touch", marker], {"TRACKER_TEAM": "t" * 4097},
-             "TRACKER_TEAM '%s…': a metadata value is at most 4096 bytes" % ("t" * 47)),
+            (["--job-name", "123"], {}, "--job-name '123': " + NAME_RULE + "; the job has no name"),
+            (["-qn", "a\tb"], {}, "--job-name 'a\\tb': " + NAME_RULE + "; the job has no name"),
+            ([], {"TRACKER_JOB_NAME": "42"}, "TRACKER_JOB_NAME '42': " + NAME_RULE + "; the job has no name"),
+            (["--tag", "=x"], {}, "--tag '=x': " + TAG_RULE + "; the tag is left out"),
+            (["--tag", "novalue"], {}, "--tag 'novalue': " + TAG_RULE + "; the tag is left out"),
+            (["--project-name", "x" * 5000], {},
+             "--project-name '%s…': a metadata value is at most 4096 bytes; it is left out" % ("x" * 47)),
+            ([], {"TRACKER_TEAM": "t" * 4097},
+             "TRACKER_TEAM '%s…': a metadata value is at most 4096 bytes; it is left out" % ("t" * 47)),
+        ]
+        for i, (args, env, message) in enumerate(cases):
+            rc, out, err = run_ctl(self.d, "run", "-q", *args, "--tag", "case=%d" % i, "--", "touch", marker,
+                                   env=env)
+            self.assertEqual((rc, out, err), (0, "", "resource-trackerctl: warn: %s\n" % message), args)
+            self.assertTrue(os.path.exists(marker), "the command did not run: %s" % args)
+            os.unlink(marker)
+            [job] = [j for j in self.d.call("ListJobs")["jobs"] if "case=%d" % i in j["metadata"]["tags"]]
+            self.assertEqual(job["state"], "finished")
+            self.assertNotIn("project_name", job["metadata"])
+            self.assertEqual(job["metadata"]["tags"], ["case=%d" % i])
+        # Names are labels: spaces, any script, punctuation (the Rust CLI takes any string).
+        for name in ("train run", "résumé", "日本語 β=0.9", "lr=0.1,bs=64", "x" * 128):
+            rc, out, err = run_ctl(self.d, "run", "-q", "--", "true", env={"TRACKER_JOB_NAME": name})
+            self.assertEqual((rc, err), (0, ""), name)
+            self.assertEqual(self.d.call("GetJob", {"name": name})["job"]["name"], name)
+        self.assertEqual(run_ctl(self.d, "jobs", "--name", "train run", "--format", "csv")[1].count("train run"), 1)
+
+    def test_values_refused_name_their_option_and_rule(self):
+        marker = os.path.join(self.tmp, "ran")
+        cases = [
             (["run", "-q", "--", "touch", marker], {"SENTINEL_API_TOKEN": "t", "TRACKER_UPLOAD_INTERVAL": "100000"},
              "TRACKER_UPLOAD_INTERVAL '100000': an upload interval is a whole number of seconds from 1 to 86400"),
             (["run", "-q", "--", "touch", marker], {"SENTINEL_API_TOKEN": "t", "SENTINEL_API_URL": "ftp://x"},
@@ -180,10 +205,20 @@ class WithDaemon(DaemonTest):
             rc, out, err = run_ctl(self.d, *args, env=env)
             self.assertEqual((rc, out, err), (2, "", "resource-trackerctl: %s\n" % message), args)
             self.assertFalse(os.path.exists(marker), "the command ran: %s" % args)
+        # start has no command to keep running: a bad label is refused.
         p = self.sleeper()
-        rc, _, err = run_ctl(self.d, "start", "--pid", str(p.pid), "--name", "9")
-        self.assertEqual((rc, err), (2, "resource-trackerctl: --name '9': %s\n" % NAME_RULE))
+        for args, message in ((["--name", "9"], "--name '9': " + NAME_RULE),
+                              (["--tag", "=x"], "--tag '=x': " + TAG_RULE)):
+            rc, _, err = run_ctl(self.d, "start", "--pid", str(p.pid), *args)
+            self.assertEqual((rc, err), (2, "resource-trackerctl: start: %s\nTry 'resource-trackerctl start --help'.\n"
+                                         % message), args)
         self.assertEqual(self.d.call("ListJobs")["jobs"], [])
+        # The daemon holds the same rule.
+        for name in ("9", "a\nb", "x" * 129):
+            with self.assertRaises(VarlinkError) as e:
+                self.d.call("StartJob", {"pid": p.pid, "name": name})
+            self.assertEqual((e.exception.error, e.exception.parameters), (INVALID, {"parameter": "name"}), name)
+        self.assertEqual(self.d.call("StartJob", {"pid": p.pid, "name": "y" * 128})["job"]["name"], "y" * 128)
 
     def test_bundled_short_options(self):
         rc, out, err = run_ctl(self.d, "run", "-qn", "bundled", "-i0.4", "true")

@@ -21,25 +21,32 @@ COMPLETION = os.path.join(SOURCE, "packaging", "bash-completion", "resource-trac
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
 
 # Completes each line of stdin (the words of a command line, the last one
-# being completed) as bash does on TAB: COMP_WORDS split at '=' as
+# being completed; a line starting with a tab: the words as typed, quotes
+# kept, separated by tabs) as bash does on TAB: COMP_WORDS split at '=' as
 # COMP_WORDBREAKS has it, COMP_CWORD, COMP_LINE, COMP_POINT; then calls the
-# function `complete -p` names and prints COMPREPLY sorted, one line per
-# command line. compopt is a builtin only while bash completes.
+# function `complete -p` names and prints COMPREPLY sorted (as bash shows
+# it; in its order under compopt -o nosort), one line per command line. compopt is a builtin only while bash completes.
 DRIVER = r"""
 source "$1"; source "$2"
-compopt() { :; }
+compopt() { [[ "$*" == "-o nosort" ]] && nosort=1; }
 read -r -a spec <<<"$(complete -p resource-trackerctl)"
 fn=${spec[2]}
 while IFS= read -r line; do
-  eval "typed=($line)"
+  if [[ $line == $'\t'* ]]; then  # words as typed, quotes kept, between tabs
+    IFS=$'\t' read -r -a typed <<<"${line#$'\t'}"
+  else
+    eval "typed=($line)"
+  fi
   COMP_WORDS=()
   for w in "${typed[@]}"; do
     while [[ $w == *=* ]]; do COMP_WORDS+=("${w%%=*}" "="); w=${w#*=}; done
     COMP_WORDS+=("$w")
   done
   COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMP_LINE="${typed[*]}"; COMP_POINT=${#COMP_LINE}; COMPREPLY=()
+  nosort=
   "$fn" resource-trackerctl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
-  printf '%s\n' "$(printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//')"
+  printf '%s\n' "$(printf '%s\n' "${COMPREPLY[@]}" | if [ -n "$nosort" ]; then cat; else sort; fi |
+                    tr '\n' ' ' | sed 's/ $//')"
 done
 """
 
@@ -123,7 +130,8 @@ class Completion(UsersDaemonTest):
             ["start", "status", "stop"],
             ["jobs"],
             ["--format", "--help", "--json", "--socket", "--version"],
-            ["--format", "--help", "--json", "--limit", "--name", "--running", "--since", "--user"],
+            ["--columns", "--format", "--help", "--json", "--limit", "--long", "--name", "--running", "--since",
+             "--user"],
             ["--since"],
             ["--format"],
             ["csv", "json"],
@@ -170,18 +178,37 @@ class Completion(UsersDaemonTest):
                             "resource-trackerctl samples -F ''", "resource-trackerctl samples ali",
                             "resource-trackerctl jobs --name ''", "resource-trackerctl status alice-train ''",
                             "resource-trackerctl stop -- ''", user=self.alice)
-        self.assertEqual(got[0], sorted([str(a1), str(a2), "alice-eval", "alice-train"]))
-        self.assertEqual(got[1], sorted([str(a1), "alice-train"]))   # stop: running jobs
+        # Newest first, as bash shows them: the ids, then the names.
+        self.assertEqual(got[0], [str(a2), str(a1), "alice-eval", "alice-train"])
+        self.assertEqual(got[1], [str(a1), "alice-train"])   # stop: running jobs
         self.assertEqual(got[2], got[0])
         self.assertEqual(got[3], ["alice-eval", "alice-train"])
         self.assertEqual(got[4], ["alice-eval", "alice-train"])      # names only
         self.assertEqual(got[5], [])                                 # one JOB
         self.assertEqual(got[6], got[1])
-        self.assertEqual(self.complete("resource-trackerctl status ''", user=self.bob)[0],
-                         sorted([str(b1), "bob-train"]))
+        self.assertEqual(self.complete("resource-trackerctl status ''", user=self.bob)[0], [str(b1), "bob-train"])
         # root, an administrator, sees every job
         self.assertEqual(set(self.complete("resource-trackerctl stop ''")[0]),
                          {str(a1), str(b1), "alice-train", "bob-train"})
+
+    def test_ids_newest_first_not_as_text(self):
+        d = Daemon(interval=0.2).start()  # its own: ids from 1
+        self.addCleanup(d.cleanup)
+        self.addCleanup(d.stop)
+        ids = [d.call("StartJob", {"pid": self.sleeper(self.alice).pid, "name": "j%d" % i})["job"]["id"]
+               for i in range(12)]
+        got = self.complete("resource-trackerctl status ''", "resource-trackerctl status 1", socket=d.socket)
+        self.assertEqual(got[0], [str(i) for i in reversed(ids)] + ["j%d" % i for i in reversed(range(12))])
+        self.assertEqual(got[1], ["12", "11", "10", "1"])  # not "1 10 11 12"
+
+    def test_names_with_spaces_quotes_and_equals(self):
+        self.start(self.alice, "train run")
+        self.start(self.alice, "lr=0.1")
+        self.start(self.alice, "it's")
+        typed = ["'train r", '"train r', "train\\ r", "train", "lr=0", "it"]
+        got = self.complete(*("\tresource-trackerctl\tstatus\t" + w for w in typed), user=self.alice)
+        # One shell word each, whatever the quoting typed so far; after '=' what bash replaces.
+        self.assertEqual(got, [["train\\", "run"]] * 4 + [["0.1"], ["it\\'s"]])
 
     def test_the_daemon_named_on_the_line(self):
         other = Daemon(interval=0.2).start()
@@ -191,7 +218,7 @@ class Completion(UsersDaemonTest):
         jid = int(run_ctl(other, "start", "--pid", str(p.pid), "--name", "elsewhere", check=0)[1])
         got = self.complete("resource-trackerctl --socket %s status ''" % other.socket,
                             "resource-trackerctl --socket=%s stop ''" % other.socket)
-        self.assertEqual(got, [sorted([str(jid), "elsewhere"])] * 2)
+        self.assertEqual(got, [[str(jid), "elsewhere"]] * 2)
 
     def test_no_daemon_no_jobs_no_message_no_wait(self):
         t = time.monotonic()
@@ -210,7 +237,7 @@ class Completion(UsersDaemonTest):
         out = subprocess.run([CTL, "__complete", "2", "resource-trackerctl", "status", ""], capture_output=True,
                              text=True, env=dict(os.environ, RESOURCE_TRACKER_SOCKET=path), timeout=30)
         self.assertLess(time.monotonic() - t, 3.0)
-        self.assertEqual((out.returncode, out.stdout, out.stderr), (0, "words\n", ""))
+        self.assertEqual((out.returncode, out.stdout, out.stderr), (0, "ordered\n", ""))
 
 
 if __name__ == "__main__":

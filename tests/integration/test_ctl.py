@@ -10,15 +10,17 @@ import math
 import os
 import pwd
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CTL, Daemon, DaemonTest, UsersTest, read_json_lines, run_ctl, spawn_as,  # noqa: E402
-                   wait_for)
+from rtlib import (CTL, IFACE, Daemon, DaemonTest, Terminal, UsersTest, VarlinkError, read_json_lines,  # noqa: E402
+                   run_ctl, spawn_as, wait_for)
 
 CSV_HEADER_START = "timestamp,system_processes,system_utime,"
 
@@ -142,21 +144,45 @@ class Ctl(DaemonTest):
         rc, out, err = run_ctl(self.d, "jobs")
         self.assertEqual((rc, err), (0, ""))
         head, *rows = out.splitlines()
-        self.assertEqual(head.split(), ["ID", "NAME", "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "AVG",
-                                        "CPU", "PEAK", "CPU", "PEAK", "RSS", "EFF", "C/M/G%", "COMMAND"])
+        # One user's jobs, in a pipe: the default columns (no USER), the command whole.
+        self.assertEqual(head.split(), ["ID", "NAME", "STATE", "EXIT", "STARTED", "DURATION", "CPU", "MEMORY",
+                                        "COMMAND"])
         self.assertEqual(len(rows), 2)
-        when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
-        # start knows no command: "-"; nothing asked for, no efficiency: "-".
-        self.assertRegex(rows[0], r"^%-6d tab-two +failed +3 +%d +root +%s +\d+\.\ds +\d+\.\d\d +\d+\.\d\d +\S+ \S+ +- +-$"
-                         % (j2, p2.pid, when))
-        self.assertRegex(rows[1], r"^%-6d tab-one +running +- +%d +root +%s " % (j1, p1.pid, when))
+        when = r"\d\d-\d\d \d\d:\d\d"
+        # start knows no command: "-".
+        self.assertRegex(rows[0], r"^ *%d tab-two +failed +3 +%s +\d+\.\ds +\d+\.\d\d +\S+ \S+ -$" % (j2, when))
+        self.assertRegex(rows[1], r"^ *%d tab-one +running +- +%s " % (j1, when))
         running = run_ctl(self.d, "jobs", "--running", check=0)[1].splitlines()[1:]
-        self.assertEqual([r.split()[:7] for r in running], [rows[1].split()[:7]])  # the duration grows
+        self.assertEqual([r.split()[:4] for r in running], [rows[1].split()[:4]])  # the duration grows
+        # --long: every column; the full time.
+        head, *rows = run_ctl(self.d, "jobs", "--long", check=0)[1].splitlines()
+        self.assertEqual(head.split(), ["ID", "NAME", "STATE", "EXIT", "PID", "USER", "STARTED", "DURATION", "CPU",
+                                        "PEAK", "CPU", "MEMORY", "PEAK", "RSS", "EFF", "C/M/G%", "COMMAND"])
+        self.assertRegex(rows[0], r"^ *%d tab-two +failed +3 +%d root +%s " % (j2, p2.pid, when))
         # status JOB: the summary and its last sample.
         out = run_ctl(self.d, "status", "tab-two", check=0)[1]
         self.assertTrue(out.startswith("Job %d (tab-two): failed, exit status 3\n" % j2), out)
         self.assertIn("\nOwner    root, root pid %d\n" % p2.pid, out)
         self.assertRegex(out, r"\nCPU      \d+\.\d\d s in total, \d+\.\d\d cores on average, peak \d+\.\d\d, last \d")
+
+    def test_one_spelling_of_an_end(self):
+        rc, _, err = run_ctl(self.d, "run", "-s", "-n", "killed", "--", "sh", "-c", "kill -9 $$")
+        self.assertEqual(rc, 137)
+        jid = self.d.call("GetJob", {"name": "killed"})["job"]["id"]
+        self.assertRegex(err, r"^Job %d \(killed\) failed after \d+\.\ds: killed by SIGKILL\n" % jid)
+        self.assertTrue(run_ctl(self.d, "status", "killed", check=0)[1].startswith(
+            "Job %d (killed): failed, killed by SIGKILL\n" % jid))
+        self.assertEqual(run_ctl(self.d, "jobs", "-o", "id,exit", check=0)[1].splitlines()[1].split(),
+                         [str(jid), "SIGKILL"])
+        self.assertIn("<th>End</th><td>killed by SIGKILL</td>",
+                      run_ctl(self.d, "report", "-o", "-", "--no-prices", "killed", check=0)[1])
+        # An exit status and a running job, the same way.
+        run_ctl(self.d, "run", "-q", "-n", "three", "--", "sh", "-c", "exit 3")
+        self.assertIn("Job %d (three): failed, exit status 3\n" % (jid + 1), run_ctl(self.d, "status", "three",
+                                                                                  check=0)[1])
+        p, j = self.start_job("live", "sleep", "30")
+        self.assertTrue(run_ctl(self.d, "status", str(j), check=0)[1].startswith(
+            "Job %d (live): running\n" % j))
 
     def test_job_start_and_end_are_logged_once(self):
         p, jid = self.start_job("logged", "sh", "-c", "sleep 0.3")
@@ -167,8 +193,36 @@ class Ctl(DaemonTest):
         log = self.d.read_log()
         mine = [ln for ln in log.splitlines() if re.search(r"\b[Jj]ob %d\b" % jid, ln)]
         self.assertEqual(len(mine), 2, "\n".join(mine))
-        self.assertIn("Job %d (logged) started for uid 0, root pid %d" % (jid, p.pid), mine[0])
-        self.assertIn("Job %d (logged) of uid 0 finished after" % jid, mine[1])
+        self.assertIn("Job %d (logged) started for root (uid 0), root pid %d" % (jid, p.pid), mine[0])
+        self.assertIn("Job %d (logged) of root (uid 0) finished after" % jid, mine[1])
+
+
+class JobsAtATerminal(DaemonTest):
+    """jobs as a person reads it in an 80x24 terminal (tmux): one line per job."""
+
+    def test_fits_80_columns(self):
+        tmp = tempfile.mkdtemp(prefix="rt-jobs-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.chmod(tmp, 0o755)
+        term = Terminal(self, tmp)
+        for name, cmd in (("train run", ["python3", "-c", "import sys; sys.exit(0)", "--epochs=10", "--lr=0.001"]),
+                          ("preprocess-the-whole-dataset", ["sh", "-c", "kill -9 $$"]), ("quick", ["true"])):
+            run_ctl(self.d, "run", "-q", "-n", name, "--", *cmd)
+        term.start("%s %s jobs; echo DONE; sleep 600" % (Terminal.env_line(self.d), CTL))
+        screen = term.wait(lambda s: "DONE" in s, "the table")
+        lines = screen.splitlines()
+        done = lines.index("DONE")
+        self.assertEqual(done, 4, "a header and a line per job, none wrapped:\n" + screen)
+        self.assertTrue(all(len(ln) <= 80 for ln in lines))
+        head = lines[0]
+        self.assertEqual(head.split()[-1], "COMMAND")
+        rows = {ln.split()[0]: ln for ln in lines[1:done]}
+        self.assertEqual(len(rows), 3)
+        at = head.index("COMMAND")
+        commands = sorted(r[at:] for r in rows.values())
+        self.assertEqual(commands[0], "python3 -c import sys; sys.exit(0) --epochs=10 --lr=0.001"[:79 - at] + "…")
+        self.assertIn("true", commands)
+        self.assertIn("SIGKILL", screen)
 
 
 class JobsAndUsers(UsersTest):
@@ -272,37 +326,71 @@ class JobsAndUsers(UsersTest):
         long_name = "a-very-long-job-name-of-31-char"
         j1 = self.run_job(self.alice, long_name, "sh", "-c", "exit 7", rc=7)
         j2 = self.run_job(self.alice, "killed", "sh", "-c", "kill -KILL $$", rc=137)
-        words = "ünïcödé €uro 漢字 \x1b[31mred"
+        words = "ünïcödé €uro 漢字 \x1b[31mred\n: line"
         j3 = self.run_job(self.alice, "utf", "sh", "-c", ": " + words + ", \"quoted\"")
         j4 = self.start_job(self.alice, "running")
-        head, *rows = self.ctl("jobs", user=self.alice).splitlines()
-        self.assertEqual(head.split()[-1], "COMMAND")
+        columns = ("-o", "id,name,state,exit,user,command")
+        head, *rows = self.ctl("jobs", *columns, user=self.alice).splitlines()
+        self.assertEqual(head.split(), ["ID", "NAME", "STATE", "EXIT", "USER", "COMMAND"])
         fixed = head.index("COMMAND")
-        user_cell = self.alice[:9] + "…" if len(self.alice) > 10 else self.alice
+        user_cell = self.alice[:11] + "…" if len(self.alice) > 12 else self.alice
         self.assertEqual(len(rows), 4)
         by_id = {int(r.split()[0]): r for r in rows}
 
         def cells(row):
             return [c for c in re.split(r" {1,}", row[:fixed].strip())]
-        self.assertEqual(cells(by_id[j1])[1:4], [long_name[:19] + "…", "failed", "7"])
+        self.assertEqual(cells(by_id[j1])[1:5], [long_name[:23] + "…", "failed", "7", user_cell])
         self.assertEqual(cells(by_id[j2])[1:4], ["killed", "failed", "SIGKILL"])
         self.assertEqual(cells(by_id[j4])[1:4], ["running", "running", "-"])
-        for jid in (j1, j2, j3, j4):
-            self.assertIn(" " + user_cell + " ", by_id[jid][:fixed])
         self.assertEqual(by_id[j1][fixed:], "sh -c exit 7")
         self.assertEqual(by_id[j4][fixed:], "-")
-        # The command whole in a pipe, control characters as '?'.
-        shown = "sh -c : " + words.replace("\x1b", "?") + ", \"quoted\""
+        # The command whole in a pipe, control characters escaped as systemd shows them.
+        shown = "sh -c : " + words.replace("\x1b", "\\x1b").replace("\n", "\\n") + ", \"quoted\""
         self.assertEqual(by_id[j3][fixed:], shown)
-        # Cut to $COLUMNS at any character: never inside a UTF-8 sequence.
-        for width in range(fixed + 10, fixed + len(shown) + 2):
-            p = subprocess.run([CTL, "jobs", "--name", "utf"], capture_output=True, timeout=30,
+        # Cut to $COLUMNS at any character: never inside a UTF-8 sequence or an escape.
+        pieces = re.findall(r"\\x[0-9a-f]{2}|\\.|.", shown)
+        fixed = self.ctl("jobs", "--name", "utf", *columns).splitlines()[0].index("COMMAND")  # a narrower NAME
+        for width in range(fixed + 12, fixed + len(shown) + 2):
+            p = subprocess.run([CTL, "jobs", "--name", "utf", *columns], capture_output=True, timeout=30,
                                env=dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket, COLUMNS=str(width)))
             row = p.stdout.decode("utf-8").splitlines()[1]  # strict: a cut sequence raises
-            want = shown if len(shown) <= width - fixed else shown[:width - fixed - 1] + "…"
+            want = shown
+            if len(shown) > width - fixed:
+                want = ""
+                for piece in pieces:
+                    if len(want) + len(piece) > width - fixed - 1:
+                        break
+                    want += piece
+                want += "…"
             self.assertEqual(row[fixed:], want, width)
-        self.assertEqual(len(self.ctl("jobs", "--name", "utf", env={"COLUMNS": str(fixed + 3)}).splitlines()[1]),
-                         fixed + 10, "10 characters at least")
+        self.assertEqual(len(self.ctl("jobs", "--name", "utf", *columns, env={"COLUMNS": str(fixed + 3)})
+                             .splitlines()[1]), fixed + 12, "12 characters at least")
+        # The default columns fit the width: the least needed go first, as
+        # few as needed, the command keeps 12; the narrower, the more go.
+        columns = ["ID", "NAME", "STATE", "EXIT", "STARTED", "DURATION", "CPU", "MEMORY", "COMMAND"]
+        order = ["STARTED", "EXIT", "CPU", "DURATION", "MEMORY"]
+        dropped = 0
+        for width in (200, 90, 80, 70, 60, 50):
+            out = self.ctl("jobs", user=self.alice, env={"COLUMNS": str(width)}).splitlines()
+            head = out[0].split()
+            gone = [c for c in order if c not in head]
+            self.assertEqual(gone, order[:len(gone)], width)  # as a set: the first ones of the order
+            self.assertEqual(head, [c for c in columns if c not in gone], width)
+            self.assertGreaterEqual(len(gone), dropped, width)
+            dropped = len(gone)
+            self.assertTrue(all(len(ln) <= width for ln in out), out)
+            self.assertLessEqual(out[0].index("COMMAND"), width - 12)
+            if gone:  # with the last one dropped, the command would not have its 12
+                kept = ",".join(c.lower() for c in columns if c not in gone[:-1])
+                head = self.ctl("jobs", "-o", kept, user=self.alice, env={"COLUMNS": str(width)}).splitlines()[0]
+                self.assertGreater(head.index("COMMAND"), width - 12, width)
+        self.assertGreaterEqual(dropped, 3)
+        # USER where the jobs are more than one user's.
+        self.run_job(self.bob, "bobs", "true")
+        self.assertIn("USER", self.ctl("jobs").splitlines()[0].split())
+        self.assertNotIn("USER", self.ctl("jobs", "--user", self.bob).splitlines()[0].split())
+        for args in (["--long", "--json"], ["-o", "id", "--format", "csv"], ["-o", "id,bogus"], ["-o", ""]):
+            self.assertEqual(run_ctl(self.d, "jobs", *args)[0], 2, args)
         # CSV: RFC 4180, the same jobs as JSON.
         table = list(csv.DictReader(io.StringIO(self.ctl("jobs", "--format", "csv", user=self.alice))))
         docs = json.loads(self.ctl("jobs", "--json", user=self.alice))
@@ -346,6 +434,42 @@ class JobsAndUsers(UsersTest):
         self.assertIn("\\u009b31m\\u007f", outputs["status --json " + str(jid)])
         self.assertIn("\\x1b]52;c;ZXZpbA==\\x07", outputs["report -o -"])
         self.assertNotIn("\x1b", self.d.read_log())
+    def test_the_log_names_the_owner(self):
+        jid = self.run_job(self.alice, "hers", "true")
+        wait_for(lambda: "Job %d (hers) of %s (uid %d) finished after" % (jid, self.alice, self.uid[self.alice])
+                 in self.d.read_log(), what="the job's record")
+        self.assertIn("Job %d (hers) started for %s (uid %d)" % (jid, self.alice, self.uid[self.alice]),
+                      self.d.read_log())
+
+    def test_a_process_is_one_jobs_at_a_time(self):
+        j1 = self.start_job(self.alice, "first")
+        pid = self.d.call("GetJob", {"id": j1})["job"]["pid"]
+        rc, out, err = run_ctl(self.d, "start", "--pid", str(pid), "--name", "again", user=self.alice)
+        self.assertEqual((rc, out, err), (1, "", "resource-trackerctl: already tracked, by job %d: a process tree or "
+                                                 "cgroup is one job's at a time (stop job %d to track it anew)\n"
+                                                 % (j1, j1)))
+        # An administrator's job on her process: she is not told which.
+        run_ctl(self.d, "stop", str(j1), user=self.alice, check=0)
+        j2 = int(self.ctl("start", "--pid", str(pid), "--name", "admins"))
+        rc, _, err = run_ctl(self.d, "start", "--pid", str(pid), user=self.alice)
+        self.assertEqual((rc, err), (1, "resource-trackerctl: already tracked, by a job of another user: a process "
+                                        "tree or cgroup is one job's at a time\n"))
+        with self.assertRaises(VarlinkError) as e:
+            self.d.call("StartJob", {"pid": pid})
+        self.assertEqual((e.exception.error, e.exception.parameters), (IFACE + ".AlreadyTracked", {"id": j2}))
+        self.assertEqual([j["name"] for j in json.loads(self.ctl("jobs", "--json", "--running"))], ["admins"])
+        # Once it is stopped, the process may be tracked anew.
+        run_ctl(self.d, "stop", str(j2), check=0)
+        self.assertGreater(int(self.ctl("start", "--pid", str(pid), user=self.alice)), j2)
+        # PID 1 is the host: refused, saying where the host is.
+        rc, out, err = run_ctl(self.d, "start", "--pid", "1")
+        self.assertEqual((rc, out), (2, ""))
+        self.assertIn("start: --pid 1: PID 1 is init, whose tree is every process: the host, which "
+                      "'resource-trackerctl status' shows", err)
+        with self.assertRaises(VarlinkError) as e:
+            self.d.call("StartJob", {"pid": 1})
+        self.assertEqual((e.exception.error, e.exception.parameters),
+                         ("org.varlink.service.InvalidParameter", {"parameter": "pid"}))
 
     def test_status_shows_metadata_and_tags(self):
         self.run_job(self.alice, "meta", "true", opts=("--project-name", "proj", "--team", "ml", "--tag", "a=1",
@@ -356,7 +480,7 @@ class JobsAndUsers(UsersTest):
         self.assertEqual(lines[start + 1:start + 6], [
             "Metadata project_name     proj",
             "         team             ml",
-            "         executor         ?]0;title?",
+            "         executor         \\x1b]0;title\\a",
             "Tags     a=1",
             "         b=x=y",
         ])

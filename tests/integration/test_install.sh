@@ -121,8 +121,13 @@ if command -v journalctl >/dev/null; then
 fi
 
 # The Debian package: shlibdeps dependencies, the conffile, maintainer
-# scripts that start or enable nothing.
-if command -v dpkg-deb >/dev/null && command -v dpkg-shlibdeps >/dev/null; then
+# scripts that start or enable nothing. A build directory configured for
+# another prefix (an older one kept /usr/local) is not packaged: cpack says
+# why (test_hand_package.sh).
+if [ "$prefix" != /usr ] && command -v dpkg-deb >/dev/null; then
+  ! (cd "$RT_BUILD_DIR" && cpack -G DEB -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1) || fail "cpack packaged prefix $prefix"
+  grep -q "configure with -DCMAKE_INSTALL_PREFIX=/usr" "$tmp/cpack.log" || fail "cpack: $(cat "$tmp/cpack.log")"
+elif command -v dpkg-deb >/dev/null && command -v dpkg-shlibdeps >/dev/null; then
   (cd "$RT_BUILD_DIR" && cpack -G DEB -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1) || { cat "$tmp/cpack.log"; fail cpack; }
   deb=$(ls "$tmp"/pkg/resource-tracker_*.deb)
   depends=$(dpkg-deb -f "$deb" Depends)

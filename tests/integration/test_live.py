@@ -18,7 +18,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CSV_HEADER, CTL, IFACE, SANITIZER_MARKS, DaemonTest, TestUsers, VarlinkError,  # noqa: E402
+from rtlib import (CSV_HEADER, CTL, IFACE, SANITIZER_MARKS, DaemonTest, Terminal, TestUsers, VarlinkError,  # noqa: E402
                    run_ctl, spawn_as, stream_as, wait_for)
 
 
@@ -117,25 +117,16 @@ class StreamJobs(DaemonTest):
                 self.assertEqual(r.get("error"), "org.varlink.service.InvalidParameter", params)
 
 
-TMUX = shutil.which("tmux")
-
-
 class Top(DaemonTest):
     """resource-trackerctl top in tmux, as a person runs it over SSH."""
     interval = 0.2
 
     def setUp(self):
-        if not TMUX:
-            self.skipTest("no tmux (scripts/setup.d/60-prometheus-tmux.sh)")
         super().setUp()
         self.tmp = tempfile.mkdtemp(prefix="rt-top-")
         os.chmod(self.tmp, 0o755)
         self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.tmux_socket = os.path.join(self.tmp, "tmux")
-        self.addCleanup(lambda: subprocess.run(self.tmux("kill-server"), capture_output=True))
-
-    def tmux(self, *args):
-        return [TMUX, "-S", self.tmux_socket] + list(args)
+        self.term = Terminal(self, self.tmp)
 
     def job(self, name, cmd):
         p = subprocess.Popen(cmd, start_new_session=True)
@@ -146,23 +137,21 @@ class Top(DaemonTest):
     def start_top(self, *args, width=80, height=24):
         """top in a fresh 80x24 terminal, after a line of its own: the shell
         prints top's exit status and the terminal modes (stty) when it ends."""
-        env = " ".join("%s=%s" % (k, os.environ[k]) for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")
-                       if k in os.environ)
         self.err = os.path.join(self.tmp, "top.err")
         self.pidfile = os.path.join(self.tmp, "top.pid")
-        script = ("echo before-top; env %s RESOURCE_TRACKER_SOCKET=%s sh -c 'echo $$ > %s; exec %s top %s' 2>%s;"
-                  " echo EXIT=$?; stty -a; echo stty-done; sleep 600" % (env, self.d.socket, self.pidfile, CTL, " ".join(args),
-                                                          self.err))
-        subprocess.run(self.tmux("new-session", "-d", "-x", str(width), "-y", str(height), script), check=True)
+        self.term.width, self.term.height = width, height
+        self.term.start("echo before-top; %s sh -c 'echo $$ > %s; exec %s top %s' 2>%s;"
+                        " echo EXIT=$?; stty -a; echo stty-done; sleep 600"
+                        % (Terminal.env_line(self.d), self.pidfile, CTL, " ".join(args), self.err))
 
     def screen(self):
-        return subprocess.run(self.tmux("capture-pane", "-p"), capture_output=True, check=True).stdout.decode()
+        return self.term.screen()
 
     def wait_screen(self, pred, what):
-        return wait_for(lambda: pred(self.screen()) and self.screen(), timeout=20, what=what)
+        return self.term.wait(pred, what)
 
     def keys(self, *keys):
-        subprocess.run(self.tmux("send-keys") + list(keys), check=True)
+        self.term.keys(*keys)
 
     def rows(self, screen):
         """The job table: {name: [cells]} in screen order."""
@@ -226,10 +215,10 @@ class Top(DaemonTest):
         self.keys("x")
         self.wait_screen(lambda s: "top: keys" not in s, "the help closed")
         # A wider terminal shows more columns; back to 80x24 hides them again.
-        subprocess.run(self.tmux("resize-window", "-x", "110", "-y", "30"), check=True)
+        self.term.resize(110, 30)
         scr = self.wait_screen(lambda s: "PSS" in s and len(s.splitlines()) == 30, "the resized view")
         self.assertTrue(any(len(ln) > 80 for ln in scr.splitlines()))
-        subprocess.run(self.tmux("resize-window", "-x", "80", "-y", "24"), check=True)
+        self.term.resize(80, 24)
         self.wait_screen(lambda s: "PSS" not in s and "busyjob" in s, "80 columns again")
         # Pause freezes the view (the job's time stops); q quits and gives the terminal back.
         self.keys("p")
@@ -345,6 +334,37 @@ class Follow(DaemonTest):
             float(cols[4]), int(cols[6])
         p.terminate()
         p.wait(timeout=10)
+
+    def test_text_is_a_line_per_sample_for_people(self):
+        p = self.follow("--format", "text")
+        head1, head2, *rows = self.lines(p, 6)
+        self.assertEqual(head2.split()[:4], ["time", "busy", "user", "sys"])
+        self.assertIn("cpu cores", head1)
+        line = r"^\d\d:\d\d:\d\d +(\d+\.\d\d) +(\d+\.\d\d|-) +(\d+\.\d\d|-)( +\d+(\.\d)?[BKMGTP]){7}( +\d\.\d\d +\S+)?$"
+        for i, row in enumerate(rows):
+            m = re.match(line, row)
+            self.assertTrue(m, row)
+            self.assertLessEqual(len(row), 80)
+            if i == 0:  # the stream's first sample: its interval, and so its rates, are not known
+                self.assertEqual((m.group(2), m.group(3)), ("-", "-"), row)
+                continue
+            busy, user, sys_ = (float(m.group(k)) for k in (1, 2, 3))
+            self.assertAlmostEqual(busy, user + sys_, delta=0.2 + 0.1 * busy)  # busy is user + system (+ irq)
+        self.assertTrue(all(len(ln) <= 80 for ln in (head1, head2)))
+        p.terminate()
+        p.wait(timeout=10)
+
+    def test_text_header_again_after_a_screenful(self):
+        tmp = tempfile.mkdtemp(prefix="rt-vmstat-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.chmod(tmp, 0o755)
+        term = Terminal(self, tmp, width=80, height=8)
+        term.start("%s %s status --follow --format text" % (Terminal.env_line(self.d), CTL))
+        term.wait(lambda s: len(term.history().splitlines()) >= 14, "two screenfuls")
+        lines = term.history().splitlines()
+        heads = [i for i, ln in enumerate(lines) if ln.startswith("time ")]
+        self.assertGreaterEqual(len(heads), 2, lines)
+        self.assertEqual(heads[1] - heads[0], 6 + 2, "a header per screen of 8 lines, as vmstat")
 
     def test_bad_arguments(self):
         for args in (["status", "--follow", "1"], ["status", "--format", "csv"],

@@ -21,6 +21,7 @@ import os
 import platform
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -202,6 +203,16 @@ def render(text, tmp):
         });
         out.charts[div.id]=info;
       });
+      /* The axes as people see them: labels, cut or outside the chart, and y titles. */
+      function axes(){var a={};document.querySelectorAll('div.plot').forEach(function(div){
+        var box=div.getBoundingClientRect(),x=[];
+        div.querySelectorAll('.dygraph-axis-label-x').forEach(function(l){var r=l.getBoundingClientRect();
+          x.push({text:l.textContent,cut:l.scrollWidth>l.clientWidth+1,inside:r.left>=box.left-1&&
+            r.right<=box.right+1});});
+        var y=div.querySelector('.dygraph-ylabel');a[div.id]={x:x,ylabel:y?y.textContent:null};});return a;}
+      out.axes=axes();
+      var clock=document.getElementById('rt-clock');
+      if(clock){clock.click();out.clock=axes();}
       var pre=document.createElement('pre');pre.id='probe';pre.textContent=JSON.stringify(out);
       document.body.appendChild(pre);})();</script>""" % tuple(list(c) for c in JOB_COLORS + HOST_COLORS)
     with open(page, "w") as f:
@@ -219,6 +230,41 @@ def render(text, tmp):
     if not m:
         raise AssertionError("no probe output from chromium:\n" + p.stderr.decode(errors="replace")[-3000:])
     return json.loads(html.unescape(m.group(1))), page_requests(netlog)
+
+
+YLABELS = {"chart-cpu": "cores", "chart-memory": "bytes", "chart-disk-io": "bytes/s", "chart-disk-space": "bytes",
+           "chart-network": "bytes/s", "chart-gpu": "GPUs", "chart-gpus": "GPUs", "chart-vram": "bytes"}
+
+
+def check_axes(test, found, since, clock):
+    """Every chart has its y title and time labels that are whole, inside
+    the chart and in one format: `since` (the time since the start) as
+    drawn, `clock` once the clock-time button is pressed."""
+    for axes, pattern in ((found["axes"], since), (found["clock"], clock)):
+        test.assertEqual(sorted(axes), sorted(found["charts"]))
+        for chart, a in axes.items():
+            test.assertEqual(a["ylabel"], YLABELS[chart])
+            test.assertGreaterEqual(len(a["x"]), 2, (chart, a["x"]))
+            for label in a["x"]:
+                test.assertRegex(label["text"], "^(%s)$" % pattern, chart)
+                test.assertFalse(label["cut"], (chart, label))
+                test.assertTrue(label["inside"], (chart, label))
+
+
+def screenshot(path, tmp):
+    """chromium's picture of the page at path (1280 wide): a PNG's size."""
+    d = tempfile.mkdtemp(prefix="shot-", dir=tmp)
+    png = os.path.join(d, "report.png")
+    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--no-first-run", "--user-data-dir=" + os.path.join(d, "profile"), "--proxy-server=127.0.0.1:9",
+                    "--window-size=1280,2400", "--virtual-time-budget=5000", "--hide-scrollbars",
+                    "--screenshot=" + png, "file://" + path], capture_output=True, timeout=120,
+                   env=dict(os.environ, HOME=d))
+    with open(png, "rb") as f:
+        head = f.read(24)
+    if head[:8] != b"\x89PNG\r\n\x1a\n":
+        raise AssertionError("no screenshot from chromium")
+    return struct.unpack(">II", head[16:24]), os.path.getsize(png)
 
 
 @unittest.skipUnless(CHROMIUM, "chromium is not installed (scripts/setup.d/60-chromium.sh)")
@@ -307,6 +353,23 @@ class Report(unittest.TestCase):
             self.assertGreater(c["host"], 20, name)  # the host's series is drawn
         for name in ("chart-cpu", "chart-memory", "chart-disk-io"):  # the burner, grower and writer
             self.assertGreater(charts[name]["job"], 20, name)
+        # A job of seconds: its time axis in seconds since the start, or the clock to the second.
+        check_axes(self, found, r"\d+(\.\d)?s", r"\d\d:\d\d:\d\d(\.\d)?")
+        # The disk figure is df's used (total - free blocks), not total - available.
+        host = self.d.call("GetHostSample")["sample"]
+        mounts = [m for d in host["disk"] for m in d["mounts"]]
+        used = sum(m["used_bytes"] for m in mounts)
+        unavailable = sum(m["total_bytes"] - m["available_bytes"] for m in mounts)
+        peak = Cells(text).value(self.ids[-1], "host_disk_space_peak_bytes")
+        self.assertAlmostEqual(peak, used, delta=256 * MIB)
+        if unavailable - used > 512 * MIB:  # reserved blocks that total - available would count
+            self.assertLess(peak, unavailable - 256 * MIB)
+        path = os.path.join(self.tmp, "shot.html")
+        with open(path, "w") as f:
+            f.write(text)
+        (width, height), size = screenshot(path, self.tmp)
+        self.assertEqual((width, height), (1280, 2400))
+        self.assertGreater(size, 50000, "a page with charts, not a blank one")
         # Nothing fetched: no resource loaded, no request from the page (the
         # browser's own background requests have no origin and fail at the proxy).
         self.assertEqual(found["fetched"], [])
@@ -477,7 +540,7 @@ class Report(unittest.TestCase):
     def test_what_users_write_is_escaped(self):
         evil = "<script>alert(1)</script>"
         run_ctl(self.d, "run", "-q", "-n", "esc", "--project-name", evil, "--tag", 'k="<b>x</b>"', "--",
-                "sh", "-c", "exit 3", "'" + evil, check=3)
+                "sh", "-c", "exit 3", "'" + evil, "it's\tan\x1b[2J", check=3)
         rc, text, err = run_ctl(self.d, "report", "-o", "-", "esc", "--no-prices", check=0)
         self.assertNotIn(evil, text)
         self.assertNotIn("<b>x</b>", text)
@@ -486,8 +549,24 @@ class Report(unittest.TestCase):
         self.assertEqual(text.count("<script"), 4)
         # The command quoted as for a shell.
         self.assertIn("<code>sh -c &#39;exit 3&#39; &#39;&#39;\\&#39;&#39;&lt;script&gt;", text)
+        # Control characters escaped, in bash's $'...': what a shell needs, nothing for the terminal.
+        self.assertIn("&lt;/script&gt;&#39; $&#39;it\\&#39;s\\tan\\x1b[2J&#39;</code>", text)
         self.assertIn("<td>failed</td>", text)
-        self.assertIn("<td>3</td>", text)
+        self.assertIn("<th>End</th><td>exit status 3</td>", text)
+
+    def test_history_shows_what_differs(self):
+        # A sweep over --tag lr=...: the runs' tags and metadata that differ, by key.
+        for lr, env in (("0.1", "a"), ("0.01", "a"), ("0.001", "b")):
+            run_ctl(self.d, "run", "-q", "-n", "sweep", "--tag", "lr=" + lr, "--tag", "batch=64", "--env", env,
+                    "--", "true", check=0)
+        jobs = sorted(self.d.call("ListJobs", {"name": "sweep"})["jobs"], key=lambda j: j["id"])
+        text, _, _ = self.report("sweep", "--no-prices")
+        c = Cells(text)
+        self.assertEqual([c.text(j["id"], "tag:lr") for j in jobs], ["0.1", "0.01", "0.001"])
+        self.assertEqual([c.text(j["id"], "env") for j in jobs], ["a", "a", "b"])
+        for same in ("tag:batch", "command", "project_name"):  # the same in every run, or in none: no row
+            self.assertNotIn((str(jobs[0]["id"]), same), c.cells)
+        self.assertIn("The first rows are what differs between the runs", text)
 
     def test_recommend(self):
         summaries = [self.jobs[r]["summary"] for r in self.ids]
@@ -611,6 +690,10 @@ class LongJob(unittest.TestCase):
             self.assertEqual(sum(1 for _, _, hi in cores if hi == synthjob.PEAK_CORES), len(peaks))
             self.assertTrue(all(lo <= mid <= hi for lo, mid, hi in cores))
             self.assertEqual(data["t"], sorted(data["t"]))
+            if CHROMIUM:  # 83 minutes: hours and minutes since the start, the clock to the minute
+                found, _ = render(text, d.state_dir)
+                self.assertEqual(found["errors"], [])
+                check_axes(self, found, r"\d:\d\d", r"\d\d:\d\d")
             c = Cells(text)
             mean = sum(2000 + i // 100 for i in range(n)) / n * MIB
             self.assertEqual(c.value(1, "cores_peak"), s["peak_cores"])

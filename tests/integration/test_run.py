@@ -16,9 +16,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CTL, DAEMON, IFACE, SANITIZER_MARKS, Connection, Daemon, DaemonTest, TestUsers,  # noqa: E402
-                   UsersDaemonTest, UsersTest, read_json_lines, run_ctl, setpriv, split_summary, wait_for,
-                   world_path)
+from rtlib import (CTL, DAEMON, IFACE, SANITIZER_MARKS, Connection, Daemon, DaemonTest, Terminal,  # noqa: E402
+                   TestUsers, UsersDaemonTest, UsersTest, job_samples, read_json_lines, run_ctl, setpriv,
+                   split_summary, wait_for, world_path)
 
 CSV_FIELDS = 32
 PY = "/usr/bin/python3"
@@ -218,9 +218,8 @@ class Run(DaemonTest):
             rc, _, err = run_ctl(self.d, *args)
             self.assertEqual(rc, 5, "%s: %s" % (args, err))
         for args in (["run"], ["run", "--format", "xml", "--", "true"], ["run", "--interval", "abc", "--", "true"],
-                     ["run", "--tag", "novalue", "--", "true"], ["no-such-verb"], ["jobs", "--bogus"],
-                     ["start"], ["stop"], ["samples"], ["samples", "1", "--format", "xml"], ["--bogus", "jobs"],
-                     ["run", "--job-name", "123", "--", "true"]):
+                     ["no-such-verb"], ["jobs", "--bogus"],
+                     ["start"], ["stop"], ["samples"], ["samples", "1", "--format", "xml"], ["--bogus", "jobs"]):
             rc, _, err = run_ctl(self.d, *args)
             self.assertEqual(rc, 2, "%s: %s" % (args, err))
             self.assertTrue(err, args)
@@ -259,6 +258,68 @@ class Run(DaemonTest):
         wait_for(lambda: d.proc.poll() is not None, timeout=15, what="the idle daemon to exit")
         self.assertEqual(d.stop(), 0)
         self.assertIn("idle for 1 s, exiting", d.read_log())
+
+
+class AtATerminal(DaemonTest):
+    """run as a person meets it in an 80x24 terminal (tmux): the command's
+    output undisturbed, the summary after it; samples only for scripts."""
+    interval = 0.2
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = tempfile.mkdtemp(prefix="rt-tty-")
+        os.chmod(self.tmp, 0o755)
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", self.tmp]))
+        self.term = Terminal(self, self.tmp)
+
+    def run_in_terminal(self, run_args, after=""):
+        """`run RUN_ARGS -- COUNTER` in the terminal, then AFTER; the screen once the shell is done."""
+        counter = "sh -c 'for i in 0 1 2 3; do echo $i; sleep 0.5; done; exit 3'"
+        self.term.start("%s %s run %s -- %s %s; echo EXIT=$?; sleep 600"
+                        % (Terminal.env_line(self.d), CTL, run_args, counter, after))
+        self.term.wait(lambda s: "EXIT=" in s, "run to end", timeout=30)
+        return self.term.history()
+
+    def test_output_undisturbed_then_the_summary(self):
+        lines = self.run_in_terminal("-n tty").splitlines()
+        self.assertEqual(lines[:4], ["0", "1", "2", "3"], "the command's lines, one after the other")
+        job = self.d.call("GetJob", {"name": "tty"})["job"]
+        self.assertGreaterEqual(job["summary"]["samples"], 5)  # samples were taken, not shown
+        self.assertEqual(lines[4], "Job %d (tty) failed after %s: exit status 3"
+                         % (job["id"], lines[4].split(" after ")[1].split(":")[0]))
+        self.assertTrue(lines[5].startswith("  CPU "), lines)
+        self.assertEqual(lines[-1], "EXIT=3")
+        self.assertNotIn("{", "\n".join(lines), "no JSON on the terminal")
+        self.assertTrue(all(len(ln) <= 80 for ln in lines))
+
+    def test_scripts_get_samples(self):
+        # stderr into a pipe (2>&1 | tee): the samples, as the Rust tracker prints them.
+        log = os.path.join(self.tmp, "log")
+        lines = self.run_in_terminal("-n piped", "2>&1 | tee %s" % log).splitlines()
+        with open(log) as f:
+            samples, summary = split_summary(f.read())
+        job = self.d.call("GetJob", {"name": "piped"})["job"]
+        got = read_json_lines("\n".join(ln for ln in samples.splitlines() if ln.startswith("{")))
+        self.assertEqual(got, job_samples(self.d, job["id"]))
+        self.assertTrue(summary.startswith("Job %d (piped) failed" % job["id"]), summary)
+        self.assertIn("0", lines)
+        # --format at a terminal: samples asked for, samples shown.
+        self.term = Terminal(self, tempfile.mkdtemp(dir=self.tmp))
+        screen = self.run_in_terminal("-n asked -f json")
+        self.assertIn('{"actual_interval_ms":', screen)
+
+    def test_summary_alone_for_scripts(self):
+        rc, out, err = run_ctl(self.d, "run", "--summary", "-n", "sum", "--", "sleep", "0.5",
+                               env={"TRACKER_OUTPUT": os.path.join(self.tmp, "ignored")})
+        self.assertEqual((rc, out), (0, ""))
+        samples, summary = split_summary(err)
+        self.assertEqual(samples, "")
+        self.assertTrue(summary.startswith("Job "), err)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "ignored")), "the flag wins over the variable")
+        for args in (["-s", "-q"], ["-s", "-o", "x"], ["-s", "--format", "csv"], ["--json", "-s"]):
+            rc, out, err = run_ctl(self.d, "run", *args, "--", "true")
+            self.assertEqual((rc, out), (2, ""), args)
+            self.assertIn("--summary prints no samples", err)
 
 
 def peer_pid(path):

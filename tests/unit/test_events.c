@@ -30,7 +30,8 @@ static void capture(const struct iovec *iov, int n, void *userdata)
 }
 
 static const struct rt_event_job train = {
-    .id = "42", .name = "train", .owner_uid = 1000, .root_pid = 4242, .command = "python3 train.py --epochs 3"};
+    .id = "42", .name = "train", .owner_uid = 1000, .owner = "alice", .root_pid = 4242,
+    .command = "python3 train.py --epochs 3"};
 
 static void test_job_finished(void **state)
 {
@@ -60,6 +61,7 @@ static void test_job_finished(void **state)
                         "JOB_ID=42\n"
                         "JOB_NAME=train\n"
                         "JOB_OWNER_UID=1000\n"
+                        "JOB_OWNER=alice\n"
                         "JOB_ROOT_PID=4242\n"
                         "JOB_STATE=finished\n"
                         "JOB_RESULT=exit status 0\n"
@@ -85,7 +87,7 @@ static void test_job_finished(void **state)
                         "GPU_UTILIZATION_AVG_PERCENT=87.2\n"
                         "GPU_MEM_PEAK_BYTES=3221225472\n"
                         "GPU_ENERGY_J=1234.500\n"
-                        "MESSAGE=Job 42 (train) of uid 1000 finished after 1min 15s, exit status 0: CPU 12.3s, "
+                        "MESSAGE=Job 42 (train) of alice (uid 1000) finished after 1min 15s, exit status 0: CPU 12.3s, "
                         "peak memory 1.1 GiB, peak PSS 1.0 GiB, peak RSS 1.2 GiB, read 10.0 MiB, written 2.0 MiB, 2 GPUs, 1234.5 J, "
                         "GPU memory peak 3.0 GiB, GPU utilization 87.2%\n"
                         "MESSAGE_ID=" RT_MSGID_JOB_FINISHED "\n"
@@ -177,9 +179,10 @@ static void test_job_started_cleans_message(void **state)
                         "JOB_ID=42\n"
                         "JOB_NAME=evil\nMESSAGE_ID=0000\n"
                         "JOB_OWNER_UID=1000\n"
+                        "JOB_OWNER=alice\n"
                         "JOB_ROOT_PID=4242\n"
                         "JOB_COMMAND=sh -c : \\x1b]52;c;ZXZpbA==\\x07\\x9b\n"
-                        "MESSAGE=Job 42 (evil\\x0aMESSAGE_ID=0000) started for uid 1000, root pid 4242\n"
+                        "MESSAGE=Job 42 (evil\\x0aMESSAGE_ID=0000) started for alice (uid 1000), root pid 4242\n"
                         "MESSAGE_ID=" RT_MSGID_JOB_STARTED "\n"
                         "PRIORITY=6\n"
                         "SYSLOG_IDENTIFIER=resource-trackerd\n");
@@ -199,6 +202,7 @@ static void test_upload_events(void **state)
                         "JOB_ID=42\n"
                         "JOB_NAME=train\n"
                         "JOB_OWNER_UID=1000\n"
+                        "JOB_OWNER=alice\n"
                         "JOB_ROOT_PID=4242\n"
                         "UPLOAD_STAGE=batch\n"
                         "UPLOAD_HTTP_STATUS=503\n"
@@ -252,6 +256,7 @@ static void test_upload_events(void **state)
                         "JOB_ID=42\n"
                         "JOB_NAME=train\n"
                         "JOB_OWNER_UID=1000\n"
+                        "JOB_OWNER=alice\n"
                         "JOB_ROOT_PID=4242\n"
                         "UPLOAD_RUN_ID=run-7\n"
                         "UPLOAD_FAILED_ATTEMPTS=3\n"
@@ -366,7 +371,7 @@ static void test_long_values(void **state)
     rt_event_job_started(&j);
     free(cmd);
     assert_non_null(strstr(last, "\nMESSAGE_ID=" RT_MSGID_JOB_STARTED "\n"));
-    assert_non_null(strstr(last, "xxx) started for uid 1000"));
+    assert_non_null(strstr(last, "xxx) started for alice (uid 1000)"));
     /* Each field is cut at 1024 bytes, "FIELD=" included. */
     const char *c = strstr(last, "JOB_COMMAND=");
     assert_non_null(c);
@@ -411,7 +416,7 @@ static void test_stderr(void **state)
     unlink(path);
     assert_true(n > 0);
     buf[n] = '\0';
-    assert_string_equal(buf, "resource-trackerd: info: Job 42 (train) started for uid 1000, root pid 4242\n"
+    assert_string_equal(buf, "resource-trackerd: info: Job 42 (train) started for alice (uid 1000), root pid 4242\n"
                              "resource-trackerd: warning: GPU 0 lost: amd Instinct MI300X\n");
 }
 

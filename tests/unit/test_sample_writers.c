@@ -153,9 +153,10 @@ static void test_csv(void **state)
     char row[1024];
     size_t n = rt_sample_to_csv(&s, row, sizeof(row));
     assert_int_equal(n, strlen(row));
-    /* Stacked dm-0 is left out of the I/O sums; its mount counts for space. */
+    /* Stacked dm-0 is left out of the I/O sums; its mount counts for space,
+     * used as df shows it (not total - available: 100 MB are reserved). */
     assert_string_equal(row, "1795310334.025,77,1.000,0.250,1.2500,400,400,10,150,300,200,4096,8192,"
-                             "2.000000,0.600000,1.400000,101,10,0.0000,0.0000,0,,,,,,,,,,,\n");
+                             "2.000000,0.500000,1.400000,101,10,0.0000,0.0000,0,,,,,,,,,,,\n");
     assert_int_equal(count_fields(row), RT_CSV_COLUMNS);
 
     /* A host sample on a GPU host: the host's GPU use in process_gpu_*, as
@@ -300,17 +301,17 @@ static void test_csv_decimals_as_printf(void **state)
                  : -r * 10;
         }
         /* utime, stime, utilization; one disk with one mount (space). */
-        double h[] = {5, x[0], x[1], x[2], 1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, x[3] * 1e9, fabs(x[4]) * 1e8, 0, 0};
+        double h[] = {5, x[0], x[1], x[2], 1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, x[3] * 1e9, x[3] * 4e8, fabs(x[4]) * 1e8, 0, 0};
         uint64_t vram = (uint64_t)llround(fabs(x[4]) * RT_MIB);
         struct rt_job_figures f = {.gates = RT_GATE_GPU | RT_GATE_TREE | RT_GATE_DISK, .utime_secs = x[1], .stime_secs = x[2], .cores_used = x[0],
                                    .gpu_usage = x[3], .gpu_vram_bytes = vram};
         struct rt_csv_job job = {.has_job = true, .pid = 1, .f = &f};
         char row[1024], want[1024];
         assert_true(rt_csv_row(h, RT_ARRAY_SIZE(h), 1042, 1.0, &job, row, sizeof(row)) > 0);
-        double total = x[3] * 1e9 / 1e9, avail = fabs(x[4]) * 1e8 / 1e9;
+        double total = x[3] * 1e9 / 1e9, used = x[3] * 4e8 / 1e9, avail = fabs(x[4]) * 1e8 / 1e9;
         snprintf(want, sizeof(want),
                  "1.042,5,%.3f,%.3f,%.4f,1,2,3,4,5,6,0,0,%.6f,%.6f,%.6f,0,0,0.0000,0.0000,0,1,0,%.4f,%.4f,%.4f,0,0,0,%.4f,%.4f,0\n",
-                 rt_round_dec(x[0], 4), rt_round_dec(x[1], 4), rt_round_dec(x[2], 4), total, total - avail, avail,
+                 rt_round_dec(x[0], 4), rt_round_dec(x[1], 4), rt_round_dec(x[2], 4), total, used, avail,
                  rt_round_dec(x[1], 4), rt_round_dec(x[2], 4), rt_round_dec(x[0], 4), rt_round_dec(x[3], 4),
                  rt_round_dec((double)vram / RT_MIB, 4));
         assert_string_equal(row, want);
