@@ -242,6 +242,14 @@ int rt_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
     return fd;
 }
 
+int rt_open_own_file(int dirfd, const char *name, int flags, mode_t mode)
+{
+    int fd = rt_open_beneath(dirfd, name, flags | O_CREAT, mode);
+    if ((fd == -EINVAL || fd == -ELOOP) && unlinkat(dirfd, name, 0) == 0)
+        fd = rt_open_beneath(dirfd, name, flags | O_CREAT, mode);
+    return fd;
+}
+
 const char *rt_beneath_strerror(int err)
 {
     switch (-err) {

@@ -17,7 +17,7 @@
 
 int rt_record_log_open(struct rt_record_log *l, int dir_fd, mode_t mode)
 {
-    l->fd = rt_open_beneath(dir_fd, LOG_NAME, O_RDWR | O_APPEND | O_CREAT, mode);
+    l->fd = rt_open_own_file(dir_fd, LOG_NAME, O_RDWR | O_APPEND, mode);
     if (l->fd < 0)
         return l->fd;
     struct stat st;

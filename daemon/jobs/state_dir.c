@@ -109,7 +109,7 @@ int rt_state_dir_open(struct rt_state_dir *s, const char *dir, bool private_mode
         rt_parse_u64(rt_trim(last), &s->last_id);
     /* Rewritten in place: replacing a file (write a copy, rename it over)
      * costs ext4 ≈ 0.3 ms, on StartJob's path. */
-    s->last_id_fd = rt_open_beneath(s->dir_fd, "last-id", O_RDWR | O_CREAT, s->file_mode);
+    s->last_id_fd = rt_open_own_file(s->dir_fd, "last-id", O_RDWR, s->file_mode);
     if (s->last_id_fd < 0 || fstat(s->last_id_fd, &st) < 0) {
         r = s->last_id_fd < 0 ? s->last_id_fd : -errno;
         snprintf(err, errlen, "cannot open %s/last-id: %s", dir, rt_beneath_strerror(r));

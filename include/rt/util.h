@@ -65,6 +65,10 @@ bool rt_dir_has_entries_at(int dirfd, const char *path);
  * read. For the state directory, which nobody but the daemon should have
  * changed. The descriptor (close-on-exec), or -errno. */
 int rt_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/* A file of the daemon's own, name in dirfd, opened with O_CREAT: what is
+ * in its place and is no regular file (a FIFO, a link) is removed first, as
+ * a file the daemon rewrites holds nothing it needs to keep. */
+int rt_open_own_file(int dirfd, const char *name, int flags, mode_t mode);
 /* Why rt_open_beneath failed, in the state directory's words (e.g.
  * "a symbolic link, which is not followed"). */
 const char *rt_beneath_strerror(int err);

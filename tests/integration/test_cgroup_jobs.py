@@ -155,7 +155,7 @@ class CgroupJobs(DaemonTest):
                        sys.executable, "-c", "x = bytearray(256 * 2**20)", env=env, stderr=subprocess.PIPE)
         err = run.communicate(timeout=60)[1].decode()
         self.assertEqual(run.returncode, 128 + signal.SIGKILL, err)
-        self.assertIn("OOM killer killed 1 of its processes", err)
+        self.assertIn("OOM killer killed 1 process at the memory limit", err)  # the note (docs/efficiency.md)
         job = self.d.call("GetJob", {"name": "oomrun"})["job"]
         self.assertEqual(job["tracking"]["kind"], "process-tree")
         self.assertIn(cg.path, job["tracking"]["why"])
