@@ -3,7 +3,6 @@
 
 #include "rt/util.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* C0, DEL, and C1 (U+0080..U+009F, two bytes in UTF-8): they move the
@@ -30,14 +29,29 @@ size_t rt_escape_next(const char *s, size_t len, char *out, size_t *used)
         *used = n;
         return n;
     }
+    static const char hex[] = "0123456789abcdef";
     *used = n ? n : 1;
-    for (size_t i = 0; i < *used; i++)
-        snprintf(out + 4 * i, 5, "\\x%02x", p[i]);
+    for (size_t i = 0; i < *used; i++) /* no NUL: out holds RT_ESCAPE_MAX bytes */
+        memcpy(out + 4 * i, (char[4]){'\\', 'x', hex[p[i] >> 4], hex[p[i] & 15]}, 4);
     return 4 * *used;
+}
+
+size_t rt_escape_into(char *buf, size_t size, const char *s)
+{
+    size_t o = 0, len = s ? strlen(s) : 0, used;
+    char piece[RT_ESCAPE_MAX];
+    for (size_t k; len && (k = rt_escape_next(s, len, piece, &used)) < size - o; s += used, len -= used) {
+        memcpy(buf + o, piece, k);
+        o += k;
+    }
+    if (size)
+        buf[o] = '\0';
+    return o;
 }
 
 char *rt_escape_dup(const char *s)
 {
+    s = s ? s : "";
     size_t len = strlen(s), n = 0, used;
     char *out = rt_xmalloc(len * 4 + 1);
     for (; len; s += used, len -= used)

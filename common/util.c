@@ -144,46 +144,6 @@ bool rt_utf8_valid(const char *s, size_t len)
     return true;
 }
 
-/* C0 controls, DEL and C1 controls (U+0080–U+009F) as a terminal would act
- * on them: the length of the one at s, 0 when s is none. */
-static size_t control_at(const char *s, size_t n)
-{
-    unsigned char c = (unsigned char)s[0];
-    if (n == 1 && (c < 0x20 || c == 0x7f))
-        return 1;
-    return n == 2 && c == 0xc2 && (unsigned char)s[1] < 0xa0 ? 2 : 0;
-}
-
-size_t rt_text_safe(char *buf, size_t size, const char *s)
-{
-    size_t o = 0, len = s ? strlen(s) : 0;
-    for (size_t i = 0, n; i < len && o + 1 < size; i += n) {
-        char esc[8] = "";
-        if (!(n = rt_utf8_char(s + i, len - i))) {
-            snprintf(esc, sizeof(esc), "\\x%02x", (unsigned char)s[i]);
-            n = 1;
-        } else if (control_at(s + i, n)) {
-            snprintf(esc, sizeof(esc), "\\x%02x", n == 1 ? (unsigned char)s[i] : (unsigned char)s[i + 1]);
-        }
-        size_t w = *esc ? strlen(esc) : n;
-        if (o + w + 1 > size)
-            break; /* never half an escape or a character */
-        memcpy(buf + o, *esc ? esc : s + i, w);
-        o += w;
-    }
-    if (size)
-        buf[o] = '\0';
-    return o;
-}
-
-char *rt_text_safe_dup(const char *s)
-{
-    size_t size = (s ? strlen(s) : 0) * 4 + 1;
-    char *buf = rt_xmalloc(size);
-    rt_text_safe(buf, size, s);
-    return buf;
-}
-
 char *rt_utf8_escape(const char *s, size_t len)
 {
     char *out = rt_xmalloc(len * 4 + 1), *o = out;

@@ -3,6 +3,7 @@
 #include "ctl.h"
 
 #include "rt/json.h"
+#include "rt/text.h"
 #include "rt/util.h"
 
 #include <signal.h>
@@ -244,8 +245,8 @@ void ctl_print_job_summary(FILE *f, struct json_object *job)
     if (up) {
         /* The run id and the error are the server's words. */
         char run[256], err[1024];
-        rt_text_safe(run, sizeof(run), rt_json_get_string(up, "run_id"));
-        rt_text_safe(err, sizeof(err), rt_json_get_string(up, "last_error"));
+        rt_escape_into(run, sizeof(run), rt_json_get_string(up, "run_id"));
+        rt_escape_into(err, sizeof(err), rt_json_get_string(up, "last_error"));
         int64_t sent = 0, pending = 0;
         rt_json_get_i64(up, "batches_sent", &sent);
         rt_json_get_i64(up, "batches_pending", &pending);

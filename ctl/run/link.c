@@ -9,6 +9,7 @@
 
 #include "rt/json.h"
 #include "rt/sample_csv.h"
+#include "rt/text.h"
 #include "rt/util.h"
 
 #include <errno.h>
@@ -190,7 +191,7 @@ static void watch_upload(struct run_link *l)
     if (!up)
         return;
     const char *state = rt_json_get_string(up, "state"), *last = rt_json_get_string(up, "last_error");
-    char safe[1024], *err = last ? (rt_text_safe(safe, sizeof(safe), last), safe) : NULL;
+    char safe[1024], *err = last ? (rt_escape_into(safe, sizeof(safe), last), safe) : NULL;
     int64_t pending = 0;
     rt_json_get_i64(up, "batches_pending", &pending);
     if (state && strcmp(state, "starting") == 0 && err && !l->warned_register) {

@@ -1,6 +1,7 @@
 /* jobs: the jobs the caller may see, filtered by the daemon (ListJobs). */
 #include "verbs/verbs.h"
 
+#include "rt/text.h"
 #include "rt/util.h"
 
 #include <pwd.h>
@@ -288,11 +289,11 @@ static void print_table(struct json_object *jobs, struct layout *l)
 }
 
 /* RFC 4180: quoted when it holds a comma or a quote. Users' text (a
- * command line) keeps no control character: \xHH (rt_text_safe), so a line
+ * command line) keeps no control character: escaped (rt_escape_into, \\n), so a line
  * break is never in a field. */
 static void csv_field(const char *text, bool last)
 {
-    char *safe = text ? rt_text_safe_dup(text) : NULL, *s = safe;
+    char *safe = text ? rt_escape_dup(text) : NULL, *s = safe;
     if (s && s[strcspn(s, ",\"")]) {
         putchar('"');
         for (; *s; s++) {

@@ -5,6 +5,7 @@
 
 #include "live/follow.h"
 
+#include "rt/text.h"
 #include "rt/util.h"
 
 #include <stdint.h>
@@ -220,8 +221,8 @@ static void print_job(struct json_object *j, struct json_object *last)
     if (up) {
         /* The run id and the error are the server's words. */
         char err[1024], run[256];
-        rt_text_safe(err, sizeof(err), rt_json_get_string(up, "last_error"));
-        rt_text_safe(run, sizeof(run), rt_json_get_string(up, "run_id"));
+        rt_escape_into(err, sizeof(err), rt_json_get_string(up, "last_error"));
+        rt_escape_into(run, sizeof(run), rt_json_get_string(up, "run_id"));
         printf("Upload   %s, run %s, %lld batches sent, %lld pending%s%s\n", rt_json_get_string(up, "state"),
                *run ? run : "-", (long long)i64(up, "batches_sent"), (long long)i64(up, "batches_pending"),
                *err ? ", last error: " : "", err);

@@ -49,7 +49,7 @@ enum {
     RT_M_NEEDS_MORE = 1 << 1, /* only with "more" (a stream) */
 };
 
-#define RT_METHOD_MAX_PARAMS 16
+#define RT_METHOD_MAX_PARAMS 20
 
 struct rt_call;
 

@@ -6,6 +6,7 @@
 #include "config/config.h"
 #include "system/log.h"
 #include "rt/json.h"
+#include "rt/text.h"
 #include "rt/util.h"
 
 #include <inttypes.h>
@@ -73,10 +74,10 @@ static void message(struct rec *r, const char *fmt, ...)
 }
 
 /* A user-supplied string made safe for a one-line message or a field:
- * control characters as \xHH (rt_text_safe), long names cut. */
+ * control characters escaped as systemd shows them (rt_escape_into), long names cut. */
 static const char *clean(const char *s, char *buf, size_t size)
 {
-    rt_text_safe(buf, size, s);
+    rt_escape_into(buf, size, s);
     return buf;
 }
 

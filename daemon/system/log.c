@@ -1,5 +1,6 @@
 #include "system/log.h"
 
+#include "rt/text.h"
 #include "rt/util.h"
 
 #include <errno.h>
@@ -125,7 +126,7 @@ static void vlog(int level, const char *fmt, va_list ap)
      * character of theirs reaches a terminal that reads the log. */
     char raw[2048], line[2048];
     vsnprintf(raw, sizeof(raw), fmt, ap);
-    rt_text_safe(line, sizeof(line), raw);
+    rt_escape_into(line, sizeof(line), raw);
     if (use_journal) {
         sd_journal_print(level, "%s", line);
         return;

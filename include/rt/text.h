@@ -16,8 +16,13 @@
  * sequence. Writes at most RT_ESCAPE_MAX bytes to out (no NUL) and returns
  * their number; *used: the bytes of s it stands for. */
 size_t rt_escape_next(const char *s, size_t len, char *out, size_t *used);
-/* s escaped whole, in a new string. */
+/* s escaped whole, in a new string (NULL is ""): what may go to a terminal
+ * or a log, so that no user's text moves a cursor, sets a title or writes a
+ * clipboard (OSC 52). */
 char *rt_escape_dup(const char *s);
+/* The same into buf, cut to fit (never inside an escape or a character);
+ * NULL is "". Returns the length written. */
+size_t rt_escape_into(char *buf, size_t size, const char *s);
 
 /* A job's name: a label, with one rule in the daemon and the client. */
 #define RT_NAME_MAX_CHARS 128

@@ -32,14 +32,6 @@ size_t rt_utf8_char(const char *s, size_t len);
 /* s with every byte that is not part of well-formed UTF-8 written as \xHH
  * (as Python's "backslashreplace" shows it); malloc'd. */
 char *rt_utf8_escape(const char *s, size_t len);
-/* s as it may go to a terminal or a log: control characters (C0, DEL, C1)
- * and bytes that are not UTF-8 as \xHH (the code point, the byte), so that
- * no user's text moves a cursor, sets a title or writes a clipboard (OSC
- * 52). Into buf, cut to fit (never in the middle of an escape or a
- * character); NULL is "". Returns the length written. */
-size_t rt_text_safe(char *buf, size_t size, const char *s);
-/* The same, malloc'd whole. */
-char *rt_text_safe_dup(const char *s);
 
 /* Read a whole (small) file relative to dirfd into buf, NUL-terminated.
  * Returns the length, or -errno. A file longer than size-1 is truncated. */

@@ -76,8 +76,7 @@ class Authorization(UsersDaemonTest):
             f.write('upload: { api_url = "http://127.0.0.1:9/sentinel"; };\n')
         d = Daemon(interval=0.2, args=["--config", conf]).start()
         self.addCleanup(d.cleanup)
-        p = self.sleeper(self.a)
-        calls = [("StartJob", {"pid": p.pid, "name": "url-%d" % i, "sentinel_api_url": url})
+        calls = [("StartJob", {"pid": self.sleeper(self.a).pid, "name": "url-%d" % i, "sentinel_api_url": url})
                  for i, url in enumerate(["http://127.0.0.1:9/sentinel/", "http://127.0.0.1:9/sentinel",
                                           "http://127.0.0.1:9/other"])]
         res = call_as(self.a, d.socket, None, calls=calls)
@@ -315,10 +314,11 @@ class Authorization(UsersDaemonTest):
             d.stop()
 
     def test_running_jobs_limit_per_user(self):
-        pe = self.sleeper(self.e)
-        st = starttime(pe.pid)
+        # 65 processes: one job each (a process is one running job's at a time).
+        procs = [self.sleeper(self.e) for _ in range(65)]
+        pe = procs[-1]  # the one left untracked
         res = call_as(self.e, self.d.socket, None,
-                      calls=[("StartJob", {"pid": pe.pid, "start_time": st})] * 65)
+                      calls=[("StartJob", {"pid": p.pid, "start_time": starttime(p.pid)}) for p in procs])
         ok = [r[1]["job"]["id"] for r in res if r[0] == "ok"]
         self.assertEqual(len(ok), 64, res[-1])
         self.assertEqual(res[-1], ("error", IFACE + ".LimitExceeded", {"limit": "jobs_per_user", "max": 64}))
@@ -339,7 +339,7 @@ class Authorization(UsersDaemonTest):
         pa = self.sleeper(self.a)
         [r] = call_as(self.a, self.d.socket, "StartJob", {"pid": pa.pid})
         self.assertEqual(r[0], "ok")
-        root_job = self.d.call("StartJob", {"pid": pe.pid})["job"]["id"]
+        root_job = self.d.call("StartJob", {"pid": self.sleeper(self.e).pid})["job"]["id"]
         # Ended jobs do not count.
         res = call_as(self.e, self.d.socket, None, calls=[("StopJob", {"id": i}) for i in ok]
                       + [("StartJob", {"pid": pe.pid})])

@@ -396,7 +396,8 @@ class JobsAndUsers(UsersTest):
         docs = json.loads(self.ctl("jobs", "--json", user=self.alice))
         self.assertEqual([int(r["id"]) for r in table], [j["id"] for j in docs])
         rows = {int(r["id"]): r for r in table}
-        self.assertEqual(rows[j3]["command"], "sh -c : " + words.replace("\x1b", "\\x1b") + ", \"quoted\"")
+        self.assertEqual(rows[j3]["command"],
+                         "sh -c : " + words.replace("\x1b", "\\x1b").replace("\n", "\\n") + ", \"quoted\"")
         self.assertEqual((rows[j1]["exit_code"], rows[j1]["signal"], rows[j1]["name"]), ("7", "", long_name))
         self.assertEqual((rows[j2]["exit_code"], rows[j2]["signal"]), ("137", "9"))
         self.assertEqual((rows[j4]["state"], rows[j4]["exit_code"], rows[j4]["ended_at"], rows[j4]["command"]),
@@ -410,7 +411,7 @@ class JobsAndUsers(UsersTest):
         # A user's command line and metadata with OSC 52 (set the clipboard),
         # OSC 0 (the title), a C1 CSI and a line break: whatever an
         # administrator prints of the job, none of it reaches the terminal
-        # raw (control characters as \xHH, or '?' in tables and status).
+        # raw (control characters escaped as systemd shows them: \n, \a, \x1b).
         osc52 = "\x1b]52;c;ZXZpbA==\x07"
         evil = osc52 + "\x1b]0;pwned\x07\u009b31m\x7f\nnext"
         self.run_job(self.alice, "ctrl", "sh", "-c", ": '%s'" % evil, opts=("--project-name", evil, "--tag", "t=" + evil))
@@ -427,12 +428,12 @@ class JobsAndUsers(UsersTest):
             self.assertIsNone(raw.search(out), "%s: %r" % (what, raw.search(out) and out[raw.search(out).start() - 20:][:60]))
         rows = list(csv.DictReader(io.StringIO(outputs["jobs --format csv"])))
         self.assertEqual([r["command"] for r in rows if int(r["id"]) == jid],
-                         ["sh -c : '\\x1b]52;c;ZXZpbA==\\x07\\x1b]0;pwned\\x07\\x9b31m\\x7f\\x0anext'"])
+                         ["sh -c : '\\x1b]52;c;ZXZpbA==\\a\\x1b]0;pwned\\a\\xc2\\x9b31m\\x7f\\nnext'"])
         self.assertEqual(len(outputs["jobs --format csv"].splitlines()), 1 + len(rows), "one line a job")
         md = json.loads(outputs["status --json " + str(jid)])["job"]["metadata"]
         self.assertEqual((md["project_name"], md["tags"]), (evil, ["t=" + evil]), "JSON keeps the text, escaped")
         self.assertIn("\\u009b31m\\u007f", outputs["status --json " + str(jid)])
-        self.assertIn("\\x1b]52;c;ZXZpbA==\\x07", outputs["report -o -"])
+        self.assertIn("\\x1b]52;c;ZXZpbA==\\a", outputs["report -o -"])
         self.assertNotIn("\x1b", self.d.read_log())
     def test_the_log_names_the_owner(self):
         jid = self.run_job(self.alice, "hers", "true")

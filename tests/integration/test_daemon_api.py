@@ -92,7 +92,7 @@ class JobMethods(DaemonTest):
         self.assertEqual([j["id"] for j in jobs], [job["id"]])
         # A name is a label: a second running job may carry it, and then the
         # name no longer says which one is meant.
-        twin = self.d.call("StartJob", {"pid": p.pid, "name": "napper"})["job"]
+        twin = self.d.call("StartJob", {"pid": self.spawn("sleep", "30").pid, "name": "napper"})["job"]
         with self.assertRaises(VarlinkError) as e:
             self.d.call("StopJob", {"name": "napper"})
         self.assertEqual(e.exception.error, IFACE + ".AmbiguousJobName")

@@ -223,9 +223,10 @@ class KillAndRestart(StateDirTest):
         last = d2.call("StartJob", {"pid": q.pid})["job"]
         self.assertEqual(last["id"], 2**63 - 1)
         self.assertEqual(d2.call("GetJob", {"id": 2**63 - 1})["job"]["pid"], q.pid)
+        other = self.proc("sleep", "60")  # not tracked: only the ids can refuse it
         for _ in range(3):
             with d2.connect() as c:
-                c.send("%s.StartJob" % "com.sparecores.ResourceTracker", {"pid": q.pid})
+                c.send("%s.StartJob" % "com.sparecores.ResourceTracker", {"pid": other.pid})
                 r = c.recv()
             self.assertEqual(r["error"], "com.sparecores.ResourceTracker.InternalError")
             self.assertEqual(r["parameters"]["reason"], "every job id has been used")
@@ -701,7 +702,7 @@ class DamagedStateDir(StateDirTest):
             self.assertNotIn("secret", json.dumps(c.call("GetJob", {"id": ended})))
             self.assertGreaterEqual(len(job_samples(d2, jid)), 3, "its samples are kept")
             # New jobs get ids past the old ones, whatever last-id was.
-            new = c.call("StartJob", {"pid": p.pid, "name": "next"})["job"]["id"]
+            new = c.call("StartJob", {"pid": self.proc("sleep", "60").pid, "name": "next"})["job"]["id"]
             self.assertGreater(new, other)
         log = d2.read_log()
         self.assertIn("skipping job %d" % other, log)

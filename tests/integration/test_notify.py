@@ -98,7 +98,7 @@ class NotifyTest(UsersDaemonTest):
         theirs = call_as(self.u2, self.d.socket, "GetJob", {"id": job["id"]})[0]
         self.assertEqual(theirs[0], "error")
         self.assertNotIn(SECRET, json.dumps(theirs))
-        wait_for(lambda: "Job %d (train) of uid" % job["id"] in self.d.read_log(), what="the journal record")
+        wait_for(lambda: "Job %d (train) of %s (uid " % (job["id"], self.u1) in self.d.read_log(), what="the journal record")
         log = self.d.read_log()
         self.assertNotIn(SECRET, log)
         self.assertIn("2 notes: cpu_efficiency memory_unused", log)

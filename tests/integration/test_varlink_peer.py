@@ -30,7 +30,8 @@ except ImportError:
     varlink = None
 
 METHODS = ["Ping", "Info", "GetHostInfo", "GetHostSample", "StreamHostSamples", "StartJob", "FinishJob",
-           "StopJob", "ListJobs", "GetJob", "GetJobSamples", "StreamJobs", "SetNotifyDefaults", "GetNotifyDefaults"]
+           "StopJob", "ListJobs", "GetJob", "GetJobSamples", "StreamJobs", "SetNotifyDefaults", "GetNotifyDefaults",
+           "GetGpus", "GetUsage"]
 IDL_PATH = os.path.join(os.environ.get("RT_SOURCE_DIR", "."), "daemon", "api", IFACE + ".varlink")
 
 

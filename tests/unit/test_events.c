@@ -181,8 +181,8 @@ static void test_job_started_cleans_message(void **state)
                         "JOB_OWNER_UID=1000\n"
                         "JOB_OWNER=alice\n"
                         "JOB_ROOT_PID=4242\n"
-                        "JOB_COMMAND=sh -c : \\x1b]52;c;ZXZpbA==\\x07\\x9b\n"
-                        "MESSAGE=Job 42 (evil\\x0aMESSAGE_ID=0000) started for alice (uid 1000), root pid 4242\n"
+                        "JOB_COMMAND=sh -c : \\x1b]52;c;ZXZpbA==\\a\\xc2\\x9b\n"
+                        "MESSAGE=Job 42 (evil\\nMESSAGE_ID=0000) started for alice (uid 1000), root pid 4242\n"
                         "MESSAGE_ID=" RT_MSGID_JOB_STARTED "\n"
                         "PRIORITY=6\n"
                         "SYSLOG_IDENTIFIER=resource-trackerd\n");
