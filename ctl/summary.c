@@ -87,8 +87,21 @@ void ctl_job_tracking(struct json_object *job, char *buf, size_t size)
     struct json_object *tr = rt_json_get_object(job, "tracking");
     const char *kind = rt_json_get_string(tr, "kind"), *cg = rt_json_get_string(tr, "cgroup");
     const char *why = rt_json_get_string(tr, "why");
-    snprintf(buf, size, "%s%s%s%s%s", kind && strcmp(kind, "cgroup") == 0 ? "as the cgroup " : "as a process tree",
-             cg ? cg : "", why ? " (no cgroup: " : "", why ? why : "", why ? ")" : "");
+    int n = snprintf(buf, size, "%s%s%s%s%s", kind && strcmp(kind, "cgroup") == 0 ? "as the cgroup " : "as a process tree",
+                     cg ? cg : "", why ? " (no cgroup: " : "", why ? why : "", why ? ")" : "");
+    /* Adopted (docs/admin.md): what it is to its scheduler or runtime. */
+    struct json_object *sched = rt_json_get_object(job, "scheduler"), *ct = rt_json_get_object(job, "container");
+    bool adopted = false;
+    int64_t sid;
+    if (!rt_json_get_bool(tr, "adopted", &adopted) || !adopted || n < 0 || (size_t)n >= size)
+        return;
+    if (rt_json_get_i64(sched, "job_id", &sid))
+        snprintf(buf + n, size - (size_t)n, ", adopted: Slurm job %lld", (long long)sid);
+    else if (ct)
+        snprintf(buf + n, size - (size_t)n, ", adopted: %s container %.12s", rt_json_get_string(ct, "runtime") ?: "?",
+                 rt_json_get_string(ct, "id") ?: "?");
+    else
+        snprintf(buf + n, size - (size_t)n, ", adopted");
 }
 
 /* Whether the daemon's notes (docs/efficiency.md) say it already, with the fix. */

@@ -14,6 +14,7 @@
 #include "rt/util.h"
 #include "api/api.h"
 #include "api/job_access.h"
+#include "jobs/adopt.h"
 #include "notice/defaults.h"
 #include "notice/notice.h"
 #include "notice/target.h"
@@ -377,6 +378,47 @@ static const char *user_name(uid_t uid, char *buf, size_t size)
     return buf;
 }
 
+/* Jobs the daemon makes by itself (jobs/adopt.h), each second: the cgroups
+ * the adopt rules match that no running job tracks. An adopted job counts
+ * against its user's running jobs like any other. */
+static void adopt_jobs(struct rt_daemon *d)
+{
+    struct rt_adopt_rules rules = {d->cfg.adopt_slurm, d->cfg.adopt_containers, d->cfg.adopt_cgroups};
+    if (!rt_adopt_any(&rules) || d->cg_host.mode == RT_CG_MODE_NONE || d->cfg.user_mode)
+        return;
+    size_t n;
+    char **paths = rt_adopt_candidates(&d->cg_host, &rules, &n);
+    for (size_t i = 0; i < n; i++) {
+        rt_jobs_lock(&d->jobs);
+        bool tracked = rt_jobs_find_tracking(&d->jobs, 0, 0, paths[i]) != NULL;
+        rt_jobs_unlock(&d->jobs);
+        struct rt_job *j = tracked ? NULL : rt_adopt_job(&d->cg_host, &d->roots, paths[i]);
+        if (!j)
+            continue;
+        rt_jobs_lock(&d->jobs);
+        size_t running = rt_jobs_running_for(&d->jobs, j->owner_uid);
+        rt_jobs_unlock(&d->jobs);
+        uint64_t id;
+        if ((j->owner_uid != 0 && running >= d->cfg.max_jobs_per_uid) || rt_state_dir_alloc_id(&d->state, &id) < 0) {
+            rt_job_free(j);
+            continue;
+        }
+        j->id = id;
+        j->interval_secs = d->cfg.interval_secs;
+        j->wants_upload = d->upload && d->has_default_token;
+        rt_jobs_lock(&d->jobs);
+        rt_jobs_add(&d->jobs, j);
+        rt_jobs_unlock(&d->jobs);
+        rt_info("adopted the cgroup %s as job %" PRIu64 " of uid %u", paths[i], id, (unsigned)j->owner_uid);
+        struct rt_sreq *q = rt_xcalloc(1, sizeof(*q));
+        q->type = RT_SREQ_START;
+        q->job = j;
+        q->job_id = id;
+        rt_sampler_submit(d->sampler, q);
+    }
+    rt_adopt_free(paths, n);
+}
+
 /* Journal records of jobs that started or ended, from the sampler's outbox,
  * and the notifications of their ends: what the records say is copied under
  * the registry lock, and sent after. */
@@ -513,6 +555,7 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
                 rt_watchdog_check(&watchdog, rt_mono_ns(), rt_sampler_heartbeat(d->sampler),
                                   (uint64_t)(d->cfg.interval_secs * 1e9));
                 send_status(d);
+                adopt_jobs(d);
                 rt_server_tick(d->server);
                 if (d->cfg.exit_on_idle_secs)
                     idle_exit(d, &idle_since);

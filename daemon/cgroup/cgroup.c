@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,10 +66,6 @@ void rt_cgroup_close(struct rt_cgroup *cg)
     cg->path = NULL;
 }
 
-int rt_cgroup_read(struct rt_cgroup *cg, struct rt_cg_figures *out)
-{
-    return rt_cg_sources_read(cg, UINT32_MAX, out);
-}
 
 /* The directory the tree walks go through: v2's, else the first v1 one. */
 static int main_dir(const struct rt_cgroup *cg)
@@ -107,6 +104,34 @@ static int walk(int dir, int depth, int *budget, int (*visit)(int dir, void *ctx
         close(child);
     }
     closedir(d);
+    return rc;
+}
+
+/* Adds dir's v1 memory.oom_control "oom_kill" to *(uint64_t *)ctx. */
+static int add_oom_kills(int dir, void *ctx)
+{
+    char buf[256];
+    ssize_t n = rt_read_file_at(dir, "memory.oom_control", buf, sizeof(buf));
+    const char *at = n > 0 ? strstr(buf, "oom_kill ") : NULL;
+    uint64_t v;
+    if (at && sscanf(at + 9, "%" SCNu64, &v) == 1)
+        *(uint64_t *)ctx += v;
+    return 0;
+}
+
+int rt_cgroup_read(struct rt_cgroup *cg, struct rt_cg_figures *out)
+{
+    int rc = rt_cg_sources_read(cg, UINT32_MAX, out);
+    /* v1 counts an OOM kill in the memory cgroup of the process killed only
+     * (v2's memory.events counts its subtree): Slurm's v1 plugin puts tasks
+     * in step_N/task_M below the job's. The sum over the subtree. */
+    if (rc == 0 && (out->have & RT_CGF_OOM_KILL) && cg->dir[RT_CG_MEMORY] >= 0 &&
+        rt_cg_sources_v1(cg, RT_CGF_OOM_KILL)) {
+        uint64_t kills = 0;
+        int budget = WALK_DIRS;
+        walk(cg->dir[RT_CG_MEMORY], 0, &budget, add_oom_kills, &kills);
+        out->ev_oom_kill = kills > out->ev_oom_kill ? kills : out->ev_oom_kill;
+    }
     return rc;
 }
 

@@ -516,6 +516,14 @@ int rt_cg_sources_read(struct rt_cgroup *cg, uint32_t groups, struct rt_cg_figur
     return rc;
 }
 
+bool rt_cg_sources_v1(const struct rt_cgroup *cg, uint32_t group)
+{
+    for (int i = 0; i < (int)RT_ARRAY_SIZE(sources); i++)
+        if (cg->use[i] & group)
+            return sources[i].hier != RT_CG_V2;
+    return false;
+}
+
 int rt_cg_sources_reset_peak(struct rt_cgroup *cg)
 {
     int rc = -EOPNOTSUPP;

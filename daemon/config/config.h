@@ -65,6 +65,10 @@ struct rt_config {
     unsigned gpu_idle_after_secs;
     unsigned gpu_idle_util_max;
     uint64_t gpu_idle_vram_min_bytes;
+    /* jobs the daemon makes by itself (jobs/adopt.h) */
+    bool adopt_slurm;
+    bool adopt_containers;
+    char adopt_cgroups[1024];          /* glob patterns separated by spaces; "" = none */
     /* logging */
     int log_level;                     /* syslog level */
     /* modes */
@@ -126,6 +130,9 @@ enum {
     RT_CFG_GPU_IDLE_AFTER = 1ull << 40,
     RT_CFG_GPU_IDLE_UTIL_MAX = 1ull << 41,
     RT_CFG_GPU_IDLE_VRAM_MIN = 1ull << 42,
+    RT_CFG_ADOPT_SLURM = 1ull << 43,
+    RT_CFG_ADOPT_CONTAINERS = 1ull << 44,
+    RT_CFG_ADOPT_CGROUPS = 1ull << 45,
 };
 
 /* Command-line flags: the values in .values whose bits are in .set win over

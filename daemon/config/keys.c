@@ -83,6 +83,9 @@ const struct key rt_config_keys[] = {
      LIVE},
     {IN("gpu", "idle_vram_min"), K_BYTES_U64, RT_CFG_GPU_IDLE_VRAM_MIN, F(gpu_idle_vram_min_bytes), 0, TIB,
      FILE_KEY, "256M", LIVE},
+    {IN("adopt", "slurm"), K_BOOL, RT_CFG_ADOPT_SLURM, F(adopt_slurm), 0, 0, FILE_KEY, "false", LIVE},
+    {IN("adopt", "containers"), K_BOOL, RT_CFG_ADOPT_CONTAINERS, F(adopt_containers), 0, 0, FILE_KEY, "false", LIVE},
+    {IN("adopt", "cgroups"), K_GLOBS, RT_CFG_ADOPT_CGROUPS, F(adopt_cgroups), 0, 0, FILE_KEY, "", LIVE},
     {TOP("proc_root"), K_PATH, RT_CFG_PROC_ROOT, F(proc_root), 0, 0, CLI_ONLY, "/proc", RESTART},
     {TOP("sys_root"), K_PATH, RT_CFG_SYS_ROOT, F(sys_root), 0, 0, CLI_ONLY, "/sys", RESTART},
     {TOP("user_mode"), K_BOOL, RT_CFG_USER_MODE, F(user_mode), 0, 0, CLI_ONLY, "false", RESTART},
@@ -93,5 +96,5 @@ const struct key rt_config_keys[] = {
 const size_t rt_config_nkeys = RT_ARRAY_SIZE(rt_config_keys);
 _Static_assert(RT_ARRAY_SIZE(rt_config_keys) <= RT_CONFIG_MAX_KEYS, "raise RT_CONFIG_MAX_KEYS");
 
-const char *const rt_config_groups[] = {"retention", "limits", "cgroups", "upload", "notes", "notify", "gpu"};
+const char *const rt_config_groups[] = {"retention", "limits", "cgroups", "upload", "notes", "notify", "gpu", "adopt"};
 const size_t rt_config_ngroups = RT_ARRAY_SIZE(rt_config_groups);

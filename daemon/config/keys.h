@@ -28,6 +28,7 @@ enum kind {
     K_GROUP,         /* group name or "" */
     K_URL,           /* http(s) URL or "" */
     K_NOTIFY,        /* a notification target (notice/target.h), %u for a user's name, or "" */
+    K_GLOBS,         /* cgroup path patterns separated by spaces (jobs/adopt.h), or "" */
     K_CREDENTIAL,    /* systemd credential name */
     K_REGION,        /* S3 region name ("us-east-1") or "" */
     K_LOGLEVEL,      /* syslog level name, stored as int */

@@ -2,6 +2,7 @@
  * line (durations, sizes, paths, names, URLs), and written back. */
 #include "config/keys.h"
 
+#include "jobs/adopt.h"
 #include "notice/target.h"
 
 #include "rt/util.h"
@@ -361,6 +362,10 @@ static int parse_string(const struct key *k, const struct raw *r, char *why, siz
             snprintf(why, whylen, "\"%s\" is not an http:// or https:// URL or mailto:ADDRESS (%%u: the user)", s);
             return -EINVAL;
         }
+        break;
+    case K_GLOBS:
+        if (!rt_adopt_globs_valid(s, why, whylen))
+            return -EINVAL;
         break;
     case K_CREDENTIAL:
         if (!valid_credential_name(s)) {

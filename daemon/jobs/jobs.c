@@ -169,6 +169,8 @@ void rt_job_free(struct rt_job *j)
     json_object_put(j->request);
     json_object_put(j->notify);
     json_object_put(j->gpus_assigned);
+    json_object_put(j->scheduler);
+    json_object_put(j->container);
     rt_job_summary_free(&j->summary);
     rt_gpu_job_free(j->gpu_state);
     free(j);
@@ -224,11 +226,14 @@ static struct json_object *job_json(const struct rt_job *j, double now, bool rec
     add(o, "summary", rt_job_summary_json(&j->summary, rt_job_duration(j, now)));
     add(o, "request", j->request ? json_object_get(j->request) : NULL);
     add(o, "gpus_assigned", j->gpus_assigned ? json_object_get(j->gpus_assigned) : NULL);
+    add(o, "scheduler", j->scheduler ? json_object_get(j->scheduler) : NULL);
+    add(o, "container", j->container ? json_object_get(j->container) : NULL);
     if (!record) {
         struct json_object *t = json_object_new_object();
         add(t, "kind", json_object_new_string(j->cgroup ? "cgroup" : "process-tree"));
         add(t, "cgroup", rt_json_string_or_null(j->cgroup));
         add(t, "why", rt_json_string_or_null(j->tracking_why));
+        add(t, "adopted", json_object_new_boolean(j->adopted));
         add(o, "tracking", t);
         add(o, "memory_limit_bytes", j->memory_limit_bytes ? rt_json_u64(j->memory_limit_bytes) : NULL);
         add(o, "notify_targets", json_object_new_int64(j->notify ? (int64_t)json_object_array_length(j->notify) : 0));
@@ -373,6 +378,9 @@ struct rt_job *rt_job_from_record(struct json_object *o, const char **repaired)
     else if (req)
         *repaired = "request";
     rt_json_get_bool(o, "adopted", &j->adopted);
+    /* What Slurm or a container's runtime said of it, as the daemon wrote it. */
+    j->scheduler = json_object_get(rt_json_get_object(o, "scheduler"));
+    j->container = json_object_get(rt_json_get_object(o, "container"));
     struct json_object *notify = rt_json_get_array(o, "notify");
     if (notify && rt_notice_targets_check(notify, NULL, 0) == 0)
         j->notify = json_object_get(notify);

@@ -183,6 +183,17 @@ bool rt_cgroup_job_figures(struct rt_sampler *s, struct rt_job *j, double elapse
     return r == 0;
 }
 
+void rt_cgroup_job_count_from_start(struct rt_job *j)
+{
+    struct rt_cg_figures *b = &j->cg_last;
+    b->cpu_usage_usec = b->cpu_user_usec = b->cpu_system_usec = 0;
+    b->io_rbytes = b->io_wbytes = b->io_rios = b->io_wios = 0;
+    b->ev_oom_kill = 0;
+    double before = (double)rt_real_ns() / 1e9 - j->started_at;
+    if (before > 0 && before * 1e9 < (double)j->last_sample_mono_ns)
+        j->last_sample_mono_ns -= (uint64_t)(before * 1e9);
+}
+
 int rt_cgroup_job_pids(struct rt_job *j)
 {
     j->cg_npids = 0;

@@ -129,6 +129,10 @@ bool rt_cgroup_job_ended(struct rt_sampler *s, struct rt_job *j);
 bool rt_cgroup_job_figures(struct rt_sampler *s, struct rt_job *j, double elapsed, struct rt_job_figures *f);
 /* Its processes into j->cg_pids (j->cg_npids); 0 or -errno. */
 int rt_cgroup_job_pids(struct rt_job *j);
+/* An adopted cgroup ran before the daemon saw it (since j->started_at):
+ * its CPU, I/O and OOM kills so far are the job's, and its first sample
+ * spans that time. */
+void rt_cgroup_job_count_from_start(struct rt_job *j);
 
 /* retention.c */
 void rt_sampler_retention(struct rt_sampler *s);

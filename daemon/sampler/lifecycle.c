@@ -229,6 +229,8 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
     }
     j->last_sample_mono_ns = rt_mono_ns();
     rt_sampler_schedule_job(s, j, j->last_sample_mono_ns);
+    if (j->adopted && j->cg_open && !resume)
+        rt_cgroup_job_count_from_start(j);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
     if (j->pidfd >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, j->pidfd, &ev) < 0) {
         /* Without the watch, the tick notices the end (as without pidfds). */

@@ -248,9 +248,14 @@ class HandCgroup:
     """A cgroup made by hand in every hierarchy mounted here, as Slurm's v1
     plugin or a container runtime makes one; removed at the test's end."""
 
-    def __init__(self, test, name, memory_limit=None):
-        self.path = "/rt-hand-%d-%s" % (os.getpid(), name)
+    def __init__(self, test, name, memory_limit=None, path=None):
+        """path: where (a runtime's layout), its parents made too and removed after."""
+        self.path = path or "/rt-hand-%d-%s" % (os.getpid(), name)
         self.roots = [r for r in CGROUP_ROOTS if os.path.isfile(os.path.join(r, "cgroup.procs"))]
+        parent = os.path.dirname(self.path)
+        while parent != "/" and not any(os.path.isdir(r + parent) for r in self.roots):
+            test.addCleanup(remove_cgroup, parent)
+            parent = os.path.dirname(parent)
         test.addCleanup(remove_cgroup, self.path)
         for root in self.roots:
             os.makedirs(root + self.path)

@@ -162,7 +162,7 @@ class Slurm:
                 "ProctrackType=proctrack/cgroup",
                 "TaskPlugin=task/cgroup",
                 "PrologFlags=contain",  # a step_extern per job, as pam_slurm_adopt sites have
-                "JobAcctGatherType=jobacct_gather/none",
+                "JobAcctGatherType=jobacct_gather/cgroup",  # a cpuacct cgroup per job, as SchedMD recommends
                 "AccountingStorageType=accounting_storage/none",
                 "SelectType=select/cons_tres",
                 "SelectTypeParameters=CR_Core_Memory",
