@@ -87,8 +87,9 @@ void ctl_job_tracking(struct json_object *job, char *buf, size_t size)
     struct json_object *tr = rt_json_get_object(job, "tracking");
     const char *kind = rt_json_get_string(tr, "kind"), *cg = rt_json_get_string(tr, "cgroup");
     const char *why = rt_json_get_string(tr, "why");
-    int n = snprintf(buf, size, "%s%s%s%s%s", kind && strcmp(kind, "cgroup") == 0 ? "as the cgroup " : "as a process tree",
-                     cg ? cg : "", why ? " (no cgroup: " : "", why ? why : "", why ? ")" : "");
+    int n = snprintf(buf, size, "%s%s%s%s%s",
+                     kind && strcmp(kind, "cgroup") == 0 ? "as the cgroup " : "as a process tree", cg ? cg : "",
+                     why ? " (no cgroup: " : "", why ? why : "", why ? ")" : "");
     /* Adopted (docs/admin.md): what it is to its scheduler or runtime. */
     struct json_object *sched = rt_json_get_object(job, "scheduler"), *ct = rt_json_get_object(job, "container");
     bool adopted = false;

@@ -140,8 +140,11 @@ class Slurm:
         for top in self._cgroup_tops():
             for root, _, files in os.walk(top):
                 if "cgroup.procs" in files:
-                    with open(os.path.join(root, "cgroup.procs")) as f:
-                        pids.update(int(p) for p in f.read().split())
+                    try:
+                        with open(os.path.join(root, "cgroup.procs")) as f:
+                            pids.update(int(p) for p in f.read().split())
+                    except OSError:
+                        pass  # Slurm removed it meanwhile (ENODEV, ENOENT)
         return pids
 
     def _write_config(self):

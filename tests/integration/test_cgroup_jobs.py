@@ -63,7 +63,7 @@ class CgroupJobs(DaemonTest):
         job = self.ended(jid)  # its cgroup emptied: the job ended by itself
         truth = (usage_usec(cg.path) - before) / 1e6
         self.assertEqual(job["state"], "ended")
-        self.assertEqual(job["tracking"], {"kind": "cgroup", "cgroup": cg.path, "why": None})
+        self.assertEqual(job["tracking"], {"kind": "cgroup", "cgroup": cg.path, "why": None, "adopted": False})
         self.assertIsNone(job["pid"])
         got = job["summary"]["cpu_secs"]
         self.assertGreater(truth, 1.8)
@@ -274,7 +274,7 @@ class WhoMayTrackWhat(UsersDaemonTest):
         self.assertEqual([r[1] for r in replies], ["com.sparecores.ResourceTracker.NoSuchCgroup"] * 2)
         self.assertEqual(replies[0][2]["reason"], replies[1][2]["reason"], "whether it exists must not show")
         job = self.d.call("StartJob", {"container": cid[:12]})["job"]
-        self.assertEqual(job["tracking"], {"kind": "cgroup", "cgroup": scope, "why": None})
+        self.assertEqual(job["tracking"], {"kind": "cgroup", "cgroup": scope, "why": None, "adopted": False})
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

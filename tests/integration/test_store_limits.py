@@ -228,6 +228,10 @@ class Users(UsersTest):
         wait_for(lambda: os.stat("/proc/%d" % q.pid).st_uid != 0, what="b's process")
         jb = call_as(self.b, d.socket, "StartJob", {"pid": q.pid})[0][1]["job"]["id"]
         wait_for(lambda: d.call("GetJob", {"id": jb})["job"]["state"] != "running", what="b's job to end")
+        # The host samples b's job refers to, sealed at the first tick with no
+        # job running: jobs that run back to back share a block (and its bytes).
+        host = os.path.join(d.state_dir, "host")
+        wait_for(lambda: any(f.endswith(".z") for f in os.listdir(host)), what="b's host block sealed")
         # a's jobs, one after the other, grow the store well past its limit:
         # a's oldest go, b's stays.
         deadline = time.monotonic() + 60
