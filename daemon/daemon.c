@@ -392,7 +392,9 @@ static void adopt_jobs(struct rt_daemon *d)
         rt_jobs_lock(&d->jobs);
         bool tracked = rt_jobs_find_tracking(&d->jobs, 0, 0, paths[i]) != NULL;
         rt_jobs_unlock(&d->jobs);
-        struct rt_job *j = tracked ? NULL : rt_adopt_job(&d->cg_host, &d->roots, paths[i]);
+        /* An empty one (a runtime's leftover) costs a file read a second. */
+        bool empty = !tracked && rt_cg_path_populated(&d->cg_host, paths[i]) <= 0;
+        struct rt_job *j = tracked || empty ? NULL : rt_adopt_job(&d->cg_host, &d->roots, paths[i]);
         if (!j)
             continue;
         rt_jobs_lock(&d->jobs);

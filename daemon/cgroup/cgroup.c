@@ -169,6 +169,25 @@ int rt_cgroup_populated(struct rt_cgroup *cg)
     return rc == -E2BIG ? 1 : rc;
 }
 
+int rt_cg_path_populated(const struct rt_cg_host *h, const char *path)
+{
+    static const enum rt_cg_hier order[] = {RT_CG_V2, RT_CG_MEMORY, RT_CG_PIDS, RT_CG_CPUACCT, RT_CG_BLKIO, RT_CG_CPU};
+    for (size_t i = 0; i < RT_ARRAY_SIZE(order); i++) {
+        int dir = rt_cg_open_dir(h, order[i], path), rc;
+        if (dir < 0)
+            continue;
+        char buf[256];
+        const char *at = order[i] == RT_CG_V2 && rt_read_file_at(dir, "cgroup.events", buf, sizeof(buf)) > 0
+                             ? strstr(buf, "populated ")
+                             : NULL;
+        int budget = WALK_DIRS;
+        rc = at ? at[10] == '1' : walk(dir, 0, &budget, procs_any, NULL);
+        close(dir);
+        return rc == -E2BIG ? 1 : rc;
+    }
+    return -ENOENT;
+}
+
 int rt_cgroup_watch(const struct rt_cgroup *cg, int inotify_fd)
 {
     if (cg->dir[RT_CG_V2] < 0 || faccessat(cg->dir[RT_CG_V2], "cgroup.events", F_OK, 0) != 0)

@@ -112,6 +112,10 @@ int rt_cgroup_read(struct rt_cgroup *cg, struct rt_cg_figures *out);
  * cgroup.procs of it and its descendants (at most 4096 directories; more
  * count as populated). */
 int rt_cgroup_populated(struct rt_cgroup *cg);
+/* The same for a cgroup not opened (`path` normalised), cheaply: v2's
+ * cgroup.events, else the first v1 hierarchy that has it, walked. 1, 0,
+ * -ENOENT when it exists nowhere. */
+int rt_cg_path_populated(const struct rt_cg_host *h, const char *path);
 
 /* Watch the v2 cgroup.events with inotify_fd (IN_MODIFY: the kernel
  * signals every change of "populated"; IN_IGNORED follows the cgroup's

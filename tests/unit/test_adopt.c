@@ -1,7 +1,8 @@
 /* jobs/adopt.c: which cgroups the adopt rules match, on the fixture trees
  * of a pure v2 host (docker and podman scopes, Slurm's cgroup/v2 layouts,
  * ids and SLUIDs) and a pure v1 one (Slurm's cgroup/v1, docker's
- * cgroupfs), and which patterns adopt.cgroups takes. Real cgroups and a
+ * cgroupfs), which patterns adopt.cgroups takes, and the check that a
+ * candidate is populated. Real cgroups and a
  * real Slurm: tests/integration/test_adopt.py. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include "cgroup_host.h"
 #include "jobs/adopt.h"
 
+#include <errno.h>
 #include <string.h>
 
 #define ID1 "3f1c2d4e5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d"
@@ -85,12 +87,30 @@ static void test_globs(void **state)
     assert_string_equal(why, "at most 16 patterns");
 }
 
+/* Whether a candidate holds a process, without opening it as a job: v2's
+ * cgroup.events; v1's cgroup.procs, below it too (Slurm's tasks). */
+static void test_populated(void **state)
+{
+    (void)state;
+    struct host x;
+    open_fixture(&x, "cgroup/v2");
+    assert_int_equal(rt_cg_path_populated(&x.h, "/system.slice/docker-" ID1 ".scope"), 1);
+    assert_int_equal(rt_cg_path_populated(&x.h, "/system.slice/old.service"), 0);
+    assert_int_equal(rt_cg_path_populated(&x.h, "/system.slice/gone.service"), -ENOENT);
+    close_host(&x);
+    open_fixture(&x, "cgroup/v1");
+    assert_int_equal(rt_cg_path_populated(&x.h, "/slurm_node1/uid_1000/job_42"), 1);
+    assert_int_equal(rt_cg_path_populated(&x.h, "/docker/" ID1), 0);
+    close_host(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_containers),
         cmocka_unit_test(test_slurm),
         cmocka_unit_test(test_globs),
+        cmocka_unit_test(test_populated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
