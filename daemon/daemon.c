@@ -380,21 +380,30 @@ static const char *user_name(uid_t uid, char *buf, size_t size)
 
 /* Jobs the daemon makes by itself (jobs/adopt.h), each second: the cgroups
  * the adopt rules match that no running job tracks. An adopted job counts
- * against its user's running jobs like any other. */
+ * against its user's running jobs like any other. At most CHECKS_PER_SCAN
+ * untracked candidates are looked at a second, in turn: a user who makes
+ * thousands of matching cgroups in a subtree of theirs costs the main
+ * thread ≈ 3 ms a second, and delays, never hides, the others. */
+#define CHECKS_PER_SCAN 256
 static void adopt_jobs(struct rt_daemon *d)
 {
     struct rt_adopt_rules rules = {d->cfg.adopt_slurm, d->cfg.adopt_containers, d->cfg.adopt_cgroups};
     if (!rt_adopt_any(&rules) || d->cg_host.mode == RT_CG_MODE_NONE || d->cfg.user_mode)
         return;
-    size_t n;
+    size_t n, k, checks = 0;
     char **paths = rt_adopt_candidates(&d->cg_host, &rules, &n);
-    for (size_t i = 0; i < n; i++) {
+    for (k = 0; k < n && checks < CHECKS_PER_SCAN; k++) {
+        size_t i = (d->adopt_cursor + k) % n;
         rt_jobs_lock(&d->jobs);
         bool tracked = rt_jobs_find_tracking(&d->jobs, 0, 0, paths[i]) != NULL;
         rt_jobs_unlock(&d->jobs);
-        /* An empty one (a runtime's leftover) costs a file read a second. */
-        bool empty = !tracked && rt_cg_path_populated(&d->cg_host, paths[i]) <= 0;
-        struct rt_job *j = tracked || empty ? NULL : rt_adopt_job(&d->cg_host, &d->roots, paths[i]);
+        if (tracked)
+            continue;
+        /* An empty one (a runtime's leftover) costs a file read. */
+        checks++;
+        struct rt_job *j = rt_cg_path_populated(&d->cg_host, paths[i]) > 0
+                               ? rt_adopt_job(&d->cg_host, &d->roots, paths[i])
+                               : NULL;
         if (!j)
             continue;
         rt_jobs_lock(&d->jobs);
@@ -418,6 +427,7 @@ static void adopt_jobs(struct rt_daemon *d)
         q->job_id = id;
         rt_sampler_submit(d->sampler, q);
     }
+    d->adopt_cursor += k;
     rt_adopt_free(paths, n);
 }
 

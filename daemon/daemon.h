@@ -46,6 +46,7 @@ struct rt_daemon {
     volatile bool quit;
     char stop_reason[32];
     bool idle_upload_noted;    /* "idle, but uploads are pending" logged */
+    size_t adopt_cursor;       /* where adopt_jobs's next scan begins looking (daemon.c) */
 };
 
 /* Cloud discovery, started on the first call from any thread (the upload

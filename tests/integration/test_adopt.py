@@ -13,7 +13,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtlib import Daemon, HandCgroup, UsersTest, call_as, run_ctl, wait_for  # noqa: E402
+from rtlib import CGROUP_ROOTS, Daemon, HandCgroup, UsersTest, call_as, run_ctl, wait_for  # noqa: E402
 from slurmlib import NODE, SlurmTest  # noqa: E402
 
 MIB = 1 << 20
@@ -68,6 +68,31 @@ class Containers(UsersTest):
                        what="the container's job to end")
         self.assertEqual(job["state"], "ended")
         self.assertIn("adopted the cgroup %s as job %d" % (docker.path, job["id"]), self.d.read_log())
+
+    def test_thousands_of_empty_ones_delay_but_never_hide_one(self):
+        # Empty matching cgroups are looked at 256 a second, in turn: one
+        # container among 1,000 empty ones is adopted within a few scans.
+        top = self.glob_top + "/many"
+        HandCgroup(self, "many", path=top)
+        roots = [r for r in CGROUP_ROOTS if os.path.isdir(r + top)]
+        for i in range(1000):
+            for r in roots:
+                os.mkdir("%s%s/e%04d" % (r, top, i))
+        cg = HandCgroup(self, "real", path=top + "/e0999/real")
+        p = cg.spawn("sleep", "600")
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        d = Daemon(interval=0.2, args=["--set", "adopt.cgroups=%s/*/real %s/*" % (top, top)])
+        self.addCleanup(d.cleanup)
+        d.start()
+        self.addCleanup(d.stop)
+        t0 = time.monotonic()
+        wait_for(lambda: adopted(d, cg.path), timeout=20, what="the one populated cgroup adopted")
+        self.assertLess(time.monotonic() - t0, 10)
+        # the populated one and its parent, none of the empty ones
+        wait_for(lambda: {j["tracking"]["cgroup"] for j in d.call("ListJobs")["jobs"]} == {cg.path, top + "/e0999"},
+                 what="the parent adopted too")
+        time.sleep(1)
+        self.assertEqual(len(d.call("ListJobs")["jobs"]), 2)
 
     def test_a_glob_adopts_a_users_cgroup_for_that_user(self):
         cg = HandCgroup(self, "glob", path=self.glob_top + "/work")
