@@ -21,13 +21,15 @@ const char *ctl_fmt_end(char *buf, size_t size, struct json_object *job, bool br
     const char *state = rt_json_get_string(job, "state") ?: "";
     const char *abbrev;
     int64_t code, sig;
-    bool running = strcmp(state, "running") == 0, stopped = strcmp(state, "stopped") == 0;
+    bool running = strcmp(state, "running") == 0, stopped = strcmp(state, "stopped") == 0, not_started;
     if (rt_json_get_i64(job, "signal", &sig) && (abbrev = sigabbrev_np((int)sig)))
         snprintf(buf, size, "%sSIG%s", brief ? "" : "killed by ", abbrev);
     else if (rt_json_get_i64(job, "signal", &sig))
         snprintf(buf, size, "%s%lld", brief ? "signal " : "killed by signal ", (long long)sig);
     else if (rt_json_get_i64(job, "exit_code", &code))
-        snprintf(buf, size, "%s%lld", brief ? "" : "exit status ", (long long)code);
+        snprintf(buf, size, "%s%lld%s", brief ? "" : "exit status ", (long long)code,
+                 brief || !rt_json_get_bool(job, "not_started", &not_started) || !not_started ? ""
+                                                                                      : " (the command did not start)");
     else if (brief)
         snprintf(buf, size, "%s", running || stopped ? "-" : "?");
     else

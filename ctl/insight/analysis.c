@@ -39,7 +39,9 @@ struct json_object *insight_history_jobs(struct rt_vl_client *c, struct json_obj
         for (size_t i = 0; jobs && i < json_object_array_length(jobs) && json_object_array_length(out) < max; i++) {
             struct json_object *j = json_object_array_get_idx(jobs, i);
             const char *state = rt_json_get_string(j, "state");
-            if (state && strcmp(state, "running") != 0)
+            bool not_started = false;
+            rt_json_get_bool(j, "not_started", &not_started); /* a command that never ran is no run */
+            if (state && strcmp(state, "running") != 0 && !not_started)
                 json_object_array_add(out, json_object_get(j));
         }
         before = job_i64(rp, "next_before_id");

@@ -162,7 +162,14 @@ int ctl_recommend(struct ctl *ctl, int argc, char **argv)
     struct rt_vl_client cl = {.fd = -1};
     struct insight_analysis a = {0};
     rc = insight_analysis_fetch(ctl, job, history, false, &cl, &a);
-    if (!rc && !a.run.st.samples) {
+    bool not_started = false;
+    int64_t code = -1;
+    if (!rc && rt_json_get_bool(a.run.job, "not_started", &not_started) && not_started) {
+        rt_json_get_i64(a.run.job, "exit_code", &code);
+        CTL_ERR("recommend: job %llu's command did not start (exit status %lld): nothing ran to size",
+                (unsigned long long)a.run.st.id, (long long)code);
+        rc = RT_EXIT_FAILURE;
+    } else if (!rc && !a.run.st.samples) {
         CTL_ERR("recommend: job %llu has no samples yet", (unsigned long long)a.run.st.id);
         rc = RT_EXIT_FAILURE;
     }

@@ -348,7 +348,7 @@ static bool interrupted(int sfd)
     return stop;
 }
 
-int run_link_finish(struct run_link *l, const siginfo_t *si, int sfd, uint64_t max_rss_bytes)
+int run_link_finish(struct run_link *l, const siginfo_t *si, int sfd, uint64_t max_rss_bytes, bool not_started)
 {
     uint64_t deadline = ms_from_now(FINISH_WAIT_MS);
     if (!l->up && !l->gone)
@@ -386,6 +386,8 @@ int run_link_finish(struct run_link *l, const siginfo_t *si, int sfd, uint64_t m
             json_object_object_add(p, "signal", json_object_new_int64(si->si_status));
         if (max_rss_bytes)
             json_object_object_add(p, "max_rss_bytes", rt_json_u64(max_rss_bytes));
+        if (not_started)
+            json_object_object_add(p, "not_started", json_object_new_boolean(1));
         int e = rt_vl_client_call(&l->ctrl, M("FinishJob"), p, &reply, 30000);
         if (e < 0) {
             json_object_put(reply);

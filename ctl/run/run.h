@@ -92,7 +92,7 @@ void run_link_service(struct run_link *l, const struct pollfd pfd[2]);
 /* The command ended: FinishJob with its status, reconnecting (bounded) if
  * the daemon is away; stops early on SIGINT/SIGTERM in sfd. 0 when the
  * daemon has the status. */
-int run_link_finish(struct run_link *l, const siginfo_t *si, int sfd, uint64_t max_rss_bytes);
+int run_link_finish(struct run_link *l, const siginfo_t *si, int sfd, uint64_t max_rss_bytes, bool not_started);
 /* Print the samples still coming, until the daemon ends the stream. */
 void run_link_drain(struct run_link *l);
 void run_link_close(struct run_link *l);

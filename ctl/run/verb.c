@@ -338,7 +338,9 @@ int ctl_run(struct ctl *ctl, int argc, char **argv)
     siginfo_t si = {0};
     supervise(&r, &ch, &l, &si);
     /* The command ended but is not reaped: the daemon still sees the zombie. */
-    int frc = run_link_finish(&l, &si, ch.sfd, ch.max_rss_bytes);
+    if (!ch.exec_known) /* the command has exited: its exec's result is in the pipe */
+        run_child_exec_result(&ch, r.cmd[0]);
+    int frc = run_link_finish(&l, &si, ch.sfd, ch.max_rss_bytes, ch.exec_errno != 0);
     rc = run_child_reap(&ch);
     if (frc == 0)
         run_link_drain(&l);
@@ -350,7 +352,8 @@ int ctl_run(struct ctl *ctl, int argc, char **argv)
         /* What to ask for next time: recommend's rules over this run and
          * the last 5 of its name, from their summaries (a few ms). */
         char next[512];
-        if (l.up && ctl_insight_recommend_line(&l.ctrl, l.job, 5, next, sizeof(next)) == 0)
+        bool started = !ch.exec_errno; /* a command that never ran: nothing to size */
+        if (started && l.up && ctl_insight_recommend_line(&l.ctrl, l.job, 5, next, sizeof(next)) == 0)
             fprintf(stderr, "  Next run %s\n", next);
     }
 close:

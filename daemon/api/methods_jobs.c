@@ -80,6 +80,7 @@ static const char *check_notify(struct json_object *v)
 
 struct finish_args {
     int64_t id, exit_code, signal, max_rss_bytes;
+    bool not_started;
 };
 
 struct list_args {
@@ -452,6 +453,7 @@ static void m_finish_job(struct rt_call *c)
     struct rt_sreq q0 = {0};
     const struct finish_args *a = rt_call_args(c);
     q0.max_rss_bytes = (uint64_t)a->max_rss_bytes;
+    q0.not_started = a->not_started;
     if (rt_call_has(c, "signal")) {
         q0.has_exit = true;
         q0.signal = (int)a->signal;
@@ -636,7 +638,8 @@ static const struct rt_method methods[] = {
                 START(gpus, RT_P_INT, RT_RANGE(1, RT_JOB_GPUS_MAX))}},
     {.name = "FinishJob", .fn = m_finish_job, .args_size = sizeof(struct finish_args),
      .params = {FINISH(id, RT_P_INT, .required = true), FINISH(exit_code, RT_P_INT, RT_RANGE(0, 255)),
-                FINISH(signal, RT_P_INT, RT_RANGE(1, 64)), FINISH(max_rss_bytes, RT_P_INT, RT_RANGE(0, INT64_MAX))}},
+                FINISH(signal, RT_P_INT, RT_RANGE(1, 64)), FINISH(max_rss_bytes, RT_P_INT, RT_RANGE(0, INT64_MAX)),
+                FINISH(not_started, RT_P_BOOL)}},
     {.name = "StopJob", .fn = m_stop_job, .params = {RT_API_JOB_PARAMS}},
     {.name = "ListJobs", .fn = m_list_jobs, .args_size = sizeof(struct list_args),
      .params = {LIST(running_only, RT_P_BOOL), LIST(name, RT_P_STRING),

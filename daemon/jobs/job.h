@@ -74,6 +74,7 @@ struct rt_job {
     struct json_object *request;   /* checked JobRequest (what it asked for), NULL when none */
     struct json_object *notify;    /* its own notification targets (secrets: record only), NULL */
     bool adopted;                  /* the daemon made it by itself (a Slurm job, a container) */
+    bool not_started;              /* run could not execute its command (126, 127): no run of its name */
     struct json_object *scheduler; /* an adopted Slurm job's facts (facts/slurm.h), or NULL */
     struct json_object *container; /* an adopted container's runtime, id, name, image, or NULL */
     struct json_object *gpus_assigned; /* UUIDs it was given (run --gpus; array), or NULL; set once at start */

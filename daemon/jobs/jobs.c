@@ -222,6 +222,8 @@ static struct json_object *job_json(const struct rt_job *j, double now, bool rec
         add(o, "ended_at", NULL);
     add(o, "exit_code", j->has_exit ? json_object_new_int64(j->exit_code) : NULL);
     add(o, "signal", j->has_exit && j->signal ? json_object_new_int64(j->signal) : NULL);
+    if (j->not_started || !record)
+        add(o, "not_started", json_object_new_boolean(j->not_started));
     add(o, "interval_secs", rt_json_double(j->interval_secs, 3));
     add(o, "summary", rt_job_summary_json(&j->summary, rt_job_duration(j, now)));
     add(o, "request", j->request ? json_object_get(j->request) : NULL);
@@ -378,6 +380,7 @@ struct rt_job *rt_job_from_record(struct json_object *o, const char **repaired)
     else if (req)
         *repaired = "request";
     rt_json_get_bool(o, "adopted", &j->adopted);
+    rt_json_get_bool(o, "not_started", &j->not_started);
     /* What Slurm or a container's runtime said of it, as the daemon wrote it. */
     j->scheduler = json_object_get(rt_json_get_object(o, "scheduler"));
     j->container = json_object_get(rt_json_get_object(o, "container"));

@@ -322,11 +322,11 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
             q->result = -ENOENT;
             break;
         }
-        if (q->max_rss_bytes) { /* a peak between samples that the root's parent saw */
-            rt_jobs_lock(s->jobs);
+        rt_jobs_lock(s->jobs);
+        if (q->max_rss_bytes) /* a peak between samples that the root's parent saw */
             rt_job_summary_note_peak(&j->summary, "memory_peak_bytes", RT_GATE_MEM, (double)q->max_rss_bytes);
-            rt_jobs_unlock(s->jobs);
-        }
+        j->not_started |= q->not_started;
+        rt_jobs_unlock(s->jobs);
         if (j->tracking) {
             rt_sampler_end_job(s, j, q->type == RT_SREQ_STOP ? RT_END_STOPPED : RT_END_REPORTED, q->has_exit,
                     q->exit_code, q->signal);

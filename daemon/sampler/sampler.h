@@ -30,6 +30,7 @@ struct rt_sreq {
     bool has_exit;
     int exit_code, signal;
     uint64_t max_rss_bytes;   /* FINISH: the root's wait4 ru_maxrss, 0 unknown */
+    bool not_started;         /* FINISH: the command could not be executed (126, 127) */
     /* START: upload settings (token wiped and freed after use) */
     char *token, *api_url;
     unsigned upload_interval_secs;

@@ -69,6 +69,31 @@ class Run(DaemonTest):
         rc, _, err = run_ctl(self.d, "run", "-q", "--", self.tmp)  # a directory: not executable
         self.assertEqual(rc, 126, err)
 
+    def test_a_command_that_never_started_is_no_run(self):
+        # Two real runs of "train", then one whose command cannot be executed:
+        # its job says so, gets no "Next run" line, and is in no history.
+        for _ in range(2):
+            run_ctl(self.d, "run", "-q", "-n", "train", "--", "sh", "-c", "sleep 0.3", check=0)
+        rc, _, err = run_ctl(self.d, "run", "-s", "-n", "train", "--", "/nonexistent/train.py")
+        self.assertEqual(rc, 127, err)
+        self.assertIn("cannot run /nonexistent/train.py", err)
+        self.assertIn("exit status 127 (the command did not start)", err)
+        self.assertNotIn("Next run", err)
+        bad = self.job("train")
+        self.assertEqual((bad["not_started"], bad["exit_code"]), (True, 127))
+        rc, _, err = run_ctl(self.d, "recommend", str(bad["id"]))
+        self.assertEqual(rc, 1, err)
+        self.assertIn("did not start (exit status 127): nothing ran to size", err)
+        # The next real run's history holds the two real ones only.
+        run_ctl(self.d, "run", "-q", "-n", "train", "--", "sh", "-c", "sleep 0.3", check=0)
+        good = self.job("train")
+        self.assertFalse(good["not_started"])
+        rec = json.loads(run_ctl(self.d, "recommend", "--json", str(good["id"]), check=0)[1])
+        self.assertEqual(len(rec["runs"]), 3, rec["runs"])
+        self.assertNotIn(bad["id"], [r["id"] for r in rec["runs"]])
+        self.assertEqual(run_ctl(self.d, "status", str(bad["id"]), check=0)[1].splitlines()[0],
+                         "Job %d (train): failed, exit status 127 (the command did not start)" % bad["id"])
+
     def run_background(self, *args, env=None):
         e = dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket, **(env or {}))
         p = subprocess.Popen([CTL, "run"] + list(args), env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
