@@ -122,6 +122,9 @@ const struct rt_fig_total rt_fig_totals[] = {
      STAT("cores_mean", "CPU cores, mean")},
     {TOTAL("peak_cores", PEAK, CORES, NONE, F64, peak_cores), .at_least = "avg_cores", .decimals = 4,
      .unit = RT_UNIT_CORES, .label = "cores at peak", STAT("cores_peak", "CPU cores, peak")},
+    {TOTAL("sustained_cores", SUSTAINED, CORES, NONE, F64, sustained_cores), .at_least = "avg_cores", .decimals = 4,
+     .later = true, .unit = RT_UNIT_CORES, .label = "cores sustained",
+     STAT("cores_sustained", "CPU cores, sustained (a phase of 10 s or more)")},
     {TOTAL("peak_children", PEAK, CHILDREN, NONE, U32, peak_children), .unit = RT_UNIT_COUNT,
      .label = "children at peak"},
     {TOTAL("memory_peak_bytes", PEAK, MEM, MEM_HWM, U64, memory_peak_bytes), .later = true, .unit = RT_UNIT_BYTES,
@@ -395,6 +398,17 @@ static double online_cpus(void)
     if (!v)
         n = v = sysconf(_SC_NPROCESSORS_ONLN);
     return (double)v;
+}
+
+void rt_fig_sustained_add(double *core_secs, double *secs, double *peak, double v, double span)
+{
+    *core_secs += v * span;
+    *secs += span;
+    if (*secs >= RT_SUSTAINED_BLOCK_SECS - 1e-9) {
+        if (*core_secs / *secs > *peak)
+            *peak = *core_secs / *secs;
+        *core_secs = *secs = 0;
+    }
 }
 
 bool rt_fig_total_value(const struct rt_job_summary *s, size_t row, double duration_secs, double *v)

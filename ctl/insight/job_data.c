@@ -54,6 +54,7 @@ void insight_sample_values(const struct rt_sample *s, double *v)
 struct acc {
     uint64_t n, n_mem, n_gpu;
     double mem_sum, vram_sum, gpu_peak;
+    double block_core_secs, block_secs, sustained; /* the daemon's rule (rt_fig_sustained_add) */
     double t;
 };
 
@@ -61,7 +62,10 @@ static void add_sample(struct insight_run *r, struct acc *a, struct rt_sample *s
 {
     double v[INSIGHT_SERIES];
     insight_sample_values(s, v);
-    a->t += rt_sample_interval_secs(s);
+    double span = rt_sample_interval_secs(s);
+    a->t += span;
+    if (!isnan(v[INSIGHT_CORES_JOB]))
+        rt_fig_sustained_add(&a->block_core_secs, &a->block_secs, &a->sustained, v[INSIGHT_CORES_JOB], span);
     if (r->with_charts)
         insight_buckets_add(&r->charts, a->n, a->t, v);
     a->n++;
@@ -150,6 +154,8 @@ int insight_run_load(struct rt_vl_client *c, struct json_object *job, bool with_
     }
     if (!complete) { /* a daemon or a job record from before the summary's means */
         insight_set(&r->st, "avg_pss_bytes", a.n_mem ? a.mem_sum / (double)a.n_mem : 0);
+        if (!insight_has(&r->st, "sustained_cores"))
+            insight_set(&r->st, "sustained_cores", fmax(a.sustained, insight_fig(&r->st, "avg_cores")));
         if (insight_has_gpu(&r->st)) {
             insight_set(&r->st, "gpu_avg_vram_bytes", a.n_gpu ? a.vram_sum / (double)a.n_gpu : 0);
             insight_set(&r->st, "gpu_peak_usage", a.gpu_peak);

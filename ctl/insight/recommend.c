@@ -7,8 +7,12 @@
 
 void insight_recommend(const struct insight_stats *c, struct insight_rec *out)
 {
-    double cpus = rt_round_half_even(insight_fig(c, "avg_cores"));
-    out->cpus = cpus >= 1 ? (unsigned)cpus : 1;
+    out->cores_mean = insight_fig(c, "avg_cores");
+    double cpus = rt_round_half_even(out->cores_mean);
+    out->cpus_python = cpus >= 1 ? (unsigned)cpus : 1;
+    out->cores_sustained = insight_fig(c, "sustained_cores");
+    double phase = ceil(out->cores_sustained - 0.1);
+    out->cpus = phase > out->cpus_python ? (unsigned)phase : out->cpus_python;
     out->memory_mib = rt_request_round_memory_mib(insight_memory_peak(c) / 1048576.0 * 1.2);
     out->gpus = 0;
     out->vram_mib = 0;
@@ -28,6 +32,16 @@ void insight_rec_people(const struct insight_rec *r, char *buf, size_t size)
     if (r->gpus && n >= 0 && (size_t)n < size)
         snprintf(buf + n, size - (size_t)n, ", %u GPU%s with %llu MiB VRAM", r->gpus, r->gpus == 1 ? "" : "s",
                  (unsigned long long)r->vram_mib);
+}
+
+void insight_rec_cpu_why(const struct insight_rec *r, char *buf, size_t size)
+{
+    if (r->cpus == r->cpus_python)
+        snprintf(buf, size, "%s", "");
+    else
+        snprintf(buf, size, "a phase held %.2f cores for 10 s or more; the mean, %.2f cores, would give %u vCPU%s "
+                            "(the Python tracker's rule)", r->cores_sustained, r->cores_mean, r->cpus_python,
+                 r->cpus_python == 1 ? "" : "s");
 }
 
 void insight_rec_slurm(const struct insight_rec *r, char *buf, size_t size)
@@ -60,6 +74,7 @@ struct json_object *insight_rec_json(const struct insight_rec *r)
     char buf[512];
     struct json_object *o = json_object_new_object();
     json_object_object_add(o, "cpus", json_object_new_int64(r->cpus));
+    json_object_object_add(o, "cpus_python", json_object_new_int64(r->cpus_python));
     json_object_object_add(o, "memory_mib", json_object_new_int64((int64_t)r->memory_mib));
     json_object_object_add(o, "gpus", json_object_new_int64(r->gpus));
     json_object_object_add(o, "vram_mib", json_object_new_int64((int64_t)r->vram_mib));

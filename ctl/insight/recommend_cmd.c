@@ -36,9 +36,11 @@ int ctl_insight_recommend_line(struct rt_vl_client *c, struct json_object *job, 
     int rc = insight_analysis_load(c, job, history, false, &a);
     if (!rc) {
         char people[256], slurm[256];
+        char why[256];
         insight_rec_people(&a.rec, people, sizeof(people));
         insight_rec_slurm(&a.rec, slurm, sizeof(slurm));
-        snprintf(buf, size, "%s (Slurm: %s)", people, slurm);
+        insight_rec_cpu_why(&a.rec, why, sizeof(why));
+        snprintf(buf, size, "%s (Slurm: %s)%s%s", people, slurm, why[0] ? "\n           CPUs: " : "", why);
     }
     insight_analysis_free(&a);
     return rc;
@@ -48,7 +50,10 @@ static void print_row(const char *label, const struct insight_stats *s, bool gpu
 {
     char pss[32], vram[32];
     ctl_fmt_bytes(pss, sizeof(pss), insight_memory_peak(s));
-    printf("  %-12s %10.2f %12s", label, insight_fig(s, "avg_cores"), pss);
+    char sustained[16] = "-";
+    if (insight_has(s, "sustained_cores"))
+        snprintf(sustained, sizeof(sustained), "%.2f", insight_fig(s, "sustained_cores"));
+    printf("  %-12s %10.2f %10s %12s", label, insight_fig(s, "avg_cores"), sustained, pss);
     if (gpu) {
         ctl_fmt_bytes(vram, sizeof(vram), insight_fig(s, "gpu_peak_vram_bytes"));
         if (insight_has_gpu(s))
@@ -94,7 +99,7 @@ static void print_people(const struct insight_analysis *a)
         printf("this run only (%s)\n",
                name ? "no earlier ended runs with its name" : "no name to find earlier runs by");
     bool gpu = insight_has_gpu(&a->combined);
-    printf("  %-12s %10s %12s", "", "mean cores", "peak memory");
+    printf("  %-12s %10s %10s %12s", "", "mean cores", "sustained", "peak memory");
     if (gpu)
         printf(" %10s %12s", "peak GPUs", "peak VRAM");
     printf("\n");
@@ -110,7 +115,11 @@ static void print_people(const struct insight_analysis *a)
     char buf[512];
     insight_rec_people(&a->rec, buf, sizeof(buf));
     printf("\nNext run: %s\n", buf);
-    printf("  CPUs: the mean cores rounded (at least 1); memory: the peak memory (what it could not do without) x 1.2, rounded up\n");
+    insight_rec_cpu_why(&a->rec, buf, sizeof(buf));
+    if (buf[0])
+        printf("  CPUs: %s\n", buf);
+    printf("  CPUs: the mean cores rounded (at least 1), or the cores a phase of 10 s or more held, rounded up, when "
+           "more; memory: the peak memory (what it could not do without) x 1.2, rounded up\n");
     if (gpu)
         printf("  GPUs: the peak GPU use rounded (at least 1 if used); VRAM: the peak x 1.2, rounded up\n");
     print_against_request(a);

@@ -499,12 +499,20 @@ static void recommendation_section(FILE *f, const struct insight_report *r)
     fputs("<p class=\"big\" id=\"rec-people\">", f);
     html_text(f, buf);
     fputs("</p>\n<p class=\"muted\">", f);
-    fprintf(f, "From %zu run%s: CPUs are the mean cores rounded (at least 1); memory the peak memory (what it could not do without) × 1.2 rounded "
-               "up to 128, 256, 512, 1024, 2048 MiB or whole GiB",
+    fprintf(f, "From %zu run%s: CPUs are the mean cores rounded (at least 1), or the cores a phase of 10 s or more "
+               "held, rounded up, when that is more; memory the peak memory (what it could not do without) × 1.2 "
+               "rounded up to 128, 256, 512, 1024, 2048 MiB or whole GiB",
             a->nhist + 1, a->nhist ? "s" : "");
     if (insight_has_gpu(&a->combined))
         fputs("; GPUs the peak GPU use rounded (at least 1 when used); VRAM the peak × 1.2 rounded the same way", f);
-    fputs(".</p>\n<dl class=\"requests\">", f);
+    fputs(".</p>\n", f);
+    insight_rec_cpu_why(&a->rec, buf, sizeof(buf));
+    if (buf[0]) { /* a phase asks for more than the mean: say so, and what the Python rule gives */
+        fputs("<p id=\"rec-cpu-why\">CPUs: ", f);
+        html_text(f, buf);
+        fputs(".</p>\n", f);
+    }
+    fputs("<dl class=\"requests\">", f);
     insight_rec_slurm(&a->rec, buf, sizeof(buf));
     fputs("<dt>Slurm</dt><dd><code id=\"rec-slurm\">", f);
     html_text(f, buf);

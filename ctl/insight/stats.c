@@ -88,7 +88,7 @@ void insight_stats_combine(const struct insight_stats *runs, size_t n, struct in
             if (!r->has_fig[k])
                 continue;
             enum rt_fig_rule rule = rt_fig_totals[k].rule;
-            if (rule == RT_RULE_PEAK || rule == RT_RULE_SUM)
+            if (rule == RT_RULE_PEAK || rule == RT_RULE_SUM || rule == RT_RULE_SUSTAINED)
                 take_max(&out->fig[k], r->fig[k]);
             else
                 out->fig[k] += r->fig[k];
@@ -104,7 +104,7 @@ void insight_stats_combine(const struct insight_stats *runs, size_t n, struct in
     }
     for (size_t k = 0; k < rt_fig_ntotals; k++) {
         enum rt_fig_rule rule = rt_fig_totals[k].rule;
-        if (have[k] && rule != RT_RULE_PEAK && rule != RT_RULE_SUM)
+        if (have[k] && rule != RT_RULE_PEAK && rule != RT_RULE_SUM && rule != RT_RULE_SUSTAINED)
             out->fig[k] /= (double)have[k];
     }
 }

@@ -30,6 +30,7 @@ void rt_job_summary_add(struct rt_job_summary *s, const struct rt_job_figures *f
          * places of MiB). */
         case RT_RULE_MEAN: now += rt_fig_shown(&rt_fig_samples[t->src], v); break;
         case RT_RULE_TIME_MEAN: now += v * span; break;
+        case RT_RULE_SUSTAINED: rt_fig_sustained_add(&s->block_core_secs, &s->block_secs, &now, v, span); break;
         case RT_RULE_PER_SEC: break;
         }
         rt_fig_set(s, t->type, t->off, now);

@@ -81,6 +81,8 @@ struct rt_job_summary {
     uint64_t unknown;              /* bit per rt_fig_totals row: lost to a record from before it */
     double cpu_secs;
     double peak_cores;             /* highest cores_used of a sample */
+    double sustained_cores;        /* highest mean cores of a block (RT_RULE_SUSTAINED) */
+    double block_core_secs, block_secs; /* the block in progress: not recorded, begun anew after a restart */
     uint32_t peak_children;
     uint64_t peak_rss_bytes, peak_pss_bytes;
     uint64_t disk_read_bytes, disk_write_bytes;
@@ -146,6 +148,7 @@ enum rt_fig_rule {
     RT_RULE_MEAN,                  /* the mean of the samples (their sum is kept) */
     RT_RULE_TIME_MEAN,             /* weighted by each sample's span over the time its gate was on */
     RT_RULE_PER_SEC,               /* another total over the job's duration (not summed itself) */
+    RT_RULE_SUSTAINED,             /* the highest mean over a block of RT_SUSTAINED_BLOCK_SECS (cores a phase held) */
 };
 
 struct rt_fig_total {
@@ -196,6 +199,15 @@ double rt_fig_gate_secs(const struct rt_job_summary *s, uint32_t gate);
 /* Minimum span of a cores figure: CPU time moves in clock ticks (10 ms),
  * cores are measured over at least ten of them. */
 #define RT_CORES_MIN_SPAN_SECS 0.1
+
+/* Sustained cores: consecutive samples are taken in blocks of at least this
+ * many seconds from the job's start, and the highest mean cores of a block
+ * kept, so a phase of twice as long or more is seen at its level (one
+ * block lies inside it) while a one-sample spike is not. A sample of
+ * value v (cores) and span secs added to the block of *core_secs over
+ * *secs; *peak grows when a block is complete. */
+#define RT_SUSTAINED_BLOCK_SECS 5.0
+void rt_fig_sustained_add(double *core_secs, double *secs, double *peak, double v, double span);
 
 /* A total in a Job.summary object by its key ("a.b" is b of its object a):
  * put one there (v taken), and get it (false when absent or null). */

@@ -15,6 +15,14 @@ PEAK_AT = 1234
 PEAK_CORES = 7.9
 
 
+def cores(n, job_id=1):
+    """The job's cores in each of its n samples: a slow wave with noise, and its peaks."""
+    rnd = random.Random(job_id)
+    for i in range(n):
+        c = round(1.5 + math.sin(i / 600.0) + rnd.random() * 0.2, 4)
+        yield PEAK_CORES if i % PEAK_EVERY == PEAK_AT else c
+
+
 def write_job(state_dir, host_sample, n, interval=1.0, job_id=1, name="day", uid=0, end=None):
     """A finished job of n samples ending at `end` (now by default), built
     from host_sample (a GetHostSample sample). Returns the job's cores per
@@ -31,23 +39,21 @@ def write_job(state_dir, host_sample, n, interval=1.0, job_id=1, name="day", uid
               "starttime": 1, "totals": {"samples": 0}, "wants_upload": False}
     with open(os.path.join(jd, "job.json"), "w") as f:
         json.dump(record, f)
-    rnd = random.Random(job_id)
     base = dict(host_sample, job_id=job_id, job_name=name, tracked_pid=4242,
                 actual_interval_ms=int(interval * 1000))
     cpu = dict(base["cpu"], process_child_count=3, process_gpu_usage=None, process_gpu_vram_mib=None,
                process_gpu_utilized=None)
     peaks = {}
     with open(os.path.join(jd, "samples.jsonl"), "w") as f:
-        for i in range(n):
-            cores = round(1.5 + math.sin(i / 600.0) + rnd.random() * 0.2, 4)
+        for i, c in enumerate(cores(n, job_id)):
             if i % PEAK_EVERY == PEAK_AT:
-                cores = peaks[i] = PEAK_CORES
-            cpu.update(process_cores_used=cores,
-                       process_utime_secs=round(cores * interval * 0.9, 4),
-                       process_stime_secs=round(cores * interval * 0.1, 4),
+                peaks[i] = c
+            cpu.update(process_cores_used=c,
+                       process_utime_secs=round(c * interval * 0.9, 4),
+                       process_stime_secs=round(c * interval * 0.1, 4),
                        process_pss_mib=2000 + i // 100, process_rss_mib=2100 + i // 100,
                        process_disk_read_bytes=4096 * (i % 7), process_disk_write_bytes=8192 * (i % 3),
-                       utilization_pct=round(cores + 0.3, 2))
+                       utilization_pct=round(c + 0.3, 2))
             base["cpu"] = cpu
             base["timestamp_secs"] = int(start + (i + 1) * interval)
             f.write(json.dumps(base, sort_keys=True, separators=(",", ":")) + "\n")

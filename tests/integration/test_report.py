@@ -694,6 +694,20 @@ class LongJob(unittest.TestCase):
                 found, _ = render(text, d.state_dir)
                 self.assertEqual(found["errors"], [])
                 check_axes(self, found, r"\d:\d\d", r"\d\d:\d\d")
+            # The wave's crest, held for minutes: its cores are asked for, not the mean's (the
+            # Python rule, said beside it).
+            sustained, block, secs = 0, 0, 0
+            for c in synthjob.cores(n):
+                block, secs = block + c, secs + 1
+                if secs == 5:
+                    sustained, block, secs = max(sustained, block / secs), 0, 0
+            self.assertAlmostEqual(s["sustained_cores"], sustained, places=3)
+            rec = json.loads(run_ctl(d, "recommend", "1", "--json", check=0)[1])["recommendation"]
+            self.assertEqual((rec["cpus"], rec["cpus_python"]), (math.ceil(sustained - 0.1), round(s["avg_cores"])))
+            self.assertGreater(rec["cpus"], rec["cpus_python"])
+            self.assertIn("<p id=\"rec-cpu-why\">CPUs: a phase held %.2f cores for 10 s or more; the mean, %.2f "
+                          "cores, would give %d vCPUs (the Python tracker&#39;s rule).</p>"
+                          % (s["sustained_cores"], s["avg_cores"], rec["cpus_python"]), text)
             c = Cells(text)
             mean = sum(2000 + i // 100 for i in range(n)) / n * MIB
             self.assertEqual(c.value(1, "cores_peak"), s["peak_cores"])

@@ -106,6 +106,45 @@ static void test_single_run(void **state)
     assert_int_equal(r.memory_mib, 24 * 1024);
 }
 
+/* A sustained phase is never under-provisioned: the issue's job ran 20 s on
+ * 2 cores (mean 0.56, peak 1.95); the mean alone would halve that phase's
+ * speed. The Python rule's result stays visible; 0.1 above a whole number
+ * is forgiven. */
+static void test_a_sustained_phase_asks_for_its_cores(void **state)
+{
+    (void)state;
+    struct insight_rec r;
+    char why[256];
+    struct insight_stats s = run(0.56, 100);
+    insight_set(&s, "sustained_cores", 1.95);
+    insight_recommend(&s, &r);
+    assert_int_equal(r.cpus, 2);
+    assert_int_equal(r.cpus_python, 1);
+    insight_rec_cpu_why(&r, why, sizeof(why));
+    assert_string_equal(why, "a phase held 1.95 cores for 10 s or more; the mean, 0.56 cores, would give 1 vCPU "
+                             "(the Python tracker's rule)");
+    insight_set(&s, "sustained_cores", 2.05);
+    insight_recommend(&s, &r);
+    assert_int_equal(r.cpus, 2);
+    insight_set(&s, "sustained_cores", 1.05); /* about one core: the rules agree */
+    insight_recommend(&s, &r);
+    assert_int_equal(r.cpus, 1);
+    insight_rec_cpu_why(&r, why, sizeof(why));
+    assert_string_equal(why, "");
+    s = run(3.4, 100); /* the mean asks for more than a phase: the Python rule */
+    insight_set(&s, "sustained_cores", 2.5);
+    insight_recommend(&s, &r);
+    assert_int_equal(r.cpus, 3);
+    /* Runs combined: the largest phase of any. */
+    struct insight_stats runs[2] = {run(0.5, 100), run(0.6, 100)}, c;
+    insight_set(&runs[0], "sustained_cores", 3.2);
+    insight_set(&runs[1], "sustained_cores", 0.7);
+    insight_stats_combine(runs, 2, &c);
+    insight_recommend(&c, &r);
+    assert_true(insight_fig(&c, "sustained_cores") == 3.2);
+    assert_int_equal(r.cpus, 4);
+}
+
 static void test_gpus(void **state)
 {
     (void)state;
@@ -183,7 +222,7 @@ static void test_requests(void **state)
     assert_string_equal(buf, "@resources(cpu=2, memory=1024)");
     insight_rec_kubernetes(&r, "", buf, sizeof(buf));
     assert_string_equal(buf, "resources:\n  requests:\n    cpu: \"2\"\n    memory: 1024Mi\n");
-    r = (struct insight_rec){.cpus = 1, .memory_mib = 5120, .gpus = 1, .vram_mib = 4096};
+    r = (struct insight_rec){.cpus = 1, .memory_mib = 5120, .gpus = 1, .vram_mib = 4096, .cpus_python = 1};
     insight_rec_people(&r, buf, sizeof(buf));
     assert_string_equal(buf, "1 vCPU, 5120 MiB memory, 1 GPU with 4096 MiB VRAM");
     insight_rec_slurm(&r, buf, sizeof(buf));
@@ -195,7 +234,7 @@ static void test_requests(void **state)
                              "      nvidia.com/gpu: 1\n    limits:\n      nvidia.com/gpu: 1\n");
     struct json_object *o = insight_rec_json(&r);
     assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
-                        "{\"cpus\":1,\"memory_mib\":5120,\"gpus\":1,\"vram_mib\":4096,"
+                        "{\"cpus\":1,\"cpus_python\":1,\"memory_mib\":5120,\"gpus\":1,\"vram_mib\":4096,"
                         "\"slurm\":\"--cpus-per-task=1 --mem=5120M --gres=gpu:1\",\"kubernetes\":{\"requests\":"
                         "{\"cpu\":\"1\",\"memory\":\"5120Mi\",\"nvidia.com/gpu\":1},\"limits\":{\"nvidia.com/gpu\":1}},"
                         "\"metaflow\":\"@resources(cpu=1, memory=5120, gpu=1)\"}");
@@ -208,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_round_memory_python_cases),
         cmocka_unit_test(test_round_half_even_like_python),
         cmocka_unit_test(test_single_run),
+        cmocka_unit_test(test_a_sustained_phase_asks_for_its_cores),
         cmocka_unit_test(test_gpus),
         cmocka_unit_test(test_history_of_three_runs),
         cmocka_unit_test(test_requests),
