@@ -158,6 +158,8 @@ unsigned ctl_format_parse(const char *name);
 bool ctl_parse_pid(const char *s, int64_t *out);
 bool ctl_parse_count(const char *s, int64_t *out);  /* a whole number above 0 */
 bool ctl_parse_secs(const char *s, double *out);    /* a job's interval: 0.1 to 3600 seconds */
+/* A user: a name (the passwd database's), else a uid. */
+bool ctl_parse_user(const char *s, int64_t *uid);
 /* A point in time: a date/time in local time ("2026-01-31", "2026-01-31
  * 14:00[:05]", 'T' also, "14:00" today, "today", "yesterday", "@UNIX") or a
  * duration ago ("90s", "30m", "2h", "3d", "1w", "1h30m"). now: Unix seconds. */

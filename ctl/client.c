@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,15 +307,12 @@ int ctl_job_ref(const struct ctl *ctl, struct json_object *params, const char *a
     json_object_object_add(params, "name", json_object_new_string(arg));
     if (!ctl->user)
         return 0;
-    uint64_t uid;
-    const struct passwd *pw = getpwnam(ctl->user);
-    if (pw)
-        uid = pw->pw_uid;
-    else if (!rt_parse_u64(ctl->user, &uid) || uid >= UINT32_MAX) {
+    int64_t uid;
+    if (!ctl_parse_user(ctl->user, &uid)) {
         CTL_ERR("no such user: %s", ctl->user);
         return RT_EXIT_USAGE;
     }
-    json_object_object_add(params, "owner_uid", rt_json_u64(uid));
+    json_object_object_add(params, "owner_uid", json_object_new_int64(uid));
     return 0;
 }
 

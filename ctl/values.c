@@ -1,9 +1,10 @@
-/* Option values: process IDs, counts, seconds, points in time. */
+/* Option values: process IDs, counts, seconds, users, points in time. */
 #include "args.h"
 
 #include "rt/util.h"
 
 #include <math.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,6 +24,19 @@ bool ctl_parse_count(const char *s, int64_t *out)
     if (!rt_parse_u64(s, &v) || v == 0 || v > INT64_MAX)
         return false;
     *out = (int64_t)v;
+    return true;
+}
+
+bool ctl_parse_user(const char *s, int64_t *uid)
+{
+    uint64_t u;
+    const struct passwd *pw = getpwnam(s);
+    if (pw)
+        *uid = pw->pw_uid;
+    else if (rt_parse_u64(s, &u) && u < UINT32_MAX)
+        *uid = (int64_t)u;
+    else
+        return false;
     return true;
 }
 

@@ -4,7 +4,6 @@
 #include "rt/text.h"
 #include "rt/util.h"
 
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -53,19 +52,6 @@ const struct ctl_spec ctl_jobs_spec = {
     .opts = opts,
     .formats = CTL_FMT_TEXT | CTL_FMT_JSON | CTL_FMT_CSV,
 };
-
-static bool parse_user(const char *s, int64_t *uid)
-{
-    uint64_t u;
-    struct passwd *pw;
-    if (rt_parse_u64(s, &u) && u < UINT32_MAX)
-        *uid = (int64_t)u;
-    else if ((pw = getpwnam(s)))
-        *uid = pw->pw_uid;
-    else
-        return false;
-    return true;
-}
 
 /* Another user's jobs are an administrator's to list: say so rather than
  * print an empty list (the daemon filters what the caller may see). */
@@ -369,7 +355,7 @@ int ctl_jobs(struct ctl *ctl, int argc, char **argv)
             json_object_object_add(filter, "name", json_object_new_string(optarg));
             break;
         case USER:
-            if ((ok = parse_user(optarg, &uid))) {
+            if ((ok = ctl_parse_user(optarg, &uid))) {
                 user = optarg;
                 json_object_object_add(filter, "owner_uid", json_object_new_int64(uid));
             }

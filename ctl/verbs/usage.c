@@ -5,7 +5,6 @@
 
 #include "rt/util.h"
 
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,19 +37,6 @@ const struct ctl_spec ctl_usage_spec = {
     .opts = opts,
     .formats = CTL_FMT_TEXT | CTL_FMT_JSON,
 };
-
-static bool parse_uid(const char *s, int64_t *uid)
-{
-    uint64_t u;
-    struct passwd *pw;
-    if (rt_parse_u64(s, &u) && u < UINT32_MAX)
-        *uid = (int64_t)u;
-    else if ((pw = getpwnam(s)))
-        *uid = pw->pw_uid;
-    else
-        return false;
-    return true;
-}
 
 static void print_table(struct json_object *rows, const char *by)
 {
@@ -103,7 +89,7 @@ int ctl_usage_report(struct ctl *ctl, int argc, char **argv)
                 json_object_object_add(p, "since", json_object_new_double(since));
             break;
         case USER:
-            if ((ok = parse_uid(optarg, &uid)))
+            if ((ok = ctl_parse_user(optarg, &uid)))
                 json_object_object_add(p, "owner_uid", json_object_new_int64(uid));
             break;
         }
