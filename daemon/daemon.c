@@ -235,7 +235,9 @@ static void start_upload(struct rt_daemon *d)
         if (j && j->state == RT_JOB_RUNNING)
             rt_upload_job_begin(d->upload, ids[i], NULL, NULL);
         else
-            rt_upload_job_end(d->upload, ids[i], j && j->has_exit ? j->exit_code : RT_UPLOAD_EXIT_UNKNOWN);
+            rt_upload_job_end(d->upload, ids[i],
+                              j ? rt_upload_exit_of(j->state == RT_JOB_STOPPED, j->has_exit, j->exit_code)
+                                : RT_UPLOAD_EXIT_UNKNOWN);
     }
     rt_jobs_unlock(&d->jobs);
     free(ids);

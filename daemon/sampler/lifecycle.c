@@ -115,7 +115,7 @@ void rt_sampler_end_job(struct rt_sampler *s, struct rt_job *j, enum rt_end_reas
     active_remove(s, j);
     rt_sampler_job_stored(s, j, true);
     if (j->wants_upload && s->o.upload)
-        rt_upload_job_end(s->o.upload, j->id, j->has_exit ? j->exit_code : RT_UPLOAD_EXIT_UNKNOWN);
+        rt_upload_job_end(s->o.upload, j->id, rt_upload_exit_of(j->state == RT_JOB_STOPPED, j->has_exit, j->exit_code));
     /* Its journal record ("Job N … finished after …") comes from the main thread. */
     struct rt_sevt *e = rt_sevt_new(RT_SEVT_JOB_ENDED);
     e->job_id = j->id;

@@ -82,6 +82,13 @@ void rt_upload_job_rows(struct rt_upload_worker *w, uint64_t job_id, const char 
 /* No exit status is known (lost, or reaped by its parent before the daemon
  * saw it). Never sent as 0: /finish says "failed" with exit_code -1. */
 #define RT_UPLOAD_EXIT_UNKNOWN (-1)
+/* The exit code a job's run finishes with: a stop of tracking is a success,
+ * as both reference clients finish it (its processes went on); else the
+ * status, or RT_UPLOAD_EXIT_UNKNOWN. */
+static inline int rt_upload_exit_of(bool stopped, bool has_exit, int exit_code)
+{
+    return stopped ? 0 : has_exit ? exit_code : RT_UPLOAD_EXIT_UNKNOWN;
+}
 
 /* The job ended: its last rows are sealed into a batch, everything is sent,
  * then POST /finish (run_status from exit_code). Writes the meta file. With

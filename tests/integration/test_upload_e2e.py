@@ -99,6 +99,24 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual((up["run_id"], up["batches_sent"], up["batches_pending"]), (run_id, len(keys), 0))
         self.assertEqual(job["state"], "failed")
 
+    def test_a_stopped_job_finishes_its_run_as_finished(self):
+        # A stop of tracking is no failure (its process goes on): the run
+        # finishes at once as finished, exit code 0, as both reference
+        # clients finish it; not after 30 s waiting for a status, as failed.
+        env = {"SENTINEL_API_TOKEN": TOKEN, "SENTINEL_API_URL": self.api.url, "TRACKER_UPLOAD_INTERVAL": "1"}
+        p = subprocess.Popen(["sleep", "120"])
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        run_ctl(self.d, "start", "--pid", str(p.pid), "-n", "stopped", env=env)
+        wait_until(lambda: self.d.call("GetJob", {"name": "stopped"})["job"]["summary"]["samples"] >= 4, 30,
+                   "a few samples")
+        run_ctl(self.d, "stop", "stopped")
+        t0 = time.monotonic()
+        fin = wait_until(lambda: self.api.finishes(), 60, "the run to finish")
+        self.assertLess(time.monotonic() - t0, 20, "it waited for a status a stop never has")
+        (run_id,) = fin.keys()
+        self.assertEqual((fin[run_id][0]["run_status"], fin[run_id][0]["exit_code"]), ("finished", 0))
+        self.assertIsNone(p.poll(), "its process goes on")
+
     def test_status_shows_upload(self):
         env = {"SENTINEL_API_TOKEN": TOKEN, "SENTINEL_API_URL": self.api.url}
         rc, _, err = run_ctl(self.d, "run", "-q", "-n", "shown", "--", "sleep", "1.2", env=env)
