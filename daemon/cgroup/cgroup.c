@@ -124,9 +124,11 @@ int rt_cgroup_read(struct rt_cgroup *cg, struct rt_cg_figures *out)
     int rc = rt_cg_sources_read(cg, UINT32_MAX, out);
     /* v1 counts an OOM kill in the memory cgroup of the process killed only
      * (v2's memory.events counts its subtree): Slurm's v1 plugin puts tasks
-     * in step_N/task_M below the job's. The sum over the subtree. */
+     * in step_N/task_M below the job's. The sum over the subtree, when there
+     * is one: a cgroup directory's link count is 2 and one per child. */
+    struct stat st;
     if (rc == 0 && (out->have & RT_CGF_OOM_KILL) && cg->dir[RT_CG_MEMORY] >= 0 &&
-        rt_cg_sources_v1(cg, RT_CGF_OOM_KILL)) {
+        rt_cg_sources_v1(cg, RT_CGF_OOM_KILL) && fstat(cg->dir[RT_CG_MEMORY], &st) == 0 && st.st_nlink > 2) {
         uint64_t kills = 0;
         int budget = WALK_DIRS;
         walk(cg->dir[RT_CG_MEMORY], 0, &budget, add_oom_kills, &kills);
