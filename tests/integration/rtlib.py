@@ -596,19 +596,23 @@ def setpriv(user, keep_groups=True):
 def spawn_as(user, cmd, **kw):
     """A process of user (setpriv execs cmd, so the PID is cmd's), returned
     once cmd runs: between its setuid and the exec, setpriv is not dumpable,
-    and the kernel lets no user read it (a StartJob then is refused)."""
+    and the kernel lets no user read it (a StartJob then is refused). Popen
+    returns before the exec of setpriv renames the forked child, so its name
+    alone does not tell: the child runs as root until setpriv's setuid."""
     p = subprocess.Popen(setpriv(user) + list(cmd), **kw)
-    wait_for(lambda: p.poll() is not None or _comm(p.pid) not in ("setpriv", None), timeout=10,
-             what="setpriv to run " + cmd[0])
+    uid = pwd.getpwnam(user).pw_uid
+    wait_for(lambda: p.poll() is not None or _runs_as(p.pid, uid), timeout=10, what="setpriv to run " + cmd[0])
     return p
 
 
-def _comm(pid):
+def _runs_as(pid, uid):
+    """Whether pid has left setpriv and runs as uid."""
     try:
-        with open("/proc/%d/comm" % pid) as f:
-            return f.read().strip()
+        with open("/proc/%d/status" % pid) as f:
+            fields = dict(ln.split(":", 1) for ln in f if ":" in ln)
     except OSError:
-        return None
+        return False
+    return fields["Name"].strip() != "setpriv" and int(fields["Uid"].split()[0]) == uid
 
 
 def _as_user(user, extra_groups, fn):

@@ -16,7 +16,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CTL, DaemonTest, HandCgroup as Cgroup, UsersDaemonTest, call_as, remove_cgroup, run_ctl, setpriv,  # noqa: E402
+from rtlib import (CTL, DaemonTest, HandCgroup as Cgroup, UsersDaemonTest, call_as, remove_cgroup, run_ctl, spawn_as,  # noqa: E402
                    wait_for)
 
 V2 = "/sys/fs/cgroup/unified"
@@ -233,7 +233,7 @@ class WhoMayTrackWhat(UsersDaemonTest):
         uid = pwd.getpwnam(self.alice).pw_uid
         for root in mine.roots:
             os.chown(root + mine.path, uid, -1)
-        p = subprocess.Popen(setpriv(self.alice) + ["sleep", "30"])
+        p = spawn_as(self.alice, ["sleep", "30"])
         self.addCleanup(p.wait)
         self.addCleanup(p.kill)
         for root in mine.roots:
@@ -244,7 +244,7 @@ class WhoMayTrackWhat(UsersDaemonTest):
         (err, name, params), = call_as(self.alice, self.d.socket, "StartJob", {"cgroup": roots.path})
         self.assertEqual(name, "com.sparecores.ResourceTracker.PermissionDenied")
         # Another user's process in a cgroup of theirs: refused too.
-        q = subprocess.Popen(setpriv(self.bob) + ["sleep", "30"])
+        q = spawn_as(self.bob, ["sleep", "30"])
         self.addCleanup(q.wait)
         self.addCleanup(q.kill)
         with open(V2 + mine.path + "/cgroup.procs", "w") as f:
