@@ -33,7 +33,8 @@ static int fetch_jobs(struct rt_vl_client *c, double keep_ended, struct json_obj
 int ctl_metrics_collect(const struct ctl_metrics *m, char **text, size_t *len)
 {
     struct rt_vl_client c = {.fd = -1};
-    struct json_object *info_r = NULL, *host_r = NULL, *jobs_r = NULL, *gpus_r = NULL, *info, *host, *gpus = NULL;
+    struct json_object *info_r = NULL, *host_r = NULL, *times_r = NULL, *jobs_r = NULL, *gpus_r = NULL, *info, *host,
+                       *times = NULL, *gpus = NULL;
     struct rt_sample s;
     rt_sample_init(&s);
     int rc = ctl_connect_running(m->ctl, &c);
@@ -60,6 +61,8 @@ int ctl_metrics_collect(const struct ctl_metrics *m, char **text, size_t *len)
             rc = RT_EXIT_FAILURE;
         }
     }
+    if (!rc)
+        rc = ctl_call(&c, M("GetHostCpuTimes"), NULL, &times_r, &times);
     if (!rc && s.has_gpu_backend)
         rc = ctl_call(&c, M("GetGpus"), NULL, &gpus_r, &gpus);
     if (!rc && m->publish != CTL_PUBLISH_NONE)
@@ -70,6 +73,7 @@ int ctl_metrics_collect(const struct ctl_metrics *m, char **text, size_t *len)
         if (!f)
             abort();
         ctl_expo_write(f, &(struct ctl_expo){.host = &s,
+                                             .cpu_times = times,
                                              .jobs = rt_json_get_array(rt_vl_reply_params(jobs_r), "jobs"),
                                              .gpus = rt_json_get_array(gpus, "gpus"),
                                              .gpus_at = gpus ? (rt_json_get_double(gpus, "taken_at", &at), at) : 0,
@@ -79,6 +83,7 @@ int ctl_metrics_collect(const struct ctl_metrics *m, char **text, size_t *len)
     }
     json_object_put(jobs_r);
     json_object_put(gpus_r);
+    json_object_put(times_r);
     json_object_put(host_r);
     json_object_put(info_r);
     rt_sample_free(&s);

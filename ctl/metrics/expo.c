@@ -103,6 +103,38 @@ static void host_cpu(FILE *f, const struct rt_sample *s)
     scalar(f, "host_processes", "gauge", "Processes on the host.", c->process_count);
 }
 
+/* A CpuTimes object's modes (every key but "cpu"), with its labels. */
+static void cpu_modes(FILE *f, const char *name, struct json_object *t, struct label *labels, size_t n)
+{
+    json_object_object_foreach(t, mode, v)
+    {
+        if (strcmp(mode, "cpu") == 0)
+            continue;
+        labels[n - 1] = (struct label){"mode", mode};
+        sample(f, name, labels, n, json_object_get_double(v));
+    }
+}
+
+/* Counters in node_exporter's convention: rate() of them gives the busy
+ * share over any window, where the gauges above hold the last interval
+ * only and a slower scrape aliases them. */
+static void host_cpu_times(FILE *f, struct json_object *times)
+{
+    struct json_object *all = rt_json_get_object(times, "all"), *cpus = rt_json_get_array(times, "cpus");
+    if (!all || !cpus)
+        return;
+    family(f, "host_cpu_seconds_total", "counter",
+           "Seconds each CPU spent in each mode since boot (node_exporter's node_cpu_seconds_total).");
+    for (size_t i = 0; i < json_object_array_length(cpus); i++) {
+        struct json_object *t = json_object_array_get_idx(cpus, i);
+        char id[24];
+        snprintf(id, sizeof(id), "%" PRId64, json_object_get_int64(json_object_object_get(t, "cpu")));
+        cpu_modes(f, "host_cpu_seconds_total", t, (struct label[2]){{"cpu", id}}, 2);
+    }
+    family(f, "host_cpu_time_seconds_total", "counter", "Seconds all CPUs together spent in each mode since boot.");
+    cpu_modes(f, "host_cpu_time_seconds_total", all, (struct label[1]){{0}}, 1);
+}
+
 static void host_memory(FILE *f, const struct rt_sample *s)
 {
     const struct rt_memory *m = &s->memory;
@@ -529,6 +561,7 @@ void ctl_expo_write(FILE *f, const struct ctl_expo *in)
     scalar(f, "host_sample_timestamp_seconds", "gauge", "When the host sample was taken, in seconds since the epoch.",
            (double)s->timestamp_secs);
     host_cpu(f, s);
+    host_cpu_times(f, in->cpu_times);
     host_memory(f, s);
     host_disks(f, s);
     host_network(f, s);

@@ -11,6 +11,7 @@
 
 struct ctl_expo {
     const struct rt_sample *host; /* the latest host sample */
+    struct json_object *cpu_times; /* GetHostCpuTimes' reply, or NULL */
     struct json_object *jobs;     /* []Job to publish (may be empty or NULL) */
     struct json_object *gpus;     /* GetGpus' "gpus" (who holds each GPU), or NULL */
     double gpus_at;               /* its taken_at */

@@ -2,12 +2,16 @@
 #include "api/call.h"
 #include "api/methods.h"
 #include "api/stream.h"
+#include "collect/cpu_times.h"
 #include "daemon.h"
 #include "rt/json.h"
 #include "rt/util.h"
 
+#include <errno.h>
 #include <json-c/printbuf.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static void m_ping(struct rt_call *c)
 {
@@ -99,11 +103,44 @@ static void m_stream_host_samples(struct rt_call *c)
     rt_conn_stream(c->conn, st);
 }
 
+static struct json_object *cpu_times_json(const struct rt_cpu_times *t, double tick)
+{
+    struct json_object *o = json_object_new_object();
+    if (t->cpu >= 0)
+        json_object_object_add(o, "cpu", json_object_new_int(t->cpu));
+    for (int m = 0; m < RT_CPU_MODES; m++)
+        json_object_object_add(o, rt_cpu_mode_names[m], rt_json_double((double)t->ticks[m] / tick, 3));
+    return o;
+}
+
+/* Read when asked, as node_exporter reads it at a scrape: the exporter's
+ * own units may not read /proc/stat (ProcSubset=pid). */
+static void m_get_host_cpu_times(struct rt_call *c)
+{
+    struct rt_cpu_times *v;
+    size_t n;
+    int r = rt_cpu_times_read(rt_call_daemon(c)->roots.proc_fd, &v, &n);
+    if (r < 0) {
+        rt_call_error_reason(c, RT_E_PREFIX "InternalError", r == -ENODATA ? "/proc/stat has no cpu line"
+                                                                            : strerror(-r));
+        return;
+    }
+    double tick = (double)sysconf(_SC_CLK_TCK);
+    struct json_object *p = json_object_new_object(), *cpus = json_object_new_array_ext((int)n);
+    json_object_object_add(p, "all", cpu_times_json(&v[0], tick));
+    for (size_t i = 1; i < n; i++)
+        json_object_array_add(cpus, cpu_times_json(&v[i], tick));
+    json_object_object_add(p, "cpus", cpus);
+    free(v);
+    rt_call_reply(c, p);
+}
+
 static const struct rt_method methods[] = {
     {.name = "Ping", .fn = m_ping},
     {.name = "Info", .fn = m_info},
     {.name = "GetHostInfo", .fn = m_get_host_info},
     {.name = "GetHostSample", .fn = m_get_host_sample},
+    {.name = "GetHostCpuTimes", .fn = m_get_host_cpu_times},
     {.name = "StreamHostSamples", .fn = m_stream_host_samples, .flags = RT_M_NEEDS_MORE},
 };
 

@@ -1,5 +1,7 @@
 #include "collect/cpu.h"
 
+#include "collect/cpu_times.h"
+
 #include "system/log.h"
 #include "collect/procfile.h"
 #include "rt/util.h"
@@ -64,16 +66,11 @@ struct rt_cpu_collector {
 
 /* ---- /proc/stat ---- */
 
-/* Parse the numbers after "cpu"/"cpuN". Fields beyond the ones present (old
- * kernels) count as 0; fewer than four or a non-number is garbage. */
+/* A cpu line's numbers, folded as the figures use them. */
 static bool parse_times(const char *p, struct cpu_times *t)
 {
-    uint64_t f[10] = {0};
-    int n = 0;
-    while (n < 10 && rt_scan_u64(&p, &f[n]))
-        n++;
-    size_t len;
-    if (n < 4 || (n < 10 && rt_scan_word(&p, &len)))
+    uint64_t f[10];
+    if (!rt_cpu_stat_fields(p, f))
         return false;
     t->user_nice = f[0] + f[1];
     t->system = f[2];

@@ -82,6 +82,13 @@ def http_as(user, port, request):
     return int(lines[0].split()[1]), dict(ln.split(": ", 1) for ln in lines[1:]), body.decode()
 
 
+def proc_stat():
+    """{"cpu": [seconds by mode], "cpuN": ...} of /proc/stat."""
+    tick = os.sysconf("SC_CLK_TCK")
+    with open("/proc/stat") as f:
+        return {w[0]: [int(x) / tick for x in w[1:9]] for w in (ln.split() for ln in f) if w[0].startswith("cpu")}
+
+
 def documented():
     """{family: (type, {labels})} of docs/metrics.md's table."""
     with open(os.path.join(os.environ["RT_SOURCE_DIR"], "docs", "metrics.md")) as f:
@@ -151,6 +158,22 @@ class Metrics(DaemonTest):
         self.assertEqual(m[("resource_tracker_host_cpus", frozenset())], ncpu)
         self.assertLessEqual(m[("resource_tracker_host_cpu_busy_cores", frozenset())], ncpu)
         self.assertEqual(len(series(m, "resource_tracker_host_cpu_core_busy_ratio")), ncpu)
+        # CPU time as node_exporter counts it: read at the scrape, so between
+        # two reads of /proc/stat around it.
+        modes = ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"]
+        before, text, after = proc_stat(), self.metrics(), proc_stat()
+        m = parse(text)
+        self.assertEqual({dict(l)["mode"] for l in series(m, "resource_tracker_host_cpu_time_seconds_total")},
+                         set(modes))
+        self.assertEqual(len(series(m, "resource_tracker_host_cpu_seconds_total")), len(modes) * ncpu)
+        for cpu in ["cpu"] + ["cpu%d" % i for i in range(ncpu)]:
+            for i, mode in enumerate(modes):
+                if cpu == "cpu":
+                    got = m[("resource_tracker_host_cpu_time_seconds_total", frozenset({("mode", mode)}))]
+                else:
+                    got = m[("resource_tracker_host_cpu_seconds_total", frozenset({("cpu", cpu[3:]), ("mode", mode)}))]
+                if mode != "iowait":  # the kernel's iowait may go backwards
+                    self.assertTrue(before[cpu][i] - 1e-6 <= got <= after[cpu][i] + 1e-6, (cpu, mode, got))
         self.assertEqual(m[("resource_tracker_host_memory_total_bytes", frozenset())],
                          host["memory"]["total_mib"] * 1048576)
         for d in host["disk"]:
@@ -285,6 +308,16 @@ class Metrics(DaemonTest):
         rate = wait_for(lambda: query('rate(resource_tracker_job_cpu_seconds_total{job_name="scraped"}[5s]) > 0'),
                         timeout=30, what="the job's CPU rate")
         self.assertLess(float(rate[0]["value"][1]), 1.5)  # one process: at most one CPU
+        # The host's CPU time counters: every mode of every CPU together runs
+        # at one second per second per CPU, and a busy loop keeps one busy
+        # (irate: the last two scrapes; rate() under-reads a window the
+        # series does not yet fill).
+        ncpu = os.cpu_count()
+        total = wait_for(lambda: query("sum(irate(resource_tracker_host_cpu_seconds_total[5s]))"), timeout=30,
+                         what="the host's CPU time rate")
+        self.assertAlmostEqual(float(total[0]["value"][1]), ncpu, delta=0.1 * ncpu)
+        busy = query('sum(irate(resource_tracker_host_cpu_time_seconds_total{mode!~"idle|iowait"}[5s]))')
+        self.assertGreater(float(busy[0]["value"][1]), 0.5)
         # The daemon gone: scrapes fail (up 0) rather than serve stale figures.
         self.d.stop()
         code, _, body = http(port, b"GET /metrics HTTP/1.1\r\n" + auth + b"\r\n")

@@ -28,6 +28,8 @@ step "D: the host only by default"
 out=$(scrape) || fail "scrape: exit $?"
 head -n1 <<<"$out" | grep -q '^HTTP/1.1 200 OK' || fail "scrape answered: $(head -n 5 <<<"$out")"
 grep -q '^resource_tracker_host_cpu_busy_cores ' <<<"$out" || fail "no host CPU series"
+# CPU time counters, which the unit (ProcSubset=pid) could not read itself.
+grep -q '^resource_tracker_host_cpu_seconds_total{cpu="0",mode="idle"} [1-9]' <<<"$out" || fail "no CPU time counters"
 grep -q '^resource_tracker_host_memory_total_bytes [1-9]' <<<"$out" || fail "no host memory"
 ! grep -q '^resource_tracker_job_' <<<"$out" || fail "a default exporter published jobs"
 
