@@ -67,7 +67,8 @@ void top_refresh_procs(struct top *t)
 }
 
 /* PID, USER, S, CORES, RSS, then the command in what is left. */
-enum { PID_W = 7, USER_W = 8, STATE_W = 1, CORES_W = 6, RSS_W = 9, FIXED = PID_W + USER_W + STATE_W + CORES_W + RSS_W + 5 };
+enum { PID_W = 7, USER_W = 8, STATE_W = 1, CORES_W = 6, RSS_W = 9 };
+#define FIXED (PID_W + USER_W + STATE_W + CORES_W + RSS_W + 5) /* and their separators */
 
 static void row(const char *const cell[6], int width, char *buf, size_t size)
 {

@@ -141,7 +141,8 @@ static void m_get_job_processes(struct rt_call *c)
         return;
     uint64_t id = j->id;
     bool running = j->state == RT_JOB_RUNNING;
-    struct target t = {j->pid, j->reaper_pid, j->starttime, j->reaper_starttime, j->cgroup ? rt_xstrdup(j->cgroup) : NULL};
+    struct target t = {j->pid, j->reaper_pid, j->starttime, j->reaper_starttime,
+                       j->cgroup ? rt_xstrdup(j->cgroup) : NULL};
     rt_jobs_unlock(&d->jobs);
     if (!running) {
         free(t.cgroup);

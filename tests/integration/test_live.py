@@ -1,7 +1,9 @@
 """The live views against a real daemon: StreamJobs (a job's latest figures
-per tick, what each user may see); top in a real terminal (tmux, 80x24:
-the jobs with their figures, sort keys, help, resizes, the terminal restored
-on q and on SIGTERM) and piped (plain lines per refresh); status --follow
+per tick, what each user may see); GetJobProcesses (a job's processes, to
+whom may see them); top in a real terminal (tmux, 80x24: the jobs with their
+figures and commands, sort keys, help, resizes, the filter, a job's
+processes, the terminal restored on q and on SIGTERM; 60 and 40 columns: the
+memory figures whole) and piped (plain lines per refresh, commands escaped); status --follow
 (the host stream for scripts, JSON Lines and CSV like the Rust tracker
 without arguments)."""
 
@@ -19,8 +21,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CSV_HEADER, CTL, IFACE, SANITIZER_MARKS, DaemonTest, Terminal, TestUsers, VarlinkError,  # noqa: E402
-                   call_as, run_ctl, spawn_as, stream_as, wait_for)
+from rtlib import (CSV_HEADER, CTL, IFACE, SANITIZER_MARKS, DaemonTest, HandCgroup, Terminal,  # noqa: E402
+                   TestUsers, VarlinkError, call_as, run_ctl, spawn_as, stream_as, wait_for)
 
 
 class StreamJobs(DaemonTest):
@@ -155,6 +157,19 @@ class JobProcesses(DaemonTest):
         with self.assertRaises(VarlinkError) as e:
             self.d.call("GetJobProcesses", {"id": ja})
         self.assertEqual(e.exception.error, IFACE + ".JobNotRunning")
+
+
+    def test_a_cgroup_jobs_processes(self):
+        cg = HandCgroup(self, "procs")
+        if not cg.roots:
+            self.skipTest("no cgroup hierarchy mounted here")
+        ps = [cg.spawn("sleep", "30"), cg.spawn("sleep", "31")]
+        for q in ps:
+            self.addCleanup(lambda q=q: (q.kill(), q.wait()))
+        jid = int(run_ctl(self.d, "start", "--cgroup", cg.path, check=0)[1])
+        procs = self.d.call("GetJobProcesses", {"id": jid})["processes"]
+        self.assertEqual([(q["pid"], q["command"]) for q in procs],
+                         sorted([(ps[0].pid, "sleep 30"), (ps[1].pid, "sleep 31")]))
 
 
 class Top(DaemonTest):
