@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROCS_MAX 4096 /* a reply's processes at most (truncated beyond) */
+#define PROCS_MAX 1024 /* a reply's processes at most (truncated beyond): a bound on the main thread's reads */
 #define CMDLINE_MAX 4096
 
 /* What the job's processes are found from, copied under the registry lock. */
