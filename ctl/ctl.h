@@ -167,6 +167,9 @@ void ctl_print_job_memory(FILE *f, const char *head, struct json_object *job);
 /* What the kernel saw that explains a slow or killed job (OOM kills,
  * pressure, throttling), a line each after head, in words people act on. */
 void ctl_print_job_kernel(FILE *f, const char *head, struct json_object *job);
+/* A job's command line (its metadata.command joined by spaces), malloc'd;
+ * NULL when it has none. Not escaped. */
+char *ctl_job_command(struct json_object *job);
 /* How the job is tracked, for people: "as the cgroup PATH", "as a process tree (no cgroup: WHY)". */
 void ctl_job_tracking(struct json_object *job, char *buf, size_t size);
 

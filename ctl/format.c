@@ -160,3 +160,19 @@ void ctl_fmt_cell(char *buf, size_t size, const char *s, size_t width)
         buf[n++] = ' ';
     buf[n] = '\0';
 }
+
+/* A job's command line (metadata.command), arguments joined by spaces. */
+char *ctl_job_command(struct json_object *j)
+{
+    struct json_object *cmd = rt_json_get_array(rt_json_get_object(j, "metadata"), "command");
+    size_t n = cmd ? json_object_array_length(cmd) : 0;
+    if (!n)
+        return NULL;
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(json_object_get_string(json_object_array_get_idx(cmd, i))) + 1;
+    char *s = rt_xmalloc(len), *p = s;
+    for (size_t i = 0; i < n; i++)
+        p += sprintf(p, "%s%s", i ? " " : "", json_object_get_string(json_object_array_get_idx(cmd, i)));
+    return s;
+}

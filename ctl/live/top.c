@@ -22,17 +22,18 @@ enum { SORT = CTL_OPT_LONG, MINE, ITERATIONS };
 static const char usage[] =
     "Usage: resource-trackerctl top [--sort COLUMN] [--mine] [--iterations N]\n"
     "The host and the jobs you may see, refreshed every sampling interval.\n"
-    "Keys: q quit, < > sort column, r reverse, c cores, m memory, t time, a all jobs or\n"
-    "yours, space pause, h help. When stdout is not a terminal, prints plain lines,\n"
-    "one refresh per interval.\n\n"
+    "Keys: q quit, up down (k j) select, Enter its processes (Esc back), / filter,\n"
+    "< > sort column, r reverse, c cores, m memory, t time, a all jobs or yours,\n"
+    "space pause, h help. When stdout is not a terminal, prints plain lines, one\n"
+    "refresh per interval.\n\n"
     "  --sort COLUMN    id, name, user, s, cores (default), rss, pss, read, write, gpu,\n"
-    "                   vram or time\n"
+    "                   vram, time or command\n"
     "  --mine           only your own jobs (administrators see everyone's by default)\n"
     "  --iterations N   exit after N refreshes\n"
     "  -h, --help       this help\n";
 
 static const struct ctl_opt opts[] = {
-    {"sort", SORT, "COLUMN", "a column is id, name, user, s, cores, rss, pss, read, write, gpu, vram or time",
+    {"sort", SORT, "COLUMN", "a column is id, name, user, s, cores, rss, pss, read, write, gpu, vram, time or command",
      CTL_KIND_NONE},
     {"mine", MINE, NULL, NULL, CTL_KIND_NONE},
     {"iterations", ITERATIONS, "N", "a number of refreshes is a whole number above 0", CTL_KIND_NONE},

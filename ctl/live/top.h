@@ -13,13 +13,34 @@
 
 enum top_col {
     TOP_ID, TOP_NAME, TOP_USER, TOP_STATE, TOP_CORES, TOP_RSS, TOP_PSS, TOP_READ, TOP_WRITE,
-    TOP_GPU, TOP_VRAM, TOP_TIME, TOP_NCOLS
+    TOP_GPU, TOP_VRAM, TOP_TIME, TOP_COMMAND, TOP_NCOLS
+};
+
+#define TOP_FILTER_MAX 64
+
+/* The table's columns for a width, in display order, and their widths (the
+ * command, last, takes what is left). */
+struct top_layout {
+    enum top_col col[TOP_NCOLS];
+    int width[TOP_NCOLS];
+    size_t n;
+};
+
+/* A process of the job drilled into (GetJobProcesses). */
+struct top_proc {
+    int32_t pid;
+    int64_t uid;
+    char state;
+    double cpu_secs, cores;      /* cores: over the last refresh, -1 before a second look */
+    double rss;
+    char command[512];           /* "" when hidden from the caller */
 };
 
 /* One job as the table shows it. */
 struct top_row {
     uint64_t id;
     char name[64], user[33];
+    char command[512];           /* the command line it was run with (metadata.command), or "" */
     char state;                  /* R running, F finished, X failed, S stopped, L lost */
     bool mine, has_current, has_gpu;
     bool gpu_idle;               /* a GPU of it is idle but held, or given and unused */
@@ -48,28 +69,48 @@ struct top {
     /* screen state */
     bool paused, help;
     size_t scroll;
+    size_t sel;                  /* the selected row of vis, kept on its job (sel_id) across refreshes */
+    uint64_t sel_id;
+    char filter[TOP_FILTER_MAX]; /* only jobs whose name, user or command holds it ("": all) */
+    bool editing;                /* the filter is being typed (into edit) */
+    char edit[TOP_FILTER_MAX];
+    /* the drill-down: the processes of job drill (0: the table) */
+    uint64_t drill;
+    bool drill_ended;            /* the daemon says it is no longer running */
+    struct top_proc *procs;
+    size_t nprocs, procs_cap;
+    double procs_at;             /* monotonic seconds of the last look */
 };
 
-/* The visible table: the columns that fit in width (the name takes what is
- * left), in display order. Returns how many; *name_width is set. */
-size_t top_layout(const struct top *t, int width, enum top_col *cols, int *name_width);
+/* The visible table: the least needed columns are left out until COMMAND,
+ * last, has room (as `jobs` fits a terminal). */
+void top_layout(const struct top *t, int width, struct top_layout *l);
 /* Header and row text of the table (no newline); mark_sort appends v (or ^
- * when reversed) to the name of the sort column. */
-void top_format_header(const struct top *t, const enum top_col *cols, size_t n, int name_width, bool mark_sort,
-                       char *buf, size_t size);
-void top_format_row(const struct top_row *r, const enum top_col *cols, size_t n, int name_width, char *buf,
-                    size_t size);
+ * when reversed) to the name of the sort column. Users' text is escaped
+ * (rt_escape_next) and cut with "…". */
+void top_format_header(const struct top *t, const struct top_layout *l, bool mark_sort, char *buf, size_t size);
+void top_format_row(const struct top_row *r, const struct top_layout *l, char *buf, size_t size);
+/* Append text (escaped, cut to width, padded) and a separator unless last;
+ * returns the new end. */
+size_t top_field(char *buf, size_t size, size_t at, const char *text, int width, bool left, bool last);
 const char *top_col_name(enum top_col c);
 /* A column by its name in the header, any case ("cores", "rss" …); -1 if none. */
 int top_col_from_name(const char *name);
 
 /* Feed replies (the "sample" object of StreamHostSamples, the "jobs" array
- * of StreamJobs). 0, or -1 after printing why. */
+ * of StreamJobs: the processes of the job drilled into are looked at again
+ * with them). 0, or -1 after printing why. */
 int top_set_host(struct top *t, struct json_object *sample);
 void top_set_jobs(struct top *t, struct json_object *jobs);
 /* Order the rows and apply the filter (after the sort or filter changed). */
 void top_sort(struct top *t);
 void top_free(struct top *t);
+
+/* top_procs.c: look at the processes of job t->drill again (the CPU each
+ * used since the last look), and their header and row text for a width. */
+void top_refresh_procs(struct top *t);
+void top_format_proc_header(int width, char *buf, size_t size);
+void top_format_proc(const struct top_proc *p, int width, char *buf, size_t size);
 
 /* top_gpus.c: ask for who holds each GPU (once per refresh, on hosts with
  * GPUs), and the panel's text for a GPU: "IDLE", "STALLED", then its users

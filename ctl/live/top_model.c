@@ -12,18 +12,19 @@
 
 struct col {
     const char *name;
-    int width;       /* 0: the name column, which takes what is left */
+    int width;       /* NAME: at most; COMMAND: at least (it takes what is left) */
     bool left;       /* text aligned left; sorted A to Z (numbers: largest first) */
     int priority;    /* columns are dropped from the highest number down */
 };
 
 static const struct col cols[TOP_NCOLS] = {
-    [TOP_ID] = {"ID", 6, false, 0},       [TOP_NAME] = {"NAME", 0, true, 0},
+    [TOP_ID] = {"ID", 6, false, 0},       [TOP_NAME] = {"NAME", 16, true, 0},
     [TOP_USER] = {"USER", 8, true, 1},    [TOP_STATE] = {"S", 2, true, 5},
     [TOP_CORES] = {"CORES", 6, false, 0}, [TOP_RSS] = {"RSS", 9, false, 2},
     [TOP_PSS] = {"PSS", 9, false, 8},     [TOP_READ] = {"READ/s", 9, false, 6},
     [TOP_WRITE] = {"WRITE/s", 9, false, 7}, [TOP_GPU] = {"GPU", 5, false, 3},
     [TOP_VRAM] = {"VRAM", 9, false, 4},   [TOP_TIME] = {"TIME", 7, false, 2},
+    [TOP_COMMAND] = {"COMMAND", 12, true, 0},
 };
 
 #define NAME_MIN 8
@@ -43,33 +44,39 @@ int top_col_from_name(const char *name)
     return -1;
 }
 
-size_t top_layout(const struct top *t, int width, enum top_col *out, int *name_width)
+void top_layout(const struct top *t, int width, struct top_layout *l)
 {
     bool gpu = t->have_host && t->host.has_gpu_backend;
     bool on[TOP_NCOLS];
-    int used = 0, n = 0;
-    for (int c = 0; c < TOP_NCOLS; c++) {
+    int used = 0, need = cols[TOP_COMMAND].width + 1; /* the command and its separator */
+    for (int c = 0; c < TOP_COMMAND; c++) {
         on[c] = gpu || (c != TOP_GPU && c != TOP_VRAM);
-        if (on[c]) {
-            used += cols[c].width + (n ? 1 : 0);
-            n++;
-        }
+        if (on[c])
+            used += cols[c].width + (used ? 1 : 0);
     }
-    /* Drop the least needed columns until the name has room. */
-    for (int prio = 8; prio > 0 && used + NAME_MIN > width; prio--)
-        for (int c = 0; c < TOP_NCOLS; c++)
-            if (on[c] && cols[c].priority == prio && used + NAME_MIN > width) {
+    /* Drop the least needed columns until the command has room, then
+     * narrow the name. */
+    for (int prio = 8; prio > 0 && used + need > width; prio--)
+        for (int c = 0; c < TOP_COMMAND; c++)
+            if (on[c] && cols[c].priority == prio && used + need > width) {
                 on[c] = false;
                 used -= cols[c].width + 1;
             }
-    size_t k = 0;
-    for (int c = 0; c < TOP_NCOLS; c++)
-        if (on[c])
-            out[k++] = (enum top_col)c;
-    *name_width = width - used > NAME_MIN ? width - used : NAME_MIN;
-    if (*name_width > 32)
-        *name_width = 32;
-    return k;
+    int name = cols[TOP_NAME].width;
+    while (name > NAME_MIN && used + need > width) {
+        name--;
+        used--;
+    }
+    l->n = 0;
+    for (int c = 0; c < TOP_COMMAND; c++)
+        if (on[c]) {
+            l->col[l->n] = (enum top_col)c;
+            l->width[l->n++] = c == TOP_NAME ? name : cols[c].width;
+        }
+    if (width - used - 1 > 0) {
+        l->col[l->n] = TOP_COMMAND;
+        l->width[l->n++] = width - used - 1;
+    }
 }
 
 /* ---- cells ---- */
@@ -82,6 +89,7 @@ static void cell(const struct top_row *r, enum top_col c, char *buf, size_t size
     case TOP_USER: snprintf(buf, size, "%s", r->user); break;
     case TOP_STATE: snprintf(buf, size, "%c%s", r->state, r->gpu_idle ? "!" : ""); break;
     case TOP_TIME: ctl_fmt_duration(buf, size, r->duration); break;
+    case TOP_COMMAND: snprintf(buf, size, "%s", r->command[0] ? r->command : "-"); break;
     default:
         if (!r->has_current || ((c == TOP_GPU || c == TOP_VRAM) && !r->has_gpu)) {
             snprintf(buf, size, "-");
@@ -97,41 +105,36 @@ static void cell(const struct top_row *r, enum top_col c, char *buf, size_t size
     }
 }
 
-/* Append text in a field of width (cut when longer), then a separator. */
-static size_t field(char *buf, size_t size, size_t at, const char *text, int width, bool left, bool last)
+size_t top_field(char *buf, size_t size, size_t at, const char *text, int width, bool left, bool last)
 {
-    int len = (int)strlen(text);
-    if (len > width)
-        len = width;
-    int n = snprintf(buf + at, at < size ? size - at : 0, left ? "%-*.*s%s" : "%*.*s%s", width, len, text,
-                     last ? "" : " ");
+    char cut[2048];
+    int w = width > 0 ? (int)ctl_fmt_cut(cut, sizeof(cut), text, (size_t)width) : 0;
+    int pad = width > w ? width - w : 0;
+    int n = snprintf(buf + at, at < size ? size - at : 0, "%*s%s%*s%s", left ? 0 : pad, "", width > 0 ? cut : "",
+                     left && !last ? pad : 0, "", last ? "" : " ");
     return at + (n > 0 ? (size_t)n : 0);
 }
 
-void top_format_header(const struct top *t, const enum top_col *c, size_t n, int name_width, bool mark_sort,
-                       char *buf, size_t size)
+void top_format_header(const struct top *t, const struct top_layout *l, bool mark_sort, char *buf, size_t size)
 {
     size_t at = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < n && at < size; i++) {
+    for (size_t i = 0; i < l->n && at < size; i++) {
         char h[16];
-        const char *mark = mark_sort && c[i] == t->sort ? (t->reverse ? "^" : "v") : "";
-        snprintf(h, sizeof(h), "%s%s", cols[c[i]].name, mark);
-        at = field(buf, size, at, h, cols[c[i]].width ? cols[c[i]].width : name_width, cols[c[i]].left,
-                   i + 1 == n);
+        const char *mark = mark_sort && l->col[i] == t->sort ? (t->reverse ? "^" : "v") : "";
+        snprintf(h, sizeof(h), "%s%s", cols[l->col[i]].name, mark);
+        at = top_field(buf, size, at, h, l->width[i], cols[l->col[i]].left, i + 1 == l->n);
     }
 }
 
-void top_format_row(const struct top_row *r, const enum top_col *c, size_t n, int name_width, char *buf,
-                    size_t size)
+void top_format_row(const struct top_row *r, const struct top_layout *l, char *buf, size_t size)
 {
     size_t at = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < n && at < size; i++) {
-        char v[80];
-        cell(r, c[i], v, sizeof(v));
-        at = field(buf, size, at, v, cols[c[i]].width ? cols[c[i]].width : name_width, cols[c[i]].left,
-                   i + 1 == n);
+    for (size_t i = 0; i < l->n && at < size; i++) {
+        char v[sizeof(r->command)];
+        cell(r, l->col[i], v, sizeof(v));
+        at = top_field(buf, size, at, v, l->width[i], cols[l->col[i]].left, i + 1 == l->n);
     }
 }
 
@@ -161,6 +164,9 @@ static void row_from_job(const struct top *t, struct json_object *j, struct top_
     ctl_fmt_user(uid, r->user, sizeof(r->user));
     r->mine = uid == (int64_t)t->uid;
     r->state = state_letter(rt_json_get_string(j, "state"));
+    char *cmd = ctl_job_command(j);
+    snprintf(r->command, sizeof(r->command), "%s", cmd ? cmd : "");
+    free(cmd);
     rt_json_get_double(rt_json_get_object(j, "summary"), "duration_secs", &r->duration);
     struct json_object *idle = rt_json_get_array(j, "gpu_idle");
     r->gpu_idle = idle && json_object_array_length(idle) > 0;
@@ -186,6 +192,7 @@ void top_set_jobs(struct top *t, struct json_object *jobs)
     for (size_t i = 0; i < n; i++)
         row_from_job(t, json_object_array_get_idx(jobs, i), &t->rows[i]);
     top_sort(t);
+    top_refresh_procs(t);
 }
 
 int top_set_host(struct top *t, struct json_object *sample)
@@ -223,9 +230,11 @@ static int compare(const void *pa, const void *pb)
     const struct top_row *a = pa, *b = pb;
     enum top_col c = sorting->sort;
     int d;
-    if (c == TOP_NAME || c == TOP_USER || c == TOP_STATE) {
-        const char *x = c == TOP_NAME ? a->name : c == TOP_USER ? a->user : (char[2]){a->state, 0};
-        const char *y = c == TOP_NAME ? b->name : c == TOP_USER ? b->user : (char[2]){b->state, 0};
+    if (c == TOP_NAME || c == TOP_USER || c == TOP_STATE || c == TOP_COMMAND) {
+        const char *x = c == TOP_NAME ? a->name : c == TOP_USER ? a->user : c == TOP_COMMAND ? a->command
+                      : (char[2]){a->state, 0};
+        const char *y = c == TOP_NAME ? b->name : c == TOP_USER ? b->user : c == TOP_COMMAND ? b->command
+                      : (char[2]){b->state, 0};
         d = strcmp(x, y);
     } else {
         double x = number(a, c), y = number(b, c);
@@ -238,6 +247,13 @@ static int compare(const void *pa, const void *pb)
     return d;
 }
 
+/* The filter: its text in the name, the user or the command, any case. */
+static bool passes(const struct top *t, const struct top_row *r)
+{
+    const char *f = t->filter;
+    return !f[0] || strcasestr(r->name, f) || strcasestr(r->user, f) || strcasestr(r->command, f);
+}
+
 void top_sort(struct top *t)
 {
     sorting = t;
@@ -247,13 +263,21 @@ void top_sort(struct top *t)
     t->vis = rt_xrealloc(t->vis, (t->nrows ? t->nrows : 1) * sizeof(*t->vis));
     t->nvis = 0;
     for (size_t k = 0; k < t->nrows; k++)
-        if (!t->mine_only || t->rows[k].mine)
+        if ((!t->mine_only || t->rows[k].mine) && passes(t, &t->rows[k]))
             t->vis[t->nvis++] = &t->rows[k];
+    /* The selection stays on its job while it is shown, else on its place. */
+    for (size_t k = 0; k < t->nvis; k++)
+        if (t->vis[k]->id == t->sel_id)
+            t->sel = k;
+    if (t->sel >= t->nvis)
+        t->sel = t->nvis ? t->nvis - 1 : 0;
+    t->sel_id = t->nvis ? t->vis[t->sel]->id : 0;
 }
 
 void top_free(struct top *t)
 {
     json_object_put(t->gpus);
+    free(t->procs);
     free(t->vis);
     free(t->rows);
     rt_sample_free(&t->host);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PLAIN_WIDTH 200 /* every column; the name takes at most 32 */
+#define PLAIN_WIDTH 200 /* every column; the command takes what is left */
 
 static void print_host(const struct top *t)
 {
@@ -55,14 +55,13 @@ static void print_host(const struct top *t)
 
 static void print_jobs(const struct top *t)
 {
-    enum top_col cols[TOP_NCOLS];
-    int name_width;
-    size_t n = top_layout(t, PLAIN_WIDTH, cols, &name_width);
-    char line[512];
-    top_format_header(t, cols, n, name_width, false, line, sizeof(line));
+    struct top_layout l;
+    top_layout(t, PLAIN_WIDTH, &l);
+    char line[4096];
+    top_format_header(t, &l, false, line, sizeof(line));
     printf("%s\n", line);
     for (size_t i = 0; i < t->nvis; i++) {
-        top_format_row(t->vis[i], cols, n, name_width, line, sizeof(line));
+        top_format_row(t->vis[i], &l, line, sizeof(line));
         printf("%s\n", line);
     }
 }

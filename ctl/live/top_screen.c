@@ -5,7 +5,9 @@
 #include "live/top.h"
 
 #include "rt/json.h"
+#include "rt/text.h"
 
+#include <ctype.h>
 #include <curses.h>
 #include <locale.h>
 #include <signal.h>
@@ -25,12 +27,17 @@ struct screen {
 
 /* ---- drawing helpers ---- */
 
-/* text at (y, x), cut to the screen's width */
+/* text at (y, x), cut to the screen's width: its first COLS - x
+ * characters (UTF-8: a character is never cut) */
 static void put(int y, int x, const char *text)
 {
     if (y >= LINES || x >= COLS)
         return;
-    mvaddnstr(y, x, text, COLS - x);
+    int chars = 0, n = 0;
+    for (; text[n]; n++)
+        if (((unsigned char)text[n] & 0xc0) != 0x80 && ++chars > COLS - x)
+            break;
+    mvaddnstr(y, x, text, n);
 }
 
 /* "[|||||     42%]" of width w for a fraction 0..1 */
@@ -43,6 +50,8 @@ static void bar(struct screen *sc, int y, int x, int w, double frac, const char 
     if (frac > 1)
         frac = 1;
     int inner = w - 2, fill = (int)(frac * inner + 0.5), len = (int)strlen(label);
+    if (len > inner)
+        len = 0; /* figures cut would read as other figures: none rather */
     int pair = frac > 0.9 ? 3 : frac > 0.6 ? 2 : 1; /* green, yellow, red */
     put(y, x, "[");
     for (int i = 0; i < inner && x + 1 + i < COLS; i++) {
@@ -60,11 +69,16 @@ static void bar(struct screen *sc, int y, int x, int w, double frac, const char 
 static int draw_title(struct screen *sc, int y)
 {
     struct top *t = sc->t;
-    char when[32], line[512];
+    char when[32], line[1024], filter[TOP_FILTER_MAX * 4 + 16] = "";
     ctl_fmt_time(when, sizeof(when), (double)t->host.timestamp_secs);
-    snprintf(line, sizeof(line), "%s  %s  every %.3gs  %s  resource-trackerd %s%s", t->hostname, when + 11,
-             t->interval, t->admin && !t->mine_only ? "all users' jobs" : "your jobs", t->version,
-             t->paused ? "  [paused]" : "");
+    if (t->filter[0]) {
+        char f[TOP_FILTER_MAX * 4];
+        rt_escape_into(f, sizeof(f), t->filter);
+        snprintf(filter, sizeof(filter), " [filter: %s]", f);
+    }
+    snprintf(line, sizeof(line), "%s  %s  %s%s%s  every %.3gs  resource-trackerd %s", t->hostname, when + 11,
+             t->admin && !t->mine_only ? "all users' jobs" : "your jobs", filter, t->paused ? " [paused]" : "",
+             t->interval, t->version);
     attron(A_BOLD);
     put(y, 0, line);
     attroff(A_BOLD);
@@ -109,23 +123,43 @@ static int draw_cpu(struct screen *sc, int y, int max_lines)
     return y + (int)((c->n_cores + (size_t)width - 1) / (size_t)width);
 }
 
+/* "used/total" for a bar of inner width room: "1.50 GiB/23.5 GiB", or
+ * where that is too long and both are in one unit "1.50/23.5 GiB". */
+static void mem_label(uint64_t used_mib, uint64_t total_mib, int room, char *buf, size_t size)
+{
+    char a[32], b[32];
+    ctl_fmt_bytes(a, sizeof(a), (double)(used_mib * RT_MIB));
+    ctl_fmt_bytes(b, sizeof(b), (double)(total_mib * RT_MIB));
+    snprintf(buf, size, "%s/%s", a, b);
+    const char *ua = strrchr(a, ' '), *ub = strrchr(b, ' ');
+    if ((int)strlen(buf) > room && ua && ub && strcmp(ua, ub) == 0)
+        snprintf(buf, size, "%.*s/%s", (int)(ua - a), a, b);
+}
+
+/* Memory and swap side by side; one under the other where their figures
+ * would not fit in half the width: the bars give way, never the figures. */
 static int draw_memory(struct screen *sc, int y)
 {
     const struct rt_memory *m = &sc->t->host.memory;
-    char a[32], b[32], label[80];
-    int half = COLS / 2;
-    ctl_fmt_bytes(a, sizeof(a), (double)(m->used_mib * RT_MIB));
-    ctl_fmt_bytes(b, sizeof(b), (double)(m->total_mib * RT_MIB));
-    snprintf(label, sizeof(label), "%s/%s", a, b);
+    char mem[80], swap[80];
+    int half = COLS / 2, mem_w = half - 6, swap_w = COLS - half - 5;
+    mem_label(m->used_mib, m->total_mib, mem_w - 2, mem, sizeof(mem));
+    mem_label(m->swap_used_mib, m->swap_total_mib, swap_w - 2, swap, sizeof(swap));
+    bool stacked = (int)strlen(mem) > mem_w - 2 || (int)strlen(swap) > swap_w - 2;
+    int swap_y = y, swap_x = half;
+    if (stacked) {
+        mem_w = swap_w = COLS - 5;
+        swap_y = y + 1;
+        swap_x = 0;
+        mem_label(m->used_mib, m->total_mib, mem_w - 2, mem, sizeof(mem));
+        mem_label(m->swap_used_mib, m->swap_total_mib, swap_w - 2, swap, sizeof(swap));
+    }
     put(y, 0, "Mem");
-    bar(sc, y, 5, half - 6, m->total_mib ? (double)m->used_mib / (double)m->total_mib : 0, label);
-    ctl_fmt_bytes(a, sizeof(a), (double)(m->swap_used_mib * RT_MIB));
-    ctl_fmt_bytes(b, sizeof(b), (double)(m->swap_total_mib * RT_MIB));
-    snprintf(label, sizeof(label), "%s/%s", a, b);
-    put(y, half, "Swap");
-    bar(sc, y, half + 5, COLS - half - 5, m->swap_total_mib ? (double)m->swap_used_mib / (double)m->swap_total_mib : 0,
-        label);
-    return y + 1;
+    bar(sc, y, 5, mem_w, m->total_mib ? (double)m->used_mib / (double)m->total_mib : 0, mem);
+    put(swap_y, swap_x, "Swap");
+    bar(sc, swap_y, swap_x + 5, swap_w,
+        m->swap_total_mib ? (double)m->swap_used_mib / (double)m->swap_total_mib : 0, swap);
+    return swap_y + 1;
 }
 
 /* Disks and interfaces on one line each, as many as fit. */
@@ -182,39 +216,78 @@ static int draw_gpus(struct screen *sc, int y)
     return y;
 }
 
+static void head_line(int y, const char *text)
+{
+    attron(A_REVERSE);
+    mvhline(y, 0, ' ', COLS);
+    put(y, 0, text);
+    attroff(A_REVERSE);
+}
+
 static void draw_jobs(struct screen *sc, int y, int bottom)
 {
     struct top *t = sc->t;
-    enum top_col cols[TOP_NCOLS];
-    int name_width;
-    size_t n = top_layout(t, COLS, cols, &name_width);
-    char line[1024];
-    top_format_header(t, cols, n, name_width, true, line, sizeof(line));
-    attron(A_REVERSE);
-    mvhline(y, 0, ' ', COLS);
-    put(y, 0, line);
-    attroff(A_REVERSE);
+    struct top_layout l;
+    top_layout(t, COLS, &l);
+    char line[4096];
+    top_format_header(t, &l, true, line, sizeof(line));
+    head_line(y, line);
     int rows = bottom - y - 1;
-    if (rows < 0)
-        rows = 0;
-    if (t->scroll + (size_t)rows > t->nvis)
-        t->scroll = t->nvis > (size_t)rows ? t->nvis - (size_t)rows : 0;
+    if (rows < 1)
+        rows = 1;
+    /* The view follows the selection. */
+    if (t->sel < t->scroll)
+        t->scroll = t->sel;
+    if (t->sel >= t->scroll + (size_t)rows)
+        t->scroll = t->sel - (size_t)rows + 1;
     for (int i = 0; i < rows && t->scroll + (size_t)i < t->nvis; i++) {
         const struct top_row *r = t->vis[t->scroll + (size_t)i];
-        top_format_row(r, cols, n, name_width, line, sizeof(line));
-        if (r->state != 'R')
-            attron(A_DIM);
+        attr_t a = (r->state != 'R' ? A_DIM : 0) | (t->scroll + (size_t)i == t->sel ? A_BOLD | A_UNDERLINE : 0);
+        top_format_row(r, &l, line, sizeof(line));
+        attron(a);
         put(y + 1 + i, 0, line);
-        attroff(A_DIM);
+        attroff(a);
     }
     if (!t->nvis)
-        put(y + 1, 0, t->mine_only || !t->admin ? "  (none of your jobs is running)" : "  (no job is running)");
+        put(y + 1, 0, t->filter[0] ? "  (no job matches the filter: Esc clears it)"
+                      : t->mine_only || !t->admin ? "  (none of your jobs is running)" : "  (no job is running)");
+}
+
+/* The processes of the job drilled into, in place of the table. */
+static void draw_procs(struct screen *sc, int y, int bottom)
+{
+    struct top *t = sc->t;
+    char line[4096], name[64 * 4 + 8] = "";
+    for (size_t i = 0; i < t->nrows; i++)
+        if (t->rows[i].id == t->drill && t->rows[i].name[0]) {
+            char esc[64 * 4];
+            rt_escape_into(esc, sizeof(esc), t->rows[i].name);
+            snprintf(name, sizeof(name), " %s", esc);
+        }
+    snprintf(line, sizeof(line), "Job %llu%s: %zu process%s%s", (unsigned long long)t->drill, name, t->nprocs,
+             t->nprocs == 1 ? "" : "es", t->drill_ended ? " (it has ended)" : !t->calls ? " (not available)" : "");
+    attron(A_BOLD);
+    put(y++, 0, line);
+    attroff(A_BOLD);
+    top_format_proc_header(COLS, line, sizeof(line));
+    head_line(y++, line);
+    size_t rows = bottom > y ? (size_t)(bottom - y) : 0;
+    if (t->scroll + rows > t->nprocs)
+        t->scroll = t->nprocs > rows ? t->nprocs - rows : 0;
+    for (size_t i = 0; i < rows && t->scroll + i < t->nprocs; i++) {
+        top_format_proc(&t->procs[t->scroll + i], COLS, line, sizeof(line));
+        put(y + (int)i, 0, line);
+    }
 }
 
 static const char *const help_lines[] = {
     "resource-trackerctl top: keys",
     "",
     "  q            quit",
+    "  up down j k  select a job (page up / down, home, end)",
+    "  Enter        its processes (Esc or Backspace: back)",
+    "  /            filter: jobs whose name, user or command",
+    "               holds the text (Enter); Esc clears it",
     "  < >  <- ->   sort by the previous / next column",
     "  r            reverse the order",
     "  c m t        sort by cores, memory (RSS), time",
@@ -222,7 +295,6 @@ static const char *const help_lines[] = {
     "  S column !   a GPU of the job is idle but held",
     "  GPU lines    IDLE (idle but held), STALLED, who holds it",
     "  space p      pause / resume",
-    "  up down      scroll the jobs (page up / down, home, end)",
     "  h ?          this help (any key closes it)",
 };
 
@@ -256,11 +328,21 @@ static void draw(struct screen *sc)
     y = draw_memory(sc, y);
     y = draw_io(sc, y);
     y = draw_gpus(sc, y);
-    draw_jobs(sc, y, LINES - 1);
-    attron(A_REVERSE);
-    mvhline(LINES - 1, 0, ' ', COLS);
-    put(LINES - 1, 0, sc->status[0] ? sc->status : "q quit  < > sort  r reverse  a all/mine  space pause  h help");
-    attroff(A_REVERSE);
+    if (t->drill)
+        draw_procs(sc, y, LINES - 1);
+    else
+        draw_jobs(sc, y, LINES - 1);
+    char keys[TOP_FILTER_MAX * 4 + 64];
+    if (t->editing) {
+        char f[TOP_FILTER_MAX * 4];
+        rt_escape_into(f, sizeof(f), t->edit);
+        snprintf(keys, sizeof(keys), "filter: %s_   Enter apply  Esc clear", f);
+    } else {
+        snprintf(keys, sizeof(keys), "%s", sc->status[0] ? sc->status
+                 : t->drill ? "q quit  Esc back  up down scroll  h help"
+                 : "q quit  Enter processes  / filter  < > sort  r reverse  a all/mine  h help");
+    }
+    head_line(LINES - 1, keys);
     if (t->help)
         draw_help();
     refresh();
@@ -277,14 +359,59 @@ static void sort_by(struct top *t, enum top_col c)
 /* Sort by the column left (dir -1) or right (+1) of the current one. */
 static void sort_step(struct top *t, int dir)
 {
-    enum top_col cols[TOP_NCOLS];
-    int name_width;
-    size_t n = top_layout(t, COLS, cols, &name_width);
-    size_t k = 0;
-    while (k < n && cols[k] != t->sort)
+    struct top_layout l;
+    top_layout(t, COLS, &l);
+    size_t k = 0, n = l.n;
+    while (k < n && l.col[k] != t->sort)
         k++;
     k = k == n ? 0 : (size_t)(((int)k + dir + (int)n) % (int)n);
-    sort_by(t, cols[k]);
+    sort_by(t, l.col[k]);
+}
+
+#define KEY_ESC 27
+
+static bool is_enter(int ch) { return ch == '\n' || ch == '\r' || ch == KEY_ENTER; }
+static bool is_backspace(int ch) { return ch == KEY_BACKSPACE || ch == 127 || ch == 8; }
+
+/* Typing the filter: Enter applies it, Esc clears it. */
+static void filter_key(struct top *t, int ch)
+{
+    size_t len = strlen(t->edit);
+    if (is_enter(ch)) {
+        memcpy(t->filter, t->edit, sizeof(t->filter));
+        t->editing = false;
+    } else if (ch == KEY_ESC) {
+        t->filter[0] = t->edit[0] = '\0';
+        t->editing = false;
+    } else if (is_backspace(ch)) {
+        while (len && ((unsigned char)t->edit[len - 1] & 0xc0) == 0x80)
+            len--; /* a UTF-8 character's continuation bytes */
+        t->edit[len ? len - 1 : 0] = '\0';
+    } else if (ch >= 0x20 && ch < 0x100 && ch != 0x7f && len + 1 < sizeof(t->edit)) {
+        t->edit[len] = (char)ch;
+        t->edit[len + 1] = '\0';
+    }
+}
+
+/* The processes of the selected job, or back to the table. */
+static void drill(struct top *t, uint64_t id)
+{
+    t->drill = id;
+    t->nprocs = 0;
+    t->drill_ended = false;
+    t->scroll = 0;
+    top_refresh_procs(t);
+}
+
+/* Move the selection (or, in the drill-down, the view) by d rows. */
+static void select_by(struct top *t, long d)
+{
+    size_t *at = t->drill ? &t->scroll : &t->sel;
+    size_t n = t->drill ? t->nprocs : t->nvis;
+    long to = (long)*at + d;
+    *at = to < 0 || n == 0 ? 0 : (size_t)to >= n ? n - 1 : (size_t)to;
+    if (!t->drill && t->nvis)
+        t->sel_id = t->vis[t->sel]->id;
 }
 
 /* Returns false to quit. */
@@ -296,8 +423,26 @@ static bool key(struct screen *sc, int ch)
         t->help = false;
         return true;
     }
-    int page = LINES / 2 > 1 ? LINES / 2 : 1;
+    if (t->editing && ch != KEY_RESIZE) {
+        filter_key(t, ch);
+        top_sort(t);
+        return true;
+    }
+    long page = LINES / 2 > 1 ? LINES / 2 : 1;
+    if (t->drill && (ch == KEY_ESC || is_backspace(ch))) {
+        drill(t, 0);
+        return true;
+    }
+    if (is_enter(ch) && !t->drill && t->nvis) {
+        drill(t, t->vis[t->sel]->id);
+        return true;
+    }
     switch (ch) {
+    case '/':
+        t->editing = true;
+        memcpy(t->edit, t->filter, sizeof(t->edit));
+        break;
+    case KEY_ESC: t->filter[0] = '\0'; break;
     case 'q': case 'Q': return false;
     case '<': case ',': case KEY_LEFT: sort_step(t, -1); break;
     case '>': case '.': case KEY_RIGHT: sort_step(t, +1); break;
@@ -313,12 +458,12 @@ static bool key(struct screen *sc, int ch)
         break;
     case ' ': case 'p': case 'P': t->paused = !t->paused; break;
     case 'h': case 'H': case '?': t->help = true; break;
-    case KEY_UP: t->scroll -= t->scroll > 0; break;
-    case KEY_DOWN: t->scroll++; break;
-    case KEY_PPAGE: t->scroll = t->scroll > (size_t)page ? t->scroll - (size_t)page : 0; break;
-    case KEY_NPAGE: t->scroll += (size_t)page; break;
-    case KEY_HOME: t->scroll = 0; break;
-    case KEY_END: t->scroll = t->nvis; break;
+    case KEY_UP: case 'k': select_by(t, -1); break;
+    case KEY_DOWN: case 'j': select_by(t, 1); break;
+    case KEY_PPAGE: select_by(t, -page); break;
+    case KEY_NPAGE: select_by(t, page); break;
+    case KEY_HOME: select_by(t, -(long)(t->nrows + t->nprocs)); break;
+    case KEY_END: select_by(t, (long)(t->nrows + t->nprocs)); break;
     case KEY_RESIZE: break;
     default: return true;
     }
@@ -371,6 +516,7 @@ int top_screen_run(struct top *t, struct rt_vl_client *host, struct rt_vl_client
     int saved;
     FILE *held = stderr_hold(&saved);
     struct screen sc = {.t = t};
+    set_escdelay(25); /* Esc is a key here (back, clear): not a wait for a sequence */
     cbreak();
     noecho();
     nodelay(stdscr, TRUE);

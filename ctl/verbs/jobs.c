@@ -71,22 +71,6 @@ static int check_user(struct rt_vl_client *c, int64_t uid, const char *given)
     return rc;
 }
 
-/* The command line, arguments joined by spaces (NULL when unknown). */
-static char *command_text(struct json_object *j)
-{
-    struct json_object *cmd = rt_json_get_array(rt_json_get_object(j, "metadata"), "command");
-    size_t n = cmd ? json_object_array_length(cmd) : 0;
-    if (!n)
-        return NULL;
-    size_t len = 0;
-    for (size_t i = 0; i < n; i++)
-        len += strlen(json_object_get_string(json_object_array_get_idx(cmd, i))) + 1;
-    char *s = rt_xmalloc(len), *p = s;
-    for (size_t i = 0; i < n; i++)
-        p += sprintf(p, "%s%s", i ? " " : "", json_object_get_string(json_object_array_get_idx(cmd, i)));
-    return s;
-}
-
 /* Efficiency against the request, CPU/memory/GPU in percent ("24/15/-"),
  * "-" for a job that asked for nothing. */
 static const char *efficiency_text(struct json_object *j, char *buf, size_t size)
@@ -197,7 +181,7 @@ static char *cell(struct json_object *j, enum col_id c)
     case RSS: ctl_fmt_bytes(buf, sizeof(buf), ctl_total0(s, "peak_rss_bytes")); break;
     case EFF: efficiency_text(j, buf, sizeof(buf)); break;
     case COMMAND: {
-        char *cmd = command_text(j);
+        char *cmd = ctl_job_command(j);
         return cmd ? cmd : rt_xstrdup("-");
     }
     case NCOLS: break;
@@ -325,7 +309,7 @@ static void print_csv(struct json_object *jobs)
                                              "peak_rss_bytes", "peak_pss_bytes"};
         for (size_t k = 0; k < sizeof(totals) / sizeof(totals[0]); k++)
             csv_number(s, totals[k]);
-        char *cmd = command_text(j);
+        char *cmd = ctl_job_command(j);
         csv_field(cmd, true);
         free(cmd);
     }

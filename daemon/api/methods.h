@@ -11,6 +11,7 @@ extern const struct rt_method_table rt_sample_methods;  /* job_stream.c */
 extern const struct rt_method_table rt_live_methods;    /* methods_live.c */
 extern const struct rt_method_table rt_notify_methods;  /* methods_notify.c */
 extern const struct rt_method_table rt_gpu_methods;     /* methods_gpus.c */
+extern const struct rt_method_table rt_proc_methods;    /* methods_procs.c */
 
 /* methods_jobs.c: the sampler answered a StartJob, FinishJob or StopJob. */
 void rt_job_methods_request_done(struct rt_server *srv, struct rt_sreq *req);

@@ -1,12 +1,15 @@
 """The live views against a real daemon: StreamJobs (a job's latest figures
-per tick, what each user may see); top in a real terminal (tmux, 80x24:
-the jobs with their figures, sort keys, help, resizes, the terminal restored
-on q and on SIGTERM) and piped (plain lines per refresh); status --follow
+per tick, what each user may see); GetJobProcesses (a job's processes, to
+whom may see them); top in a real terminal (tmux, 80x24: the jobs with their
+figures and commands, sort keys, help, resizes, the filter, a job's
+processes, the terminal restored on q and on SIGTERM; 60 and 40 columns: the
+memory figures whole) and piped (plain lines per refresh, commands escaped); status --follow
 (the host stream for scripts, JSON Lines and CSV like the Rust tracker
 without arguments)."""
 
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -18,8 +21,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import (CSV_HEADER, CTL, IFACE, SANITIZER_MARKS, DaemonTest, Terminal, TestUsers, VarlinkError,  # noqa: E402
-                   run_ctl, spawn_as, stream_as, wait_for)
+from rtlib import (CSV_HEADER, CTL, IFACE, SANITIZER_MARKS, DaemonTest, HandCgroup, Terminal,  # noqa: E402
+                   TestUsers, VarlinkError, call_as, run_ctl, spawn_as, stream_as, wait_for)
 
 
 class StreamJobs(DaemonTest):
@@ -115,6 +118,58 @@ class StreamJobs(DaemonTest):
                 c.send(IFACE + ".StreamJobs", params, more=True)
                 r = c.recv()
                 self.assertEqual(r.get("error"), "org.varlink.service.InvalidParameter", params)
+
+
+class JobProcesses(DaemonTest):
+    """GetJobProcesses, what top's drill-down shows: a running job's
+    processes now, to whom may see the job."""
+    interval = 0.2
+    job = StreamJobs.job
+
+    def test_a_jobs_processes_to_whom_may_see_them(self):
+        users = TestUsers()
+        self.addCleanup(users.cleanup)
+        alice, bob = users.user("alice"), users.user("bob")
+        p, ja = self.job("a", ["sh", "-c", "sleep 30 & sleep 31; wait"], user=alice)
+        _, jr = self.job("r", ["sleep", "32"])
+        kids = wait_for(lambda: len(Top.descendants(p.pid)) == 2 and Top.descendants(p.pid), what="alice's sleeps")
+        want = {p.pid: "sh -c sleep 30 & sleep 31; wait", kids[0]: "sleep 30", kids[1]: "sleep 31"}
+        out = call_as(alice, self.d.socket, "GetJobProcesses", {"id": ja})
+        self.assertEqual(out[0][0], "ok", out)
+        procs = out[0][1]["processes"]
+        self.assertFalse(out[0][1]["truncated"])
+        self.assertEqual({q["pid"]: q["command"] for q in procs}, want)
+        self.assertEqual({q["uid"] for q in procs}, {pwd.getpwnam(alice).pw_uid})
+        self.assertEqual([q["pid"] for q in procs], sorted(want))  # by pid
+        self.assertEqual({q["pid"]: q["ppid"] for q in procs if q["pid"] != p.pid}, {k: p.pid for k in kids})
+        self.assertTrue(all(q["rss_bytes"] > 0 and q["cpu_secs"] >= 0 and q["state"] in "RSD" for q in procs))
+        # Root, an administrator, sees them too; bob does not; nor alice root's job.
+        self.assertEqual({q["pid"]: q["command"] for q in self.d.call("GetJobProcesses", {"id": ja})["processes"]},
+                         want)
+        self.assertEqual(call_as(bob, self.d.socket, "GetJobProcesses", {"id": ja})[0][:2],
+                         ("error", IFACE + ".PermissionDenied"))
+        self.assertEqual(call_as(alice, self.d.socket, "GetJobProcesses", {"id": jr})[0][:2],
+                         ("error", IFACE + ".PermissionDenied"))
+        self.assertEqual(call_as(alice, self.d.socket, "GetJobProcesses", {"name": "a"})[0][0], "ok")
+        # An ended job has none.
+        os.killpg(p.pid, signal.SIGKILL)
+        wait_for(lambda: self.d.call("GetJob", {"id": ja})["job"]["state"] != "running", what="the end")
+        with self.assertRaises(VarlinkError) as e:
+            self.d.call("GetJobProcesses", {"id": ja})
+        self.assertEqual(e.exception.error, IFACE + ".JobNotRunning")
+
+
+    def test_a_cgroup_jobs_processes(self):
+        cg = HandCgroup(self, "procs")
+        if not cg.roots:
+            self.skipTest("no cgroup hierarchy mounted here")
+        ps = [cg.spawn("sleep", "30"), cg.spawn("sleep", "31")]
+        for q in ps:
+            self.addCleanup(lambda q=q: (q.kill(), q.wait()))
+        jid = int(run_ctl(self.d, "start", "--cgroup", cg.path, check=0)[1])
+        procs = self.d.call("GetJobProcesses", {"id": jid})["processes"]
+        self.assertEqual([(q["pid"], q["command"]) for q in procs],
+                         sorted([(ps[0].pid, "sleep 30"), (ps[1].pid, "sleep 31")]))
 
 
 class Top(DaemonTest):
@@ -251,6 +306,113 @@ class Top(DaemonTest):
         self.assertIn("EXIT=3", scr)
         err = self.assert_restored(scr)
         self.assertIn("resource-trackerctl: ", err)
+
+    def run_job(self, name, script):
+        """`run -n name -- sh -c script` (a job with its command line), its
+        session killed at the end; returns the run process."""
+        e = dict(os.environ, RESOURCE_TRACKER_SOCKET=self.d.socket)
+        p = subprocess.Popen([CTL, "run", "-q", "-n", name, "--", "sh", "-c", script], env=e,
+                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: (os.killpg(p.pid, signal.SIGKILL), p.wait()))
+        return p
+
+    @staticmethod
+    def descendants(pid):
+        """The processes below pid, from /proc (every thread's children)."""
+        out, todo = [], [pid]
+        while todo:
+            q = todo.pop()
+            try:
+                for task in os.listdir("/proc/%d/task" % q):
+                    with open("/proc/%d/task/%s/children" % (q, task)) as f:
+                        kids = [int(k) for k in f.read().split()]
+                    out += kids
+                    todo += kids
+            except OSError:
+                pass
+        return sorted(out)
+
+    def test_command_column_filter_and_processes(self):
+        run = self.run_job("cmdjob", "sleep 600 & sleep 601; wait")
+        self.job("otherjob", ["sleep", "602"])
+        # run's child is the shell; below it, the two sleeps.
+        procs = wait_for(lambda: len(self.descendants(run.pid)) == 3 and self.descendants(run.pid),
+                         what="the job's shell and its two sleeps")
+        self.start_top("--sort", "name")
+        scr = self.wait_screen(lambda s: "cmdjob" in s and "otherjob" in s, "both jobs")
+        head, rows = self.rows(scr)
+        self.assertEqual(head.split()[-1], "COMMAND")
+        self.assertEqual([n for n, _ in rows], ["cmdjob", "otherjob"])
+        # The command it was run with, cut with an ellipsis to the width left.
+        line = next(ln for ln in scr.splitlines() if " cmdjob " in ln)
+        self.assertLessEqual(len(line), 80)
+        self.assertRegex(line[head.index("COMMAND"):], r"^sh -c sleep 600 & .*…$")
+        self.assertRegex(next(ln for ln in scr.splitlines() if " otherjob " in ln), r" -$")  # started, not run
+        # The filter: only jobs whose name, user or command holds the text.
+        self.keys("/", "sleep 60")
+        self.wait_screen(lambda s: "filter: sleep 60_" in s.splitlines()[-1], "the filter typed")
+        self.keys("Enter")
+        scr = self.wait_screen(lambda s: "[filter: sleep 60]" in s.splitlines()[0]
+                               and [n for n, _ in self.rows(s)[1]] == ["cmdjob"], "otherjob filtered out")
+        self.keys("Escape")
+        self.wait_screen(lambda s: "[filter:" not in s and [n for n, _ in self.rows(s)[1]] == ["cmdjob", "otherjob"],
+                         "the filter cleared")
+        # j selects otherjob, Enter shows its one process; Esc goes back.
+        self.keys("j", "Enter")
+        scr = self.wait_screen(lambda s: re.search(r"^Job \d+ otherjob: 1 process$", s, re.M), "otherjob's process")
+        self.assertIn("PID USER", scr)
+        self.keys("Escape")
+        self.wait_screen(lambda s: "COMMAND" in s and "otherjob: 1 process" not in s, "the table again")
+        # k back to cmdjob: its shell and both sleeps, by their real PIDs.
+        self.keys("k", "Enter")
+        scr = self.wait_screen(lambda s: re.search(r"^Job \d+ cmdjob: 3 processes$", s, re.M)
+                               and re.search(r"sleep 601$", s, re.M), "cmdjob's processes")
+        shown = {}
+        for ln in scr.splitlines():
+            m = re.match(r"^ *(\d+) +root +[RSDZ] +(-|\d+\.\d\d) +\S+ \S+ (.*)$", ln)
+            if m:
+                shown[int(m.group(1))] = m.group(3)
+        self.assertEqual(sorted(shown), procs, scr)
+        self.assertEqual(sorted(shown.values()), ["sh -c sleep 600 & sleep 601; wait", "sleep 600", "sleep 601"])
+        self.keys("BSpace")
+        self.wait_screen(lambda s: "otherjob" in s and "3 processes" not in s, "back with Backspace")
+        self.keys("q")
+        scr = self.wait_screen(lambda s: "stty-done" in s, "top to end")
+        self.assertIn("EXIT=0", scr)
+        self.assert_restored(scr)
+
+    def test_a_command_is_escaped(self):
+        self.run_job("escjob", "sleep 600 # \x1b[2J\tend")
+        out = wait_for(lambda: (lambda o: "escjob" in o and o)(
+            run_ctl(self.d, "top", "--iterations", "1", check=0)[1]), what="escjob in top")
+        line = next(ln for ln in out.splitlines() if " escjob " in ln)
+        self.assertTrue(line.endswith("sh -c sleep 600 # \\x1b[2J\\tend"), line)
+        self.assertNotIn("\x1b", out)
+
+    def test_narrow_terminals_keep_the_memory_figures(self):
+        with open("/proc/meminfo") as f:
+            total_kib = int(re.search(r"^MemTotal: +(\d+) kB", f.read(), re.M).group(1))
+        units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+        self.run_job("narrowjob", "sleep 600")
+        self.start_top(width=60, height=24)
+        for width in (60, 40):
+            self.term.resize(width, 24)
+            scr = self.wait_screen(lambda s: "narrowjob" in s and max(map(len, s.splitlines())) <= width,
+                                   "top at %d columns" % width)
+            lines = scr.splitlines()
+            mem = next(ln for ln in lines if ln.startswith("Mem"))
+            # "Mem  [|||   1.50 GiB/23.5 GiB]" or "Mem  [||  1.50/23.5 GiB]": whole figures.
+            m = re.match(r"^Mem  \[[| ]*?(\d+(?:\.\d+)?)(?: (\w+))?/(\d+(?:\.\d+)?) (\w+)\]", mem)
+            self.assertTrue(m, scr)
+            used, total = float(m.group(1)) * units[m.group(2) or m.group(4)], float(m.group(3)) * units[m.group(4)]
+            self.assertAlmostEqual(total / (total_kib << 10), 1, delta=0.01, msg=mem)
+            self.assertLess(used, total, mem)
+            self.assertTrue(any(re.search(r"(^| )Swap \[[| ]*\d+(\.\d+)?( \w+)?/\d+(\.\d+)? \w+\]", ln)
+                                for ln in lines), scr)
+            self.assertEqual(self.rows(scr)[1][0][0], "narrowjob")
+        self.keys("q")
+        scr = self.wait_screen(lambda s: "stty-done" in s, "top to end")
+        self.assertIn("EXIT=0", scr)
 
     def test_plain_lines_when_piped(self):
         users = TestUsers()

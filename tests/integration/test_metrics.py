@@ -523,10 +523,11 @@ class GpuMetrics(unittest.TestCase):
         self.assertIn("GPU      0 NVIDIA H100 80GB HBM3: 40% busy, VRAM 3.00 GiB of 80.0 GiB, 51 °C, 312 W; root 2.00 GiB",
                       lines)
         head = next(ln for ln in lines if ln.lstrip().startswith("ID "))
-        self.assertEqual(head.split()[-3:], ["GPU", "VRAM", "TIME"])
+        self.assertEqual(head.split()[-4:], ["GPU", "VRAM", "TIME", "COMMAND"])
         row = next(ln for ln in lines if " gpujob " in ln).split()
         current = self.d.call("GetJob", {"id": self.jid})["job"]["current"]
-        self.assertEqual(row[-4:-1], ["%.2f" % current["gpu_usage"], "2.00", "GiB"])  # GPU, VRAM
+        self.assertEqual(row[-5:-2], ["%.2f" % current["gpu_usage"], "2.00", "GiB"])  # GPU, VRAM
+        self.assertEqual(row[-1], "-")  # started with start: no command line
 
 
 if __name__ == "__main__":

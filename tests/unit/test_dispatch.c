@@ -136,6 +136,8 @@ static void test_parameters_checked_before_handlers(void **state)
     assert_error(call(f, TRACKER("ListJobs"), "{\"limit\":0}", 0), INVALID, "limit");
     assert_error(call(f, TRACKER("GetJob"), "{\"name\":\"a\",\"owner_uid\":-1}", 0), INVALID, "owner_uid");
     assert_error(call(f, TRACKER("GetGpus"), "{\"uuid\":\"GPU-1\"}", 0), INVALID, "uuid");
+    assert_error(call(f, TRACKER("GetJobProcesses"), "{}", 0), INVALID, "id");
+    assert_error(call(f, TRACKER("GetJobProcesses"), "{\"id\":99}", 0), TRACKER("NoSuchJob"), NULL);
     /* without a sampler (nor a GPU) the list is empty */
     r = call(f, TRACKER("GetGpus"), NULL, 0);
     assert_null(rt_vl_reply_error(r));
