@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROCS_MAX 1024 /* a reply's processes at most (truncated beyond): a bound on the main thread's reads */
+/* A reply's processes at most (truncated beyond): four reads each on the
+ * main loop, which every caller shares. */
+#define PROCS_MAX 256
 #define CMDLINE_MAX 4096
 
 /* What the job's processes are found from, copied under the registry lock. */
