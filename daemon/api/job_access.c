@@ -137,7 +137,11 @@ struct json_object *rt_api_job_json(struct rt_daemon *d, const struct rt_job *j)
     if (!st.tracked)
         return o;
     struct json_object *u = json_object_new_object();
-    const char *state = st.finished ? "finished" : st.ended ? "finishing" : st.run_id[0] ? "uploading" : "starting";
+    const char *state = st.finished    ? "finished"
+                        : st.abandoned ? "abandoned"
+                        : st.ended     ? "finishing"
+                        : st.run_id[0] ? "uploading"
+                                       : "starting";
     json_object_object_add(u, "state", json_object_new_string(state));
     json_object_object_add(u, "run_id", st.run_id[0] ? json_object_new_string(st.run_id) : NULL);
     json_object_object_add(u, "batches_sent", rt_json_u64(st.batches_sent));

@@ -165,6 +165,54 @@ size_t rt_sentinel_refused_fields(const char *reply, struct json_object *sent, s
     return n;
 }
 
+/* Marks the objects whose key (the URI after "s3://bucket/") text names. */
+static size_t uris_in_text(const char *text, const char *const *uris, size_t n, bool *bad)
+{
+    size_t named = 0;
+    for (size_t i = 0; text && i < n; i++) {
+        const char *key = strncmp(uris[i], "s3://", 5) == 0 ? strchr(uris[i] + 5, '/') : NULL;
+        if (key && key[1] && strstr(text, key + 1) && !bad[i]) {
+            bad[i] = true;
+            named++;
+        }
+    }
+    return named;
+}
+
+size_t rt_sentinel_refused_uris(const char *reply, const char *const *uris, size_t n, bool *bad)
+{
+    size_t named = 0, by_text = 0;
+    bool *text_bad = rt_xcalloc(n ? n : 1, sizeof(*text_bad));
+    struct json_object *o = reply ? json_tokener_parse(reply) : NULL, *detail = NULL;
+    if (json_object_is_type(o, json_type_object))
+        json_object_object_get_ex(o, "detail", &detail);
+    if (json_object_is_type(detail, json_type_string))
+        by_text = uris_in_text(json_object_get_string(detail), uris, n, text_bad);
+    for (size_t i = 0; json_object_is_type(detail, json_type_array) && i < json_object_array_length(detail); i++) {
+        struct json_object *e = json_object_array_get_idx(detail, i);
+        struct json_object *loc = rt_json_get_array(e, "loc");
+        struct json_object *at = loc ? json_object_array_get_idx(loc, 2) : NULL;
+        const char *where = loc ? json_object_get_string(json_object_array_get_idx(loc, 0)) : NULL;
+        const char *field = loc ? json_object_get_string(json_object_array_get_idx(loc, 1)) : NULL;
+        int64_t k = json_object_is_type(at, json_type_int) ? json_object_get_int64(at) : -1;
+        if (where && field && strcmp(where, "body") == 0 && strcmp(field, "data_uris") == 0 && k >= 0 &&
+            (uint64_t)k < n && !bad[k]) {
+            bad[k] = true;
+            named++;
+        }
+        by_text += uris_in_text(rt_json_get_string(e, "msg"), uris, n, text_bad);
+    }
+    json_object_put(o);
+    if (by_text && !(n > 1 && by_text == n)) {
+        for (size_t i = 0; i < n; i++) {
+            named += text_bad[i] && !bad[i];
+            bad[i] |= text_bad[i];
+        }
+    }
+    free(text_bad);
+    return named;
+}
+
 struct json_object *rt_sentinel_finish_body(int exit_code, const char *finished_at, const char *const *uris,
                                             size_t n_uris, const char *data_csv)
 {

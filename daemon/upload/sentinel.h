@@ -35,6 +35,14 @@ struct json_object *rt_sentinel_runs_body(struct json_object *fields, unsigned *
  * Appends their names to names (an array); returns how many. */
 size_t rt_sentinel_refused_fields(const char *reply, struct json_object *sent, struct json_object *names);
 
+/* The objects of a /finish (uris[0..n), "s3://bucket/key") that a 4xx reply
+ * says are bad: FastAPI's detail[].loc ["body", "data_uris", INDEX], or a
+ * detail entry's msg (or a detail that is a string) naming an object's key.
+ * Never from "input" (a body-level error echoes the whole body), and a text
+ * naming every object (more than one) names none: an echo, not a verdict.
+ * Sets bad[i]; returns how many. */
+size_t rt_sentinel_refused_uris(const char *reply, const char *const *uris, size_t n, bool *bad);
+
 /* POST /runs/{id}/finish body with exactly exit_code, run_status,
  * finished_at, data_source and data_uris (S3) or data_csv (inline, when
  * data_csv is not NULL). */

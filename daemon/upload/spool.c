@@ -153,8 +153,9 @@ int rt_gunzip(const void *in, size_t len, char **out, size_t *outlen)
         rc = inflate(&z, Z_NO_FLUSH);
     } while (rc == Z_OK);
     size_t n = z.total_out;
+    bool rest = z.avail_in != 0; /* bytes after the member: not what we wrote */
     inflateEnd(&z);
-    if (rc != Z_STREAM_END) {
+    if (rc != Z_STREAM_END || rest) {
         free(buf);
         return -EIO;
     }
@@ -162,6 +163,56 @@ int rt_gunzip(const void *in, size_t len, char **out, size_t *outlen)
     *out = buf;
     *outlen = n;
     return 0;
+}
+
+int rt_spool_check_batch(const char *gz, size_t len, char **csv, size_t *csvlen)
+{
+    char *plain;
+    size_t n;
+    if (rt_gunzip(gz, len, &plain, &n) < 0)
+        return -EBADMSG;
+    size_t hl = strlen(RT_CSV_HEADER);
+    bool ok = n > hl + 1 && memcmp(plain, RT_CSV_HEADER, hl) == 0 && plain[hl] == '\n' && plain[n - 1] == '\n' &&
+              strlen(plain) == n;
+    for (const char *p = plain + hl + 1, *end = plain + n; ok && p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t commas = 0;
+        for (const char *c = p; c < nl; c++)
+            commas += *c == ',';
+        ok = commas == RT_CSV_COLUMNS - 1;
+        p = nl + 1;
+    }
+    if (!ok || !csv) {
+        free(plain);
+        return ok ? 0 : -EBADMSG;
+    }
+    *csv = plain;
+    *csvlen = n;
+    return 0;
+}
+
+int rt_spool_quarantine(int spool_fd, int dirfd, const char *name, const char *as)
+{
+    int qfd = rt_spool_open_dir(spool_fd, RT_SPOOL_QUARANTINE);
+    if (qfd < 0)
+        return qfd;
+    int rc = -EEXIST;
+    for (unsigned i = 0; i < 100 && rc == -EEXIST; i++) {
+        char target[96];
+        if (i)
+            snprintf(target, sizeof(target), "%s.%u", as, i);
+        else
+            rt_strlcpy(target, as, sizeof(target));
+        if (faccessat(qfd, target, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+            continue; /* only the worker thread moves files here */
+        rc = renameat(dirfd, name, qfd, target) == 0 ? 0 : -errno;
+    }
+    if (rc == 0) {
+        fsync(qfd);
+        fsync(dirfd);
+    }
+    close(qfd);
+    return rc;
 }
 
 DIR *rt_opendir_at(int dirfd)

@@ -1,5 +1,6 @@
 /* The on-disk spool: per job a directory (0700) with
  *   meta.json          run state: token, run id, credentials, sent seqs (0600)
+ *   meta-copy.json     the same, written after it: what a damaged meta.json falls back to
  *   rows.<seq:06>      rows appended since the last cut, no header (0600)
  *   <seq:06>.csv.gz    a sealed batch: header + rows, gzip, waiting for its PUT
  * Every whole file is written to a .tmp name, fsynced and renamed, and the
@@ -13,6 +14,10 @@
 #include <stdint.h>
 
 #define RT_SPOOL_META "meta.json"
+#define RT_SPOOL_META_COPY "meta-copy.json"
+/* <spool>/quarantine/: damaged files set aside, never read or deleted by the
+ * daemon (not a job id, so the loader passes over it). */
+#define RT_SPOOL_QUARANTINE "quarantine"
 
 /* mkdir 0700 (tightening the mode of an existing directory); an O_DIRECTORY
  * fd, or -errno. */
@@ -33,6 +38,16 @@ int rt_spool_seal(int dirfd, uint64_t seq, uint64_t *rows, uint64_t *bytes);
 /* gzip (level 6, standard header) / gunzip in memory. 0 or -1. */
 int rt_gzip(const void *in, size_t len, char **out, size_t *outlen);
 int rt_gunzip(const void *in, size_t len, char **out, size_t *outlen);
+
+/* A batch as rt_spool_seal writes it: one whole gzip member (its CRC and
+ * length match, nothing after it) of RT_CSV_HEADER and at least one row, each
+ * of RT_CSV_COLUMNS fields and LF-terminated. 0, or -EBADMSG. With csv, the
+ * plain text is returned (caller frees). */
+int rt_spool_check_batch(const char *gz, size_t len, char **csv, size_t *csvlen);
+
+/* Moves dirfd/name (a file or a directory) into <spool>/quarantine/ as `as`
+ * (as.1, as.2, … when taken) and fsyncs both directories. 0 or -errno. */
+int rt_spool_quarantine(int spool_fd, int dirfd, const char *name, const char *as);
 
 /* A fresh DIR stream over dirfd, from the start (a dup shares the offset,
  * so it is rewound). NULL on error. */

@@ -49,6 +49,7 @@ struct rt_upload_status {
     bool tracked;                   /* the worker handles this job (it has a token) */
     bool ended;                     /* rt_upload_job_end() was called */
     bool finished;                  /* /finish was accepted: nothing left to do */
+    bool abandoned;                 /* given up (the API kept refusing it): nothing more is sent */
     char run_id[128];               /* "" until POST /runs succeeded */
     uint64_t batches_sent, batches_pending, batches_dropped;
     uint64_t bytes_pending;         /* spool bytes of this job (batches + unsealed rows) */

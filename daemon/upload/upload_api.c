@@ -270,6 +270,7 @@ void rt_upload_job_status(struct rt_upload_worker *w, uint64_t job_id, struct rt
         out->tracked = true;
         out->ended = j->ended;
         out->finished = j->finished;
+        out->abandoned = j->abandoned;
         rt_strlcpy(out->run_id, j->run_id ? j->run_id : "", sizeof(out->run_id));
         out->batches_sent = j->sent.n;
         out->batches_pending = j->n_pending + (j->seg_bytes ? 1 : 0);

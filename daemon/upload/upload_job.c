@@ -253,6 +253,57 @@ static void remove_dir(int spool_fd, const char *name, int dirfd)
     fsync(spool_fd);
 }
 
+/* Parses one meta file: 0, -ENOENT when it is not there, -EBADMSG when it
+ * cannot be read or parsed (j is left as it was: parse_meta fills it only
+ * once the file is whole). */
+static int read_meta(struct rt_upload_job *j, int dirfd, const char *file)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = rt_spool_read_file(dirfd, file, &text, &len);
+    if (rc == 0 && parse_meta(j, text) < 0)
+        rc = -EBADMSG;
+    if (text) {
+        explicit_bzero(text, len); /* holds the token */
+        free(text);
+    }
+    return rc == 0 || rc == -ENOENT ? rc : -EBADMSG;
+}
+
+/* meta.json, else its copy. A damaged meta.json is set aside (quarantine/
+ * <id>-meta.json) and the copy takes its place: the job's upload goes on.
+ * 0; -ENOENT when neither exists (a finished job: both go first, the copy
+ * before meta.json); -EBADMSG when no whole one is left. */
+static int load_meta(struct rt_upload_job *j, int spool_fd, int dirfd, const char *name)
+{
+    int rc = read_meta(j, dirfd, RT_SPOOL_META);
+    if (rc == 0)
+        return 0;
+    int copy = read_meta(j, dirfd, RT_SPOOL_META_COPY);
+    if (rc == -ENOENT && copy == -ENOENT)
+        return -ENOENT;
+    if (copy < 0)
+        return -EBADMSG; /* the whole directory is set aside */
+    char as[64];
+    snprintf(as, sizeof(as), "%s-%s", name, RT_SPOOL_META);
+    int moved = rc == -ENOENT ? 0 : rt_spool_quarantine(spool_fd, dirfd, RT_SPOOL_META, as);
+    if (rc == -ENOENT)
+        rt_err("upload: spool %s: %s is missing; the job goes on from %s", name, RT_SPOOL_META, RT_SPOOL_META_COPY);
+    else if (moved < 0)
+        rt_err("upload: spool %s: %s is damaged and cannot be set aside (%s); the job goes on from %s", name,
+               RT_SPOOL_META, strerror(-moved), RT_SPOOL_META_COPY);
+    else
+        rt_err("upload: spool %s: %s is damaged; kept as %s/%s, the job goes on from %s", name, RT_SPOOL_META,
+               RT_SPOOL_QUARANTINE, as, RT_SPOOL_META_COPY);
+    char *meta = rt_upload_job_meta(j);
+    int w = rt_write_file_at(dirfd, RT_SPOOL_META, meta, strlen(meta), 0600, RT_SYNC_FULL);
+    explicit_bzero(meta, strlen(meta));
+    free(meta);
+    if (w < 0)
+        rt_warn("upload: spool %s: cannot write %s back: %s", name, RT_SPOOL_META, strerror(-w));
+    return 0;
+}
+
 struct rt_upload_job *rt_upload_job_load(int spool_fd, const char *name)
 {
     uint64_t id;
@@ -261,27 +312,30 @@ struct rt_upload_job *rt_upload_job_load(int spool_fd, const char *name)
     int dirfd = rt_spool_open_dir(spool_fd, name);
     if (dirfd < 0)
         return NULL;
-    char *text = NULL;
-    size_t len = 0;
     struct rt_upload_job *j = rt_upload_job_alloc(id);
-    j->dirfd = dirfd;
-    int rc = rt_spool_read_file(dirfd, RT_SPOOL_META, &text, &len);
-    if (rc < 0 || parse_meta(j, text) < 0) {
-        /* No meta: the job was finished (meta goes first) or never began. */
-        if (rc == 0)
-            rt_warn("upload: spool %s: unreadable %s, removing the job's spool", name, RT_SPOOL_META);
-        else if (rc != -ENOENT)
-            rt_warn("upload: spool %s: %s: %s", name, RT_SPOOL_META, strerror(-rc));
-        if (text) {
-            explicit_bzero(text, len);
-            free(text);
-        }
-        remove_dir(spool_fd, name, dirfd);
+    int rc = load_meta(j, spool_fd, dirfd, name);
+    if (rc == -EBADMSG) {
+        /* Its token is only there: the upload cannot go on. Set aside whole
+         * (the rows are also in the job store), never deleted. */
+        int moved = rt_spool_quarantine(spool_fd, spool_fd, name, name);
+        if (moved < 0)
+            rt_err("upload: spool %s: neither %s nor %s can be read, and it cannot be set aside (%s): the job's "
+                   "upload cannot go on", name, RT_SPOOL_META, RT_SPOOL_META_COPY, strerror(-moved));
+        else
+            rt_err("upload: spool %s: neither %s nor %s can be read: the job's upload cannot go on; kept as %s/%s",
+                   name, RT_SPOOL_META, RT_SPOOL_META_COPY, RT_SPOOL_QUARANTINE, name);
+        close(dirfd);
         rt_upload_job_destroy(j);
         return NULL;
     }
-    explicit_bzero(text, len); /* holds the token */
-    free(text);
+    if (rc < 0) {
+        /* No meta: the job was finished (meta goes first) or never began. */
+        remove_dir(spool_fd, name, dirfd);
+        close(dirfd);
+        rt_upload_job_destroy(j);
+        return NULL;
+    }
+    j->dirfd = dirfd;
 
     DIR *d = rt_opendir_at(dirfd);
     struct rt_u64_list rows = {0};
@@ -350,6 +404,7 @@ void rt_upload_job_remove_files(struct rt_upload_job *j, int spool_fd)
     snprintf(name, sizeof(name), "%llu", (unsigned long long)j->id);
     if (j->dirfd < 0)
         return;
+    rt_spool_unlink(j->dirfd, RT_SPOOL_META_COPY);
     rt_spool_unlink(j->dirfd, RT_SPOOL_META);
     remove_dir(spool_fd, name, j->dirfd);
     close(j->dirfd);

@@ -47,6 +47,7 @@ struct rt_upload_job {
     bool stop_sealed;            /* sealed once for the shutdown */
     /* lifecycle */
     bool ended, finished, done, resumed_running;
+    bool abandoned;              /* done without /finish accepted: given up */
     int exit_code;               /* RT_UPLOAD_EXIT_UNKNOWN: not known (yet) */
     int64_t finished_at;         /* Unix seconds of the job's end */
     uint64_t exit_wait_until_ms; /* monotonic: /finish without a status not before */

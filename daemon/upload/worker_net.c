@@ -10,6 +10,7 @@
 #include "upload/spool.h"
 #include "upload/upload_events.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,58 @@ static void update_region(struct rt_upload_worker *w, const char *bucket, const 
     }
 }
 
+/* A pending batch that cannot go as it is (unreadable, or damaged on disk:
+ * not the gzip and CSV the spool sealed) is never PUT (the API would refuse
+ * the run's /finish for it): recorded as dropped, then set aside as
+ * quarantine/<job>-<seq>.csv.gz. False when the drop cannot be recorded: it
+ * stays pending, tried again after the backoff. */
+static bool drop_damaged(struct rt_upload_worker *w, struct rt_upload_job *j, struct rt_batch b, int err)
+{
+    char name[32];
+    rt_spool_batch_name(b.seq, name);
+    pthread_mutex_lock(&w->mu);
+    rt_upload_job_remove_pending(j, b.seq);
+    rt_u64_list_add(&j->dropped, b.seq);
+    pthread_mutex_unlock(&w->mu);
+    int rc = rt_upload_save_meta(w, j);
+    if (rc < 0) {
+        pthread_mutex_lock(&w->mu);
+        rt_u64_list_remove(&j->dropped, b.seq);
+        rt_upload_job_add_pending(j, b.seq, b.bytes, b.sealed_at);
+        pthread_mutex_unlock(&w->mu);
+        char msg[96];
+        snprintf(msg, sizeof(msg), "cannot record damaged batch %llu as dropped: %s", (unsigned long long)b.seq,
+                 strerror(-rc));
+        rt_upload_failed(w, j, "spool", msg);
+        return false;
+    }
+    char as[64];
+    snprintf(as, sizeof(as), "%llu-%s", (unsigned long long)j->id, name);
+    int moved = err == -ENOENT ? -ENOENT : rt_spool_quarantine(w->spool_fd, j->dirfd, name, as);
+    const char *what = err == -EBADMSG ? "damaged (not the gzip CSV the spool sealed)" : strerror(-err);
+    if (moved == 0)
+        rt_err("upload: job %llu (run %s): batch %s is %s: not sent, dropped; kept as %s/%s",
+               (unsigned long long)j->id, j->run_id, name, what, RT_SPOOL_QUARANTINE, as);
+    else
+        rt_err("upload: job %llu (run %s): batch %s is %s: not sent, dropped", (unsigned long long)j->id, j->run_id,
+               name, what);
+    return true;
+}
+
+/* A pending batch's bytes, checked (with csv: its plain text too); -errno
+ * (-EBADMSG: damaged). */
+static int read_batch(struct rt_upload_job *j, uint64_t seq, char **data, size_t *len, char **csv, size_t *csvlen)
+{
+    char name[32];
+    rt_spool_batch_name(seq, name);
+    int rc = rt_spool_read_file(j->dirfd, name, data, len);
+    if (rc == 0 && rt_spool_check_batch(*data, *len, csv, csvlen) < 0) {
+        free(*data);
+        rc = -EBADMSG;
+    }
+    return rc;
+}
+
 /* PUTs pending batches in order; false after a failure. */
 bool rt_upload_send_batches(struct rt_upload_worker *w, struct rt_upload_job *j)
 {
@@ -172,15 +225,10 @@ bool rt_upload_send_batches(struct rt_upload_worker *w, struct rt_upload_job *j)
         rt_spool_batch_name(seq, name);
         char *data;
         size_t len;
-        int rc = rt_spool_read_file(j->dirfd, name, &data, &len);
+        int rc = read_batch(j, seq, &data, &len, NULL, NULL);
         if (rc < 0) {
-            rt_err("upload: job %llu: batch %s unreadable (%s): dropped", (unsigned long long)j->id, name,
-                   strerror(-rc));
-            pthread_mutex_lock(&w->mu);
-            rt_upload_job_remove_pending(j, seq);
-            rt_u64_list_add(&j->dropped, seq);
-            pthread_mutex_unlock(&w->mu);
-            rt_upload_save_meta(w, j);
+            if (!drop_damaged(w, j, batch, rc))
+                return false;
             continue;
         }
         char *key = rt_s3_object_key(j->key_prefix, j->run_id, seq);
@@ -243,34 +291,80 @@ bool rt_upload_finish_inline(struct rt_upload_worker *w, const struct rt_upload_
            rt_upload_job_pending_bytes(j) <= RT_UPLOAD_INLINE_MAX_BYTES;
 }
 
-/* header + the rows of every pending batch, in order. */
-static char *inline_csv(struct rt_upload_job *j)
+/* header + the rows of every pending batch, in order (a damaged one is
+ * dropped); NULL when a drop could not be recorded. */
+static char *inline_csv(struct rt_upload_worker *w, struct rt_upload_job *j)
 {
     size_t len = strlen(RT_CSV_HEADER) + 1, cap = len + 1;
     char *csv = rt_xmalloc(cap);
     memcpy(csv, RT_CSV_HEADER, len - 1);
     csv[len - 1] = '\n';
-    for (size_t i = 0; i < j->n_pending; i++) {
-        char name[32], *gz, *plain;
+    for (size_t i = 0; i < j->n_pending;) {
+        char *gz, *plain;
         size_t gzlen, plen;
-        rt_spool_batch_name(j->pending[i].seq, name);
-        if (rt_spool_read_file(j->dirfd, name, &gz, &gzlen) < 0)
-            continue;
-        int rc = rt_gunzip(gz, gzlen, &plain, &plen);
+        int rc = read_batch(j, j->pending[i].seq, &gz, &gzlen, &plain, &plen);
+        if (rc < 0) {
+            if (!drop_damaged(w, j, j->pending[i], rc)) {
+                free(csv);
+                return NULL;
+            }
+            continue; /* the next batch is at i now */
+        }
         free(gz);
-        if (rc < 0)
-            continue;
-        const char *rows = memchr(plain, '\n', plen);
-        rows = rows ? rows + 1 : plain + plen;
+        const char *rows = memchr(plain, '\n', plen) + 1; /* after the header: checked */
         size_t n = (size_t)(plain + plen - rows);
         if (len + n + 1 > cap)
             csv = rt_xrealloc(csv, cap = (len + n) * 2 + 1);
         memcpy(csv + len, rows, n);
         len += n;
         free(plain);
+        i++;
     }
     csv[len] = '\0';
     return csv;
+}
+
+/* The objects a refused /finish names as bad (uris[i] is sent.v[i]): moved
+ * from sent to dropped, one error each, so the run finishes with the others;
+ * /finish goes again at once (after the backoff when the drop cannot be
+ * recorded). False when it names none. */
+static bool drop_refused(struct rt_upload_worker *w, struct rt_upload_job *j, const char *reply,
+                         char *const *uris, size_t n)
+{
+    bool *bad = rt_xcalloc(n ? n : 1, sizeof(*bad));
+    struct rt_u64_list gone = {0};
+    if (rt_sentinel_refused_uris(reply, (const char *const *)uris, n, bad))
+        for (size_t i = 0; i < n; i++)
+            if (bad[i])
+                rt_u64_list_add(&gone, j->sent.v[i]);
+    free(bad);
+    if (!gone.n)
+        return false;
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < gone.n; i++) {
+        rt_u64_list_remove(&j->sent, gone.v[i]);
+        rt_u64_list_add(&j->dropped, gone.v[i]);
+    }
+    pthread_mutex_unlock(&w->mu);
+    int rc = rt_upload_save_meta(w, j);
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; rc < 0 && i < gone.n; i++) {
+        rt_u64_list_remove(&j->dropped, gone.v[i]);
+        rt_u64_list_add(&j->sent, gone.v[i]);
+    }
+    if (rc == 0)
+        j->retry_at_ms = 0;
+    pthread_mutex_unlock(&w->mu);
+    for (size_t i = 0; rc == 0 && i < gone.n; i++)
+        rt_err("upload: job %llu (run %s): the API refuses batch %06llu in /finish; dropped, the run finishes "
+               "without it", (unsigned long long)j->id, j->run_id, (unsigned long long)gone.v[i]);
+    if (rc < 0) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "cannot record refused batches as dropped: %s", strerror(-rc));
+        rt_upload_failed(w, j, "spool", msg);
+    }
+    free(gone.v);
+    return true;
 }
 
 void rt_upload_finish_run(struct rt_upload_worker *w, struct rt_upload_job *j)
@@ -279,21 +373,22 @@ void rt_upload_finish_run(struct rt_upload_worker *w, struct rt_upload_job *j)
     char finished_at[32];
     rt_format_iso8601(j->finished_at, finished_at);
     struct json_object *body;
+    char **uris = NULL;
+    size_t n_uris = inl ? 0 : j->sent.n;
     if (inl) {
-        char *csv = inline_csv(j);
+        char *csv = inline_csv(w, j);
+        if (!csv)
+            return;
         body = rt_sentinel_finish_body(j->exit_code, finished_at, NULL, 0, csv);
         free(csv);
     } else {
-        char **uris = rt_xcalloc(j->sent.n ? j->sent.n : 1, sizeof(*uris));
-        for (size_t i = 0; i < j->sent.n; i++) {
+        uris = rt_xcalloc(n_uris ? n_uris : 1, sizeof(*uris));
+        for (size_t i = 0; i < n_uris; i++) {
             char *key = rt_s3_object_key(j->key_prefix, j->run_id, j->sent.v[i]);
             uris[i] = rt_xasprintf("s3://%s/%s", j->bucket, key);
             free(key);
         }
-        body = rt_sentinel_finish_body(j->exit_code, finished_at, (const char *const *)uris, j->sent.n, NULL);
-        for (size_t i = 0; i < j->sent.n; i++)
-            free(uris[i]);
-        free(uris);
+        body = rt_sentinel_finish_body(j->exit_code, finished_at, (const char *const *)uris, n_uris, NULL);
     }
     char *path = rt_sentinel_run_path(j->run_id, "finish");
     struct rt_http_resp resp;
@@ -305,14 +400,17 @@ void rt_upload_finish_run(struct rt_upload_worker *w, struct rt_upload_job *j)
      * reply was lost. */
     bool ok = rc == 0 || resp.status == 409;
     if (!ok) {
-        if (rt_upload_is_rejection(resp.status))
-            rt_upload_rejected(w, j, "finish run", &resp);
-        else
+        if (!rt_upload_is_rejection(resp.status))
             rt_upload_failed(w, j, "finish run", resp.error);
-        rt_http_resp_free(&resp);
-        return;
+        else if (!drop_refused(w, j, resp.body, uris, n_uris)) /* a refusal naming objects costs only those */
+            rt_upload_rejected(w, j, "finish run", &resp);
     }
+    for (size_t i = 0; i < n_uris; i++)
+        free(uris[i]);
+    free(uris);
     rt_http_resp_free(&resp);
+    if (!ok)
+        return;
     rt_upload_succeeded(w, j);
     rt_upload_on_finished(j->id, j->run_id, inl ? "inline" : "s3", j->sent.n);
     rt_upload_done(w, j, true);

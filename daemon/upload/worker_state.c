@@ -41,9 +41,14 @@ static int write_meta_locked(struct rt_upload_worker *w, struct rt_upload_job *j
     pthread_mutex_unlock(&w->mu);
     if (!meta)
         return 0;
-    int rc = rt_write_file_at(dirfd, RT_SPOOL_META, meta, strlen(meta), 0600, RT_SYNC_FULL);
+    /* Then its copy: a meta.json damaged on disk does not cost the job's
+     * upload (its token and what was sent are only here). */
+    const char *file = RT_SPOOL_META;
+    int rc = rt_write_file_at(dirfd, file, meta, strlen(meta), 0600, RT_SYNC_FULL);
+    if (rc == 0)
+        rc = rt_write_file_at(dirfd, file = RT_SPOOL_META_COPY, meta, strlen(meta), 0600, RT_SYNC_FULL);
     if (rc < 0)
-        rt_warn("upload: job %llu: cannot write %s: %s", (unsigned long long)id, RT_SPOOL_META, strerror(-rc));
+        rt_warn("upload: job %llu: cannot write %s: %s", (unsigned long long)id, file, strerror(-rc));
     explicit_bzero(meta, strlen(meta)); /* holds the token */
     free(meta);
     return rc;
@@ -127,6 +132,7 @@ void rt_upload_done(struct rt_upload_worker *w, struct rt_upload_job *j, bool fi
     pthread_mutex_lock(&w->meta_mu);
     pthread_mutex_lock(&w->mu);
     j->done = true;
+    j->abandoned = !finished; /* with done, under the same lock: never "finishing" meanwhile */
     j->n_pending = 0;
     j->seg_bytes = 0;
     if (j->rows_fd >= 0)

@@ -117,6 +117,49 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual((fin[run_id][0]["run_status"], fin[run_id][0]["exit_code"]), ("finished", 0))
         self.assertIsNone(p.poll(), "its process goes on")
 
+    def test_a_finish_refusing_a_batch_costs_only_it(self):
+        # The API refuses the /finish that lists one object, naming it: only
+        # that one is dropped and the run finishes with the others (it was
+        # abandoned, its good batches with it).
+        self.api.refuse_objects = {"/000001.csv.gz"}
+        env = {"SENTINEL_API_TOKEN": TOKEN, "SENTINEL_API_URL": self.api.url, "TRACKER_UPLOAD_INTERVAL": "1"}
+        rc, _, err = run_ctl(self.d, "run", "-q", "-n", "refused", "--", "sleep", "3.5", env=env)
+        self.assertEqual(rc, 0, err)
+        fin = wait_until(lambda: self.api.finishes(), 60, "the run to finish")
+        (run_id,) = fin.keys()
+        (refused,) = self.api.runs[run_id]["refused"]
+        listed = refused["data_uris"]
+        self.assertGreaterEqual(len(listed), 3)
+        self.assertTrue(listed[1].endswith("/000001.csv.gz"), listed)
+        self.assertEqual(fin[run_id][0]["data_uris"], listed[:1] + listed[2:])
+        up = wait_until(lambda: (lambda u: u["state"] == "finished" and u)(
+            self.d.call("GetJob", {"name": "refused"})["job"]["upload"]), 30, "upload state finished")
+        self.assertEqual(up["batches_sent"], len(listed) - 1)
+        self.assertIn("the API refuses batch 000001 in /finish; dropped, the run finishes without it",
+                      self.d.read_log())
+
+    def test_an_upload_given_up_shows_as_abandoned(self):
+        # /finish refused for good (nothing of ours named): after 5 the upload
+        # is given up, and says so; it never stays "finishing".
+        env = {"SENTINEL_API_TOKEN": TOKEN, "SENTINEL_API_URL": self.api.url, "TRACKER_UPLOAD_INTERVAL": "1"}
+        p = subprocess.Popen(["sleep", "120"])
+        self.addCleanup(lambda: (p.poll() is None and p.kill(), p.wait()))
+        run_ctl(self.d, "start", "--pid", str(p.pid), "-n", "given-up", env=env)
+
+        def upload():
+            return self.d.call("GetJob", {"name": "given-up"})["job"]["upload"]
+        wait_until(lambda: upload()["batches_sent"] >= 1, 30, "a batch sent")
+        self.api.fail = 422
+        p.kill()
+        p.wait()
+        up = wait_until(lambda: (lambda u: u["state"] == "abandoned" and u)(upload()), 90, "the upload given up")
+        self.assertIn("HTTP 422", up["last_error"])
+        self.assertEqual(self.api.finishes(), {})
+        self.assertEqual(self.api.count(r"/finish$"), 5)
+        rc, out, _ = run_ctl(self.d, "status", "given-up", check=0)
+        self.assertRegex(out, r"Upload +abandoned, run ")
+        self.assertIn("giving up", self.d.read_log())
+
     def test_status_shows_upload(self):
         env = {"SENTINEL_API_TOKEN": TOKEN, "SENTINEL_API_URL": self.api.url}
         rc, _, err = run_ctl(self.d, "run", "-q", "-n", "shown", "--", "sleep", "1.2", env=env)
@@ -254,6 +297,72 @@ class KillWithPendingBatches(unittest.TestCase):
         self.assertNotIn(TOKEN, d2.read_log(), "the token was logged")
         self.assertEqual(self.api.violations, [], "requests the live API rejects")
         self.assertEqual(os.listdir(os.path.join(self.state, "spool")), [])
+
+    def test_damaged_spool_costs_only_what_it_touches(self):
+        # A running job's meta.json cut short and one of its batches damaged
+        # while the daemon is down: the job goes on in the same run (meta.json
+        # from its copy, the damaged one set aside), the damaged batch is
+        # checked before its PUT and never sent, every other row arrives once.
+        stall, go = os.path.join(self.tmp, "stall"), os.path.join(self.tmp, "go")
+        PROXY.fail = "close"
+        d1 = self.daemon(env={"RESOURCE_TRACKERD_TEST_STALL_FILE": stall})
+        proc = subprocess.Popen(["sh", "-c", "while [ ! -e %s ]; do sleep 0.05; done" % go])
+        self.addCleanup(lambda: (proc.poll() is None and proc.send_signal(signal.SIGKILL), proc.wait()))
+        _, out, _ = run_ctl(d1, "start", "--pid", str(proc.pid), "--name", "damaged",
+                            env={"SENTINEL_API_TOKEN": TOKEN}, check=0)
+        job_id = int(out.strip())
+        up = wait_until(lambda: (lambda u: u and u["batches_pending"] >= 3 and u)(self.upload(d1, job_id)),
+                        60, "batches pending while S3 is down")
+        run_id = up["run_id"]
+        open(stall, "w").close()
+        time.sleep(1.0)
+        d1.kill9()
+        spool = os.path.join(self.state, "spool", str(job_id))
+        meta = os.path.join(spool, "meta.json")
+        cut = os.path.getsize(meta) // 2
+        with open(meta, "r+b") as f:
+            f.truncate(cut)
+        batches = sorted(f for f in os.listdir(spool) if f.endswith(".csv.gz"))
+        self.assertGreaterEqual(len(batches), 2)
+        bad = batches[1]
+        with open(os.path.join(spool, bad), "r+b") as f:
+            data = f.read()
+            _, bad_rows = object_rows(data)
+            f.seek(len(data) // 2)
+            f.write(bytes(b ^ 0x5A for b in data[len(data) // 2:len(data) // 2 + 4]))
+
+        PROXY.fail = None
+        d2 = self.daemon()
+        wait_until(lambda: self.upload(d2, job_id)["batches_sent"] >= len(batches) - 1, 60, "the good batches sent")
+        time.sleep(1.5)  # rows sampled by the new daemon go into the same run
+        open(go, "w").close()
+        fin = wait_until(lambda: self.api.finishes(), 60, "the run to finish")
+        self.assertEqual(list(fin), [run_id], "the same run, continued from meta.json's copy")
+        uris = fin[run_id][0]["data_uris"]
+        self.assertFalse([u for u in uris if u.endswith("/" + bad)], "the damaged batch was sent")
+        rows = []
+        for u in uris:
+            header, r = object_rows(S3.get(BUCKET, u.split("/", 3)[3]))
+            self.assertEqual(header, HEADER)
+            rows += r
+        csv = job_samples(d2, job_id, page=50, fmt="csv").splitlines()[1:]
+        self.assertTrue(bad_rows and set(bad_rows) <= set(csv))
+        self.assertEqual(rows, [r for r in csv if r not in set(bad_rows)], "every other row once, in order")
+        quarantine = os.path.join(self.state, "spool", "quarantine")
+        self.assertEqual(sorted(os.listdir(quarantine)), ["%d-%s" % (job_id, bad), "%d-meta.json" % job_id])
+        self.assertEqual(os.path.getsize(os.path.join(quarantine, "%d-meta.json" % job_id)), cut)
+        log = d2.read_log()
+        self.assertEqual(log.count("meta.json is damaged"), 1, log)
+        self.assertIn("kept as quarantine/%d-meta.json, the job goes on from meta-copy.json" % job_id, log)
+        self.assertIn("batch %s is damaged (not the gzip CSV the spool sealed): not sent, dropped; kept as "
+                      "quarantine/%d-%s" % (bad, job_id, bad), log)
+        job = wait_until(lambda: (lambda j: j["upload"]["state"] == "finished" and j)(
+            d2.call("GetJob", {"id": job_id})["job"]), 30, "upload state finished")
+        self.assertEqual(job["upload"]["batches_sent"], len(uris))
+        d2.stop()
+        self.assertNotIn(TOKEN, d2.read_log(), "the token was logged")
+        self.assertEqual(self.api.violations, [], "requests the live API rejects")
+        self.assertEqual(os.listdir(os.path.join(self.state, "spool")), ["quarantine"])
 
 
 if __name__ == "__main__":

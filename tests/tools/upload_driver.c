@@ -27,6 +27,7 @@ static void reply_status(struct rt_upload_worker *w, uint64_t id)
     json_object_object_add(o, "tracked", json_object_new_boolean(st.tracked));
     json_object_object_add(o, "ended", json_object_new_boolean(st.ended));
     json_object_object_add(o, "finished", json_object_new_boolean(st.finished));
+    json_object_object_add(o, "abandoned", json_object_new_boolean(st.abandoned));
     json_object_object_add(o, "run_id", json_object_new_string(st.run_id));
     json_object_object_add(o, "sent", json_object_new_uint64(st.batches_sent));
     json_object_object_add(o, "pending", json_object_new_uint64(st.batches_pending));

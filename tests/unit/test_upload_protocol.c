@@ -87,6 +87,38 @@ static void test_refused_fields(void **state)
     json_object_put(sent);
 }
 
+/* A refused /finish costs only the objects it names: by their index in
+ * data_uris, or their key in a msg or a string detail; never from "input"
+ * (which echoes the body), nor from a text naming them all. */
+static void test_refused_uris(void **state)
+{
+    (void)state;
+    const char *uris[] = {"s3://b/p/r/000000.csv.gz", "s3://b/p/r/000001.csv.gz", "s3://b/p/r/000002.csv.gz"};
+    bool bad[3] = {0};
+    const char *by_index = "{\"detail\":[{\"loc\":[\"body\",\"data_uris\",1],\"msg\":\"not a CSV\","
+                           "\"input\":\"s3://b/p/r/000001.csv.gz\"},{\"loc\":[\"body\",\"data_uris\",7]}]}";
+    assert_int_equal(rt_sentinel_refused_uris(by_index, uris, 3, bad), 1);
+    assert_true(!bad[0] && bad[1] && !bad[2]);
+    memset(bad, 0, sizeof(bad));
+    const char *by_msg = "{\"detail\":[{\"loc\":[\"body\"],\"msg\":\"p/r/000002.csv.gz is empty\","
+                         "\"input\":{\"data_uris\":[\"s3://b/p/r/000000.csv.gz\"]}}]}";
+    assert_int_equal(rt_sentinel_refused_uris(by_msg, uris, 3, bad), 1);
+    assert_true(!bad[0] && !bad[1] && bad[2]);
+    memset(bad, 0, sizeof(bad));
+    assert_int_equal(rt_sentinel_refused_uris("{\"detail\":\"s3://b/p/r/000000.csv.gz: no such object\"}", uris, 3,
+                                              bad), 1);
+    assert_true(bad[0] && !bad[1] && !bad[2]);
+    memset(bad, 0, sizeof(bad));
+    /* An echo of the whole list, a body-level error, no body: nothing. */
+    assert_int_equal(rt_sentinel_refused_uris("{\"detail\":\"bad: p/r/000000.csv.gz p/r/000001.csv.gz "
+                                              "p/r/000002.csv.gz\"}", uris, 3, bad), 0);
+    assert_int_equal(rt_sentinel_refused_uris("{\"detail\":[{\"loc\":[\"body\",\"exit_code\"],\"input\":"
+                                              "\"p/r/000001.csv.gz\"}]}", uris, 3, bad), 0);
+    assert_int_equal(rt_sentinel_refused_uris("p/r/000001.csv.gz", uris, 3, bad), 0); /* not JSON */
+    assert_int_equal(rt_sentinel_refused_uris(NULL, uris, 3, bad), 0);
+    assert_true(!bad[0] && !bad[1] && !bad[2]);
+}
+
 static void test_finish_body(void **state)
 {
     (void)state;
@@ -336,7 +368,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runs_body),     cmocka_unit_test(test_finish_body),
-        cmocka_unit_test(test_refused_fields),
+        cmocka_unit_test(test_refused_fields), cmocka_unit_test(test_refused_uris),
         cmocka_unit_test(test_iso8601),       cmocka_unit_test(test_parse_replies),
         cmocka_unit_test(test_s3_names),      cmocka_unit_test(test_region_header),
         cmocka_unit_test(test_region_probe),  cmocka_unit_test(test_reply_body),

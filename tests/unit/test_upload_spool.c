@@ -223,12 +223,16 @@ static void test_load_garbage(void **state)
     close(d);
     assert_null(rt_upload_job_load(root_fd, "7"));
     assert_int_equal(faccessat(root_fd, "7", F_OK, 0), -1);
-    /* Corrupt meta: warned about and removed, no crash. */
+    /* Corrupt meta without a copy: set aside whole, never deleted. */
     d = rt_spool_open_dir(root_fd, "8");
     write_file(d, RT_SPOOL_META, "{\"token\":");
+    write_file(d, "rows.000000", "1\n");
     close(d);
     assert_null(rt_upload_job_load(root_fd, "8"));
     assert_int_equal(faccessat(root_fd, "8", F_OK, 0), -1);
+    assert_int_equal(faccessat(root_fd, RT_SPOOL_QUARANTINE "/8/rows.000000", F_OK, 0), 0);
+    assert_null(rt_upload_job_load(root_fd, RT_SPOOL_QUARANTINE)); /* passed over */
+    assert_int_equal(faccessat(root_fd, RT_SPOOL_QUARANTINE "/8/" RT_SPOOL_META, F_OK, 0), 0);
     /* A running job resumes as running, sequence after what it had; the
      * empty segment a clean stop left (rows.000007) takes no number. */
     d = rt_spool_open_dir(root_fd, "9");
@@ -246,6 +250,130 @@ static void test_load_garbage(void **state)
     rt_upload_job_destroy(j);
 }
 
+static char *sealed_batch(const char *rows, size_t *len)
+{
+    int d = rt_spool_open_dir(root_fd, "check");
+    write_file(d, "rows.000000", rows);
+    uint64_t n, bytes;
+    assert_int_equal(rt_spool_seal(d, 0, &n, &bytes), 1);
+    char *gz;
+    assert_int_equal(rt_spool_read_file(d, "000000.csv.gz", &gz, len), 0);
+    rt_spool_unlink(d, "000000.csv.gz");
+    close(d);
+    return gz;
+}
+
+/* A batch is checked before its PUT: whatever is not the gzip CSV the spool
+ * sealed (a flipped byte, cut short, bytes after it, another shape) is not. */
+static void test_check_batch(void **state)
+{
+    (void)state;
+    char row[256] = "", *csv;
+    for (int i = 0; i < RT_CSV_COLUMNS; i++)
+        strcat(row, i ? ",1" : "1767225600");
+    strcat(row, "\n");
+    char *rows = rt_xasprintf("%s%s", row, row);
+    size_t len, clen;
+    char *gz = sealed_batch(rows, &len);
+    assert_int_equal(rt_spool_check_batch(gz, len, NULL, NULL), 0);
+    assert_int_equal(rt_spool_check_batch(gz, len, &csv, &clen), 0);
+    assert_int_equal(clen, strlen(RT_CSV_HEADER) + 1 + strlen(rows));
+    free(csv);
+    assert_int_equal(rt_spool_check_batch(gz, len - 1, NULL, NULL), -EBADMSG);
+    gz[len / 2] ^= 0x55; /* inside the deflate data or its CRC */
+    assert_int_equal(rt_spool_check_batch(gz, len, NULL, NULL), -EBADMSG);
+    gz[len / 2] ^= 0x55;
+    gz[len - 6] ^= 0x01; /* the CRC-32 */
+    assert_int_equal(rt_spool_check_batch(gz, len, NULL, NULL), -EBADMSG);
+    gz[len - 6] ^= 0x01;
+    char *longer = rt_xmalloc(len + 4);
+    memcpy(longer, gz, len);
+    memcpy(longer + len, "junk", 4);
+    assert_int_equal(rt_spool_check_batch(longer, len + 4, NULL, NULL), -EBADMSG);
+    free(longer);
+    free(gz);
+    /* Whole gzip, wrong CSV: a row short of a column, another header. */
+    const char *shapes[] = {"1,2,3\n", "", NULL};
+    for (size_t i = 0; shapes[i]; i++) {
+        char *text = rt_xasprintf("%s\n%s%s", RT_CSV_HEADER, row, shapes[i]);
+        assert_int_equal(rt_gzip(text, strlen(text) - (i == 1), &gz, &len), 0); /* i 1: no final newline */
+        assert_int_equal(rt_spool_check_batch(gz, len, NULL, NULL), -EBADMSG);
+        free(gz);
+        free(text);
+    }
+    char *text = rt_xasprintf("time,x\n%s", row);
+    assert_int_equal(rt_gzip(text, strlen(text), &gz, &len), 0);
+    assert_int_equal(rt_spool_check_batch(gz, len, NULL, NULL), -EBADMSG);
+    free(gz);
+    free(text);
+    free(rows);
+}
+
+static void write_meta(int d, const char *file, const char *run_id)
+{
+    struct rt_upload_job *j = rt_upload_job_alloc(11);
+    j->token = rt_xstrdup("tok");
+    rt_upload_job_set_run(j, run_id, "s3://bkt/pre", NULL);
+    rt_u64_list_add(&j->sent, 0);
+    char *meta = rt_upload_job_meta(j);
+    assert_int_equal(rt_write_file_at(d, file, meta, strlen(meta), 0600, RT_SYNC_FULL), 0);
+    free(meta);
+    rt_upload_job_destroy(j);
+}
+
+/* A truncated meta.json: set aside, the job goes on from its copy (and a
+ * meta.json written back); the copy damaged too: the directory set aside. */
+static void test_damaged_meta(void **state)
+{
+    (void)state;
+    int d = rt_spool_open_dir(root_fd, "11");
+    write_meta(d, RT_SPOOL_META, "run-1");
+    write_meta(d, RT_SPOOL_META_COPY, "run-1");
+    int fd = openat(d, RT_SPOOL_META, O_WRONLY);
+    assert_int_equal(ftruncate(fd, 20), 0); /* cut short, as a full disk or a crash of the disk leaves it */
+    close(fd);
+    write_file(d, "rows.000001", "1,a\n");
+    close(d);
+    struct rt_upload_job *j = rt_upload_job_load(root_fd, "11");
+    assert_non_null(j);
+    assert_string_equal(j->token, "tok");
+    assert_string_equal(j->run_id, "run-1");
+    assert_int_equal(j->seg, 2);
+    assert_true(j->resumed_running);
+    char *kept;
+    size_t len;
+    assert_int_equal(rt_spool_read_file(root_fd, RT_SPOOL_QUARANTINE "/11-" RT_SPOOL_META, &kept, &len), 0);
+    assert_int_equal(len, 20);
+    free(kept);
+    rt_upload_job_destroy(j);
+    /* meta.json is whole again: no second complaint, nothing more set aside. */
+    j = rt_upload_job_load(root_fd, "11");
+    assert_non_null(j);
+    assert_string_equal(j->run_id, "run-1");
+    assert_int_equal(faccessat(root_fd, RT_SPOOL_QUARANTINE "/11-" RT_SPOOL_META ".1", F_OK, 0), -1);
+    /* meta.json gone, its copy there: the copy. */
+    assert_int_equal(unlinkat(j->dirfd, RT_SPOOL_META, 0), 0);
+    rt_upload_job_destroy(j);
+    j = rt_upload_job_load(root_fd, "11");
+    assert_non_null(j);
+    assert_string_equal(j->run_id, "run-1");
+    /* Both damaged: the whole directory set aside, its rows with it. */
+    write_file(j->dirfd, RT_SPOOL_META, "{\"tok");
+    write_file(j->dirfd, RT_SPOOL_META_COPY, "");
+    rt_upload_job_destroy(j);
+    assert_null(rt_upload_job_load(root_fd, "11"));
+    assert_int_equal(faccessat(root_fd, "11", F_OK, 0), -1);
+    assert_int_equal(faccessat(root_fd, RT_SPOOL_QUARANTINE "/11/000001.csv.gz", F_OK, 0), 0);
+    assert_int_equal(faccessat(root_fd, RT_SPOOL_QUARANTINE "/11/" RT_SPOOL_META_COPY, F_OK, 0), 0);
+    /* A finished job's directory (neither file) is still removed. */
+    d = rt_spool_open_dir(root_fd, "12");
+    write_file(d, "rows.000000", "1\n");
+    close(d);
+    assert_null(rt_upload_job_load(root_fd, "12"));
+    assert_int_equal(faccessat(root_fd, "12", F_OK, 0), -1);
+    assert_int_equal(faccessat(root_fd, RT_SPOOL_QUARANTINE "/12", F_OK, 0), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -254,6 +382,8 @@ int main(void)
         cmocka_unit_test(test_atomic_write),
         cmocka_unit_test(test_meta_roundtrip_and_resume),
         cmocka_unit_test(test_load_garbage),
+        cmocka_unit_test(test_check_batch),
+        cmocka_unit_test(test_damaged_meta),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -52,6 +52,7 @@ class SentinelStandin:
         self.finish_status = 200          # status of an accepted /finish
         self.runs_reply = None            # a 201 body for /runs instead of a new run
         self.refuse = set()               # /runs fields answered with a FastAPI 422 (a schema we do not know)
+        self.refuse_objects = set()       # key endings: a /finish listing one is refused, FastAPI 422 naming it
         self.requests = []                # (method, path, headers, body)
         self.violations = []
         self.runs = {}                    # run_id -> {"start": body, "finish": [bodies], "refreshes": n, "creds": [...]}
@@ -241,6 +242,13 @@ class SentinelStandin:
             for b in bad:
                 self.violate(b)
             return self._reply(h, 422, {"detail": bad})
+        named = [{"type": "value_error", "loc": ["body", "data_uris", i], "msg": f"{u} is not a CSV of this run",
+                  "input": u} for i, u in enumerate(obj.get("data_uris") or [])
+                 if any(u.endswith(e) for e in self.refuse_objects)]
+        if named:
+            with self.lock:
+                run.setdefault("refused", []).append(obj)
+            return self._reply(h, 422, {"detail": named})
         with self.lock:
             run["finish"].append(obj)
         return self._reply(h, self.finish_status, {"run": {"run_id": run_id}, "processing": {"status": "queued"}})
