@@ -241,9 +241,13 @@ size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double secs,
     put_mem(&o, ms, sizeof(ms));
     put_u64(&o, (uint32_t)procs);
     put_c(&o, ',');
-    put_fixed(&o, rt_round_dec(utime, RT_DEC_SECS), 3);
+    /* CPU seconds of the host's interval: once per interval in a job's rows
+     * (a final sample right after its tick's has no interval of its own). */
+    if (!job->host_repeated)
+        put_fixed(&o, rt_round_dec(utime, RT_DEC_SECS), 3);
     put_c(&o, ',');
-    put_fixed(&o, rt_round_dec(stime, RT_DEC_SECS), 3);
+    if (!job->host_repeated)
+        put_fixed(&o, rt_round_dec(stime, RT_DEC_SECS), 3);
     put_c(&o, ',');
     put_fixed(&o, rt_round_dec(util, RT_DEC_CORES), 4);
     for (size_t i = 0; i < 6; i++) {
@@ -297,7 +301,8 @@ size_t rt_sample_to_csv(const struct rt_sample *s, char *buf, size_t size)
 {
     struct rt_csv_host h = {0};
     rt_csv_host_from_sample(s, &h);
-    struct rt_csv_job job = {.has_job = s->has_job, .pid = s->tracked_pid, .f = &s->job};
+    struct rt_csv_job job = {.has_job = s->has_job, .pid = s->tracked_pid, .f = &s->job,
+                             .host_repeated = s->has_job && s->host_repeated};
     size_t n = rt_csv_row(h.v, h.n, s->timestamp_ms, rt_sample_interval_secs(s), &job, buf, size);
     rt_csv_host_free(&h);
     return n;

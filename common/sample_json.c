@@ -155,6 +155,7 @@ struct json_object *rt_sample_to_json(const struct rt_sample *s)
     for (size_t i = 0; i < s->n_gpus; i++)
         json_object_array_add(gpus, gpu_json(&s->gpus[i]));
     add(o, "gpu", gpus);
+    add(o, "host_timestamp_ms", NULL);
     add(o, "job_id", NULL);
     add(o, "job_name", NULL);
     add(o, "memory", memory_json(&s->memory));
@@ -172,6 +173,7 @@ struct json_object *rt_sample_to_json(const struct rt_sample *s)
 
 void rt_sample_json_set_job(struct json_object *root, const struct rt_sample *s)
 {
+    add(root, "host_timestamp_ms", s->has_job && s->host_timestamp_ms ? rt_json_u64(s->host_timestamp_ms) : NULL);
     add(root, "job_id", s->job_id ? rt_json_u64(s->job_id) : NULL);
     add(root, "job_name", rt_json_string_or_null(s->job_name));
     add(root, "tracked_pid", s->has_job ? json_object_new_int64(s->tracked_pid) : NULL);
@@ -350,6 +352,7 @@ int rt_sample_from_json(struct json_object *o, struct rt_sample *s, char *err, s
         parse_gpu(json_object_array_get_idx(a, i), &s->gpus[i], s);
     s->has_gpu_backend = s->job.gates & RT_GATE_GPU;
     rt_json_get_u64(o, "job_id", &s->job_id);
+    rt_json_get_u64(o, "host_timestamp_ms", &s->host_timestamp_ms);
     s->job_name = dup_str(s, o, "job_name");
     int64_t pid;
     if (s->has_job && rt_json_get_i64(o, "tracked_pid", &pid))

@@ -86,6 +86,7 @@ struct rt_job {
     uint64_t interval_ns, due_ns;  /* its own grid: the next sample at due_ns (monotonic) */
     uint64_t last_sample_mono_ns;
     uint64_t last_timestamp_ms;    /* of its latest sample: the next one is later */
+    uint64_t last_host_ms;         /* the host sample's of its latest sample */
     struct rt_gpu_job *gpu_state;
     double gpu_energy_seen;        /* gpu_state's energy total already counted */
     /* Its cgroup, or a tree's memory-limited cgroup (its OOM kills), read

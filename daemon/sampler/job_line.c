@@ -251,7 +251,9 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
 
     bool kept = j->fig && rt_samples_append(&s->state->samples, j->fig, &f, timestamp_ms);
     struct rt_job_sample js = {.job_id = j->id, .name_json = j->name_json, .pid = j->pid,
-                               .timestamp_ms = timestamp_ms, .f = &f};
+                               .timestamp_ms = timestamp_ms, .host_repeated = j->last_host_ms == s->host_timestamp_ms,
+                               .f = &f};
+    j->last_host_ms = s->host_timestamp_ms;
     struct rt_rcstr *line = s->host_text_ok ? sample_text(s, &js, false) : NULL;
     struct rt_rcstr *csv = sample_text(s, &js, true);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #define AI "{\"actual_interval_ms\":"
+#define HOST_TS_NULL "\"host_timestamp_ms\":null,"
 #define JOB_NULL "\"job_id\":null,\"job_name\":null,"
 #define TAIL_NULL ",\"tracked_pid\":null}"
 
@@ -50,6 +51,10 @@ bool rt_host_text_parse(const char *p, size_t len, struct rt_host_text *h)
     h->proc2_end = (size_t)(d - p);
     h->job = (size_t)(e - p) + 1;
     h->job_end = h->job + strlen(JOB_NULL);
+    /* Host samples from before host_timestamp_ms have no such key. */
+    size_t hl = strlen(HOST_TS_NULL);
+    if (h->job >= h->proc2_end + hl && memcmp(p + h->job - hl, HOST_TS_NULL, hl) == 0)
+        h->job -= hl;
     /* The end: ["timestamp_ms":DIGITS,]"timestamp_secs":DIGITS,"tracked_pid":null} */
     if (len < strlen(TAIL_NULL) || memcmp(p + len - strlen(TAIL_NULL), TAIL_NULL, strlen(TAIL_NULL)) != 0)
         return false;
@@ -64,8 +69,12 @@ bool rt_host_text_parse(const char *p, size_t len, struct rt_host_text *h)
                 return false;
             break; /* no timestamp_ms: a sample from before it */
         }
+        uint64_t v = 0;
+        for (size_t i = t; p[i] >= '0' && p[i] <= '9' && v < UINT64_MAX / 100; i++)
+            v = v * 10 + (uint64_t)(p[i] - '0');
         t -= kl;
         h->has_ms = k == 1;
+        h->timestamp_ms = h->has_ms ? v : v * 1000;
     }
     h->tail = t + 1;
     return true;
@@ -130,7 +139,9 @@ void rt_job_sample_json(const struct rt_host_text *h, const struct rt_job_sample
     put_slice(out, h, h->proc1_end, h->proc2);
     put_figures(out, f, false);
     put_slice(out, h, h->proc2_end, h->job);
-    put_str(out, "\"job_id\":");
+    put_str(out, "\"host_timestamp_ms\":");
+    put_u64(out, h->timestamp_ms);
+    put_str(out, ",\"job_id\":");
     if (s->job_id)
         put_u64(out, s->job_id);
     else
@@ -158,7 +169,7 @@ void rt_job_sample_json(const struct rt_host_text *h, const struct rt_job_sample
 bool rt_job_sample_csv(const double *host, size_t n, const struct rt_job_sample *s, struct rt_buf *out)
 {
     const struct rt_job_figures *f = s->f;
-    struct rt_csv_job job = {.has_job = true, .pid = s->pid, .f = f};
+    struct rt_csv_job job = {.has_job = true, .pid = s->pid, .f = f, .host_repeated = s->host_repeated};
     rt_buf_reserve(out, 512);
     size_t len = rt_csv_row(host, n, s->timestamp_ms, (double)f->interval_ms / 1000.0, &job,
                             (char *)out->p + out->len, out->cap - out->len);

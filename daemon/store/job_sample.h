@@ -20,9 +20,10 @@ struct rt_host_text {
     size_t ai_val, ai_end;          /* the actual_interval_ms value, when the text starts with it */
     size_t proc1, proc1_end;        /* the job's keys before "process_count" */
     size_t proc2, proc2_end;        /* and after it, up to "stime_secs" */
-    size_t job, job_end;            /* "job_id":null,"job_name":null, */
+    size_t job, job_end;            /* ["host_timestamp_ms":null,]"job_id":null,"job_name":null, */
     size_t tail;                    /* ["timestamp_ms":…,]"timestamp_secs":…,"tracked_pid":null} */
     bool has_ms;                    /* timestamp_ms is there (samples from before it had none) */
+    uint64_t timestamp_ms;          /* the host sample's (its whole second without has_ms) */
 };
 
 /* false when the text is not a host sample of rt_sample_to_json. */
@@ -34,6 +35,7 @@ struct rt_job_sample {
     const char *name_json;          /* the name as a JSON string, or "null" */
     int32_t pid;
     uint64_t timestamp_ms;
+    bool host_repeated;             /* the host part is that of the job's previous sample */
     const struct rt_job_figures *f;
 };
 

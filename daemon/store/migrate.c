@@ -80,6 +80,24 @@ static struct slot *lookup(struct rt_migration *m, uint64_t h1, uint64_t h2)
 
 /* ---- one line ---- */
 
+#define HOST_TS "host_timestamp_ms"
+
+/* A rebuilt line as an older daemon, which had no host_timestamp_ms, wrote
+ * it: the key and its number cut out of buf. */
+static void cut_host_ts(struct rt_buf *buf)
+{
+    static const char key[] = "\"" HOST_TS "\":";
+    uint8_t *k = memmem(buf->p, buf->len, key, strlen(key));
+    if (!k)
+        return;
+    size_t at = (size_t)(k - buf->p), end = at + strlen(key);
+    while (end < buf->len && buf->p[end] >= '0' && buf->p[end] <= '9')
+        end++;
+    end += end < buf->len && buf->p[end] == ',';
+    memmove(buf->p + at, buf->p + end, buf->len - end);
+    buf->len -= end - at;
+}
+
 /* The host sample a job line was made from, as far as the line can tell:
  * its job fields as a host sample has them (the line's own replace them
  * again), its interval set aside the same way. */
@@ -91,6 +109,8 @@ static const char *host_text(struct json_object *o, size_t *len)
         if (k && json_object_object_get_ex(cpu, k, NULL))
             json_object_object_add(cpu, k, NULL);
     }
+    if (json_object_object_get_ex(o, HOST_TS, NULL)) /* in place: keys stay sorted */
+        json_object_object_add(o, HOST_TS, NULL);
     json_object_object_add(o, "job_id", NULL);
     json_object_object_add(o, "job_name", NULL);
     json_object_object_add(o, "tracked_pid", NULL);
@@ -135,6 +155,8 @@ static bool migrate_line(struct rt_samples *s, struct rt_migration *m, const str
                                    .f = &f};
         buf->len = 0;
         rt_job_sample_json(&ht, &js, buf);
+        if (!json_object_object_get_ex(o, HOST_TS, NULL))
+            cut_host_ts(buf);
         same = buf->len == len && memcmp(buf->p, line, len) == 0;
     }
     bool ok;

@@ -283,6 +283,8 @@ struct reader {
     size_t vals_cap;
     struct rt_csv_host parsed;
     bool warned;
+    bool have_prev;                     /* prev_hseq: the host sample of the record before */
+    uint64_t prev_hseq;
 };
 
 static void warn_skip(struct reader *rd, uint64_t index, const char *why)
@@ -371,6 +373,7 @@ static bool one(struct reader *rd, const struct rt_rec *r, uint64_t index, struc
     struct rt_job_figures f;
     uint64_t hseq, ts;
     if (!rt_figures_decode(r, &f, &hseq, &ts)) {
+        rd->have_prev = false;
         if (r->tlen > 1 && r->tmpl[0] == RT_FIG_VERBATIM && verbatim(rd, r, out))
             return true;
         warn_skip(rd, index, "it is not a sample record");
@@ -382,7 +385,9 @@ static bool one(struct reader *rd, const struct rt_rec *r, uint64_t index, struc
         return false;
     }
     struct rt_job_sample js = {.job_id = rd->jv->id, .name_json = rd->jv->name_json, .pid = rd->jv->pid,
-                               .timestamp_ms = ts, .f = &f};
+                               .timestamp_ms = ts, .host_repeated = rd->have_prev && rd->prev_hseq == hseq, .f = &f};
+    rd->have_prev = true;
+    rd->prev_hseq = hseq;
     if (rd->csv) {
         const double *v;
         size_t n;
@@ -415,10 +420,16 @@ size_t rt_samples_read(struct rt_samples *s, struct rt_figlog *fl, const struct 
         end = written;
     size_t n = 0, start = out->len;
     uint64_t i = from;
+    struct rt_rec r;
+    struct rt_job_figures f;
+    uint64_t ts;
+    /* A page that starts mid-job knows the host sample of the row before. */
+    rd.have_prev = from > 0 && from - 1 < end && rt_seglog_cursor_get(&figs, from - 1, &r) &&
+                   rt_figures_decode(&r, &f, &rd.prev_hseq, &ts);
     for (; i < end && n < max && out->len - start < max_bytes; i++) {
-        struct rt_rec r;
         if (!rt_seglog_cursor_get(&figs, i, &r)) {
             warn_skip(&rd, i, "it is damaged or gone");
+            rd.have_prev = false;
             continue;
         }
         size_t before = out->len;

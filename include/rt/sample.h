@@ -89,6 +89,8 @@ struct rt_sample {
     struct rt_arena arena;
     uint64_t timestamp_secs;             /* wall clock, floored */
     uint64_t timestamp_ms;               /* wall clock in ms: the CSV timestamp, unique per job */
+    uint64_t host_timestamp_ms;          /* job samples: when their host part was taken (0 unknown) */
+    bool host_repeated;                  /* job samples: the host part is that of the job's previous one */
     bool has_interval;
     uint64_t actual_interval_ms;         /* since the previous sample */
     double nominal_interval_secs;        /* used by CSV when has_interval is false */

@@ -37,6 +37,7 @@ struct rt_csv_job {
     bool has_job;
     int32_t pid;
     const struct rt_job_figures *f;
+    bool host_repeated; /* the host part is the previous row's: its CPU seconds are left empty */
 };
 #define RT_CSV_PID_COLUMN 22 /* process_pid; the job's figures follow it (rt_fig_samples' csv) */
 

@@ -41,6 +41,7 @@ def write_job(state_dir, host_sample, n, interval=1.0, job_id=1, name="day", uid
         json.dump(record, f)
     base = dict(host_sample, job_id=job_id, job_name=name, tracked_pid=4242,
                 actual_interval_ms=int(interval * 1000))
+    base.pop("host_timestamp_ms", None)  # an older daemon's lines have none
     cpu = dict(base["cpu"], process_child_count=3, process_gpu_usage=None, process_gpu_vram_mib=None,
                process_gpu_utilized=None)
     peaks = {}

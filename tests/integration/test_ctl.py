@@ -112,6 +112,35 @@ class Ctl(DaemonTest):
                              ["%d.%03d" % divmod(s["timestamp_ms"], 1000) for s in samples[skip:]])
             self.assertTrue(all(len(ln.split(",")) == 32 for ln in lines))
 
+    def test_a_final_sample_does_not_repeat_the_hosts_cpu_time(self):
+        """A job's final sample, taken when it ends between ticks, carries the
+        last tick's host part: its JSON says when that was taken, and its CSV
+        row leaves the host's CPU seconds, already on the row before, empty,
+        so a sum over the rows counts them once; live, stored and from a page
+        that starts at that row alike."""
+        p, jid = self.start_job("fin", "sh", "-c", "sleep 1.3")
+        live = self.follow(str(jid), "--follow", "--format", "csv")
+        out, err = live.communicate(timeout=30)
+        self.assertEqual((live.returncode, err), (0, b""))
+        samples = self.all_samples(jid)
+        n = len(samples)
+        self.assertGreaterEqual(n, 4)
+        *ticks, final = samples
+        self.assertTrue(all(s["host_timestamp_ms"] == s["timestamp_ms"] for s in ticks), ticks)
+        self.assertEqual(final["host_timestamp_ms"], ticks[-1]["host_timestamp_ms"])
+        self.assertLess(final["host_timestamp_ms"], final["timestamp_ms"])
+        stored = run_ctl(self.d, "samples", "fin", "--format", "csv", check=0)[1]
+        page = run_ctl(self.d, "samples", "fin", "--format", "csv", "--offset", str(n - 1), check=0)[1]
+        self.assertEqual(out.decode(), stored)
+        rows = list(csv.DictReader(io.StringIO(stored)))
+        self.assertEqual(page.splitlines()[1:], stored.splitlines()[-1:])
+        self.assertEqual(len(rows), n)
+        for row in rows[:-1]:
+            float(row["system_utime"]), float(row["system_stime"])  # numbers
+        self.assertEqual((rows[-1]["system_utime"], rows[-1]["system_stime"]), ("", ""))
+        self.assertNotEqual(rows[-1]["system_memory_used_mib"], "")  # levels stay
+        self.assertEqual(rows[-1]["process_pid"], str(p.pid))
+
     def test_samples_csv_from_an_offset_has_the_header(self):
         p, jid = self.start_job("off", "sleep", "30")
         wait_for(lambda: self.d.call("GetJob", {"id": jid})["job"]["summary"]["samples"] >= 4, what="samples")

@@ -314,10 +314,11 @@ class KillAndRestart(StateDirTest):
 
     def test_paging_over_an_older_daemons_samples_file(self):
         # A samples file as an older daemon wrote it (one JSON sample per
-        # line), grown past several sealed blocks' worth while no daemon
-        # runs: moved into the store at start, every line rebuilt byte for
-        # byte; a line in another form is kept as it was; a line that is no
-        # sample is dropped with a log line.
+        # line, no host_timestamp_ms), grown past several sealed blocks'
+        # worth while no daemon runs: moved into the store at start, every
+        # line rebuilt byte for byte, with when its host part was taken (its
+        # own time) added; a line in another form is kept as it was; a line
+        # that is no sample is dropped with a log line.
         d1 = self.daemon()
         p = self.proc("sleep", "60")
         job = d1.call("StartJob", {"pid": p.pid, "name": "long", "start_time": starttime(p.pid)})["job"]["id"]
@@ -328,7 +329,9 @@ class KillAndRestart(StateDirTest):
         n = 3 * 256 + 45
         grown = [re.sub(r'"timestamp_ms":\d+,"timestamp_secs":\d+',
                         '"timestamp_ms":%d,"timestamp_secs":%d' % ((1000000 + k) * 1000, 1000000 + k),
-                        lines[k % len(lines)]) for k in range(n)]
+                        re.sub(r'"host_timestamp_ms":\d+,', "", lines[k % len(lines)])) for k in range(n)]
+        now = [ln.replace('"job_id":', '"host_timestamp_ms":%d,"job_id":' % ((1000000 + k) * 1000), 1)
+               for k, ln in enumerate(grown)]
         grown[7] = json.dumps(json.loads(grown[7]))  # spaces after ':' and ',': not this store's form
         with open(self.job_path(job, "samples.jsonl"), "w") as f:
             f.write("\n".join(grown[:300]) + "\nnot a sample\n" + "\n".join(grown[300:]) + "\n")
@@ -341,7 +344,7 @@ class KillAndRestart(StateDirTest):
         self.wait_samples(d2, job, n + 3)
         every = job_samples(d2, job, page=10000)
         self.assertEqual([s["timestamp_secs"] for s in every[:n]], list(range(1000000, 1000000 + n)))
-        self.assertEqual(every[:n], [json.loads(ln) for ln in grown])
+        self.assertEqual(every[:n], [json.loads(ln) for ln in now[:7] + grown[7:8] + now[8:]])
         for off in (0, 255, 256, 257, 511, 512, n - 1, n, n + 1):
             page = d2.call("GetJobSamples", {"id": job, "offset": off, "limit": 2})
             self.assertEqual(page["samples"], every[off:off + 2], "offset %d" % off)
@@ -350,10 +353,11 @@ class KillAndRestart(StateDirTest):
         self.assertEqual(csv.split(",")[0], "%d.000" % (1000000 + 512))
         d2.call("StopJob", {"id": job})
         d2.stop()
-        # The lines come back as they were written, byte for byte.
+        # The lines come back as they were written, byte for byte, and the
+        # time of their host part.
         out = subprocess.run([DUMP, self.state, "--job", str(job)], check=True, capture_output=True).stdout
-        self.assertEqual(out.decode().splitlines()[:n], grown[:7] + [json.dumps(json.loads(grown[7]),
-                                                                             separators=(",", ":"))] + grown[8:])
+        self.assertEqual(out.decode().splitlines()[:n], now[:7] + [json.dumps(json.loads(grown[7]),
+                                                                           separators=(",", ":"))] + now[8:])
 
 
 class Retention(StateDirTest):

@@ -84,7 +84,7 @@ static void test_json_exact(void **state)
         "{\"capacity_bytes\":4000000000,\"device\":\"sda\",\"device_type\":\"ssd\",\"model\":null,"
         "\"mounts\":[],\"read_bytes_per_sec\":4096.0,\"read_bytes_total\":40960,\"serial\":null,"
         "\"stacked\":false,\"vendor\":null,\"write_bytes_per_sec\":8192.0,\"write_bytes_total\":81920}],"
-        "\"gpu\":[],\"job_id\":null,\"job_name\":null,"
+        "\"gpu\":[],\"host_timestamp_ms\":null,\"job_id\":null,\"job_name\":null,"
         "\"memory\":{\"active_mib\":300,\"available_mib\":600,\"buffers_mib\":10,\"cached_mib\":150,"
         "\"free_mib\":400,\"inactive_mib\":200,\"swap_total_mib\":0,\"swap_used_mib\":0,"
         "\"swap_used_pct\":0.0,\"total_mib\":1000,\"used_mib\":400,\"used_pct\":40.0},"

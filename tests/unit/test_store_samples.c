@@ -172,6 +172,7 @@ static char *old_line(struct json_object *host_obj, const struct rt_sample *host
     sm.has_job = true;
     sm.tracked_pid = pid;
     sm.job = *f;
+    sm.host_timestamp_ms = host->timestamp_ms;
     rt_sample_json_set_job(host_obj, &sm);
     json_object_object_add(host_obj, "timestamp_ms", rt_json_u64(ts));
     json_object_object_add(host_obj, "timestamp_secs", rt_json_u64(ts / 1000));
@@ -179,8 +180,9 @@ static char *old_line(struct json_object *host_obj, const struct rt_sample *host
     return rt_xstrdup(json_object_to_json_string_ext(host_obj, JSON_FLAGS));
 }
 
-/* The CSV row GetJobSamples made from a stored line. */
-static char *old_row(const char *line)
+/* The CSV row GetJobSamples made from a stored line; repeated: its host
+ * part is the previous line's. */
+static char *old_row(const char *line, bool repeated)
 {
     char err[128];
     struct json_object *o = rt_vl_parse(line, strlen(line), err, sizeof(err));
@@ -188,6 +190,7 @@ static char *old_row(const char *line)
     struct rt_sample s;
     rt_sample_init(&s);
     assert_int_equal(rt_sample_from_json(o, &s, err, sizeof(err)), 0);
+    s.host_repeated = repeated;
     char row[4096];
     size_t n = rt_sample_to_csv(&s, row, sizeof(row));
     assert_true(n < sizeof(row));
@@ -198,18 +201,32 @@ static char *old_row(const char *line)
 
 struct expect {
     char **lines, **rows;
+    uint64_t *ts;
     size_t n, cap;
 };
 
-static void expect_add(struct expect *e, char *line)
+static void expect_add(struct expect *e, char *line, bool repeated)
 {
     if (e->n == e->cap) {
         e->cap = e->cap ? e->cap * 2 : 64;
         e->lines = rt_xrealloc(e->lines, e->cap * sizeof(char *));
         e->rows = rt_xrealloc(e->rows, e->cap * sizeof(char *));
+        e->ts = rt_xrealloc(e->ts, e->cap * sizeof(uint64_t));
     }
     e->lines[e->n] = line;
-    e->rows[e->n++] = old_row(line);
+    e->rows[e->n++] = old_row(line, repeated);
+}
+
+/* line with its host_timestamp_ms set to ts, or without it (an older
+ * daemon's line). */
+static char *host_ts_as(const char *line, uint64_t ts, bool keep)
+{
+    const char *k = strstr(line, "\"host_timestamp_ms\":");
+    assert_non_null(k);
+    const char *v = k + strlen("\"host_timestamp_ms\":"), *end = v + strspn(v, "0123456789");
+    assert_int_equal(*end, ',');
+    return keep ? rt_xasprintf("%.*s%" PRIu64 "%s", (int)(v - line), line, ts, end)
+                : rt_xasprintf("%.*s%s", (int)(k - line), line, end + 1);
 }
 
 static void expect_free(struct expect *e)
@@ -220,6 +237,7 @@ static void expect_free(struct expect *e)
     }
     free(e->lines);
     free(e->rows);
+    free(e->ts);
 }
 
 static char dir[64];
@@ -292,7 +310,7 @@ static void test_rebuilt_byte_for_byte(void **state)
     struct rt_sample host;
     rt_sample_init(&host);
     enum { ticks = 150 };
-    uint64_t variant[ticks][JOBS] = {{0}}; /* timestamps the lines show per tick: host samples they need */
+    uint64_t variant[ticks][2 * JOBS] = {{0}}; /* timestamps the lines show per tick: host samples they need */
     for (unsigned t = 0; t < ticks; t++) {
         host_sample(&host, t, t == 0 || t == 77);
         struct json_object *host_obj = rt_sample_to_json(&host);
@@ -302,13 +320,17 @@ static void test_rebuilt_byte_for_byte(void **state)
         rt_samples_host_tick(&s, text, strlen(text));
         struct rt_csv_host ch = {0};
         rt_csv_host_from_sample(&host, &ch);
-        for (uint64_t id = 1; id <= JOBS; id++) {
+        for (uint64_t id = 1, rep = 0; id <= JOBS; id += !rep) {
             if (t % (unsigned)id) /* jobs at different intervals */
                 continue;
             struct rt_job_figures f = figures(&host);
-            /* Now and then a final sample between ticks. */
-            uint64_t ts = host.timestamp_ms + (rand() % 3 == 0 ? 1 + (uint64_t)(rand() % 1500) : 0);
-            for (int k = 0; k < JOBS; k++)
+            /* Now and then a final sample between ticks, and one right
+             * after the tick's sample, whose host part repeats. */
+            uint64_t ts = rep ? e[id - 1].ts[e[id - 1].n - 1] + 1 + (uint64_t)(rand() % 300)
+                              : host.timestamp_ms + (rand() % 3 == 0 ? 1 + (uint64_t)(rand() % 1500) : 0);
+            bool repeated = rep;
+            rep = !rep && rand() % 4 == 0;
+            for (int k = 0; k < 2 * JOBS; k++)
                 if (!variant[t][k] || variant[t][k] == ts) {
                     variant[t][k] = ts;
                     break;
@@ -317,7 +339,7 @@ static void test_rebuilt_byte_for_byte(void **state)
             /* Live: the sampler's line and row. */
             char *name = rt_job_name_json(names[id % JOBS]);
             struct rt_job_sample js = {.job_id = id, .name_json = name, .pid = (int32_t)(1000 + id),
-                                       .timestamp_ms = ts, .f = &f};
+                                       .timestamp_ms = ts, .host_repeated = repeated, .f = &f};
             struct rt_buf live = {0};
             rt_job_sample_json(&ht, &js, &live);
             rt_buf_byte(&live, 0);
@@ -325,7 +347,8 @@ static void test_rebuilt_byte_for_byte(void **state)
             live.len = 0;
             assert_true(rt_job_sample_csv(ch.v, ch.n, &js, &live));
             rt_buf_byte(&live, 0);
-            expect_add(&e[id - 1], line);
+            expect_add(&e[id - 1], line, repeated);
+            e[id - 1].ts[e[id - 1].n - 1] = ts;
             assert_string_equal((const char *)live.p, e[id - 1].rows[e[id - 1].n - 1]);
             rt_buf_free(&live);
             free(name);
@@ -347,8 +370,14 @@ static void test_rebuilt_byte_for_byte(void **state)
         check_read(&s, fl[id - 1], id, &e[id - 1]);
     close_store(&s, fl);
 
-    /* An older daemon's samples file of the same lines moves in and reads
-     * back the same, sharing host samples with the lines of other jobs. */
+    /* An older daemon's samples file of the same lines (without
+     * host_timestamp_ms) moves in and reads back the same, sharing host
+     * samples with the lines of other jobs; each line's host part is then
+     * of its own time, none known to repeat. */
+    struct expect mig[JOBS] = {{0}};
+    for (int i = 0; i < JOBS; i++)
+        for (size_t k = 0; k < e[i].n; k++)
+            expect_add(&mig[i], host_ts_as(e[i].lines[k], e[i].ts[k], true), false);
     open_store(&s, fl);
     uint64_t before = rt_seglog_count(&s.host);
     struct rt_migration *m = rt_migration_new();
@@ -359,8 +388,10 @@ static void test_rebuilt_byte_for_byte(void **state)
         snprintf(path, sizeof(path), "%" PRIu64 "/samples.jsonl", id);
         int fd = openat(jobs_fd, path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         for (size_t i = 0; i < e[id - 1].n; i++) {
-            assert_true(write(fd, e[id - 1].lines[i], strlen(e[id - 1].lines[i])) > 0);
+            char *old = host_ts_as(e[id - 1].lines[i], 0, false);
+            assert_true(write(fd, old, strlen(old)) > 0);
             assert_int_equal(write(fd, "\n", 1), 1);
+            free(old);
         }
         close(fd);
         char *name = rt_job_name_json(names[id % JOBS]);
@@ -373,20 +404,22 @@ static void test_rebuilt_byte_for_byte(void **state)
         assert_int_equal(rt_seglog_count(&fl[id - 1]->log), e[id - 1].n);
         rt_job_summary_free(&sum);
         free(name);
-        check_read(&s, fl[id - 1], id, &e[id - 1]);
+        check_read(&s, fl[id - 1], id, &mig[id - 1]);
     }
     rt_migration_free(m);
     /* One host sample per host sample the lines show: lines of different
      * jobs at the same tick share it. */
     uint64_t distinct = 0;
     for (unsigned t = 0; t < ticks; t++)
-        for (int k = 0; k < JOBS; k++)
+        for (int k = 0; k < 2 * JOBS; k++)
             distinct += variant[t][k] != 0;
     assert_int_equal(rt_seglog_count(&s.host) - before, distinct);
     close_store(&s, fl);
     rt_sample_free(&host);
-    for (int i = 0; i < JOBS; i++)
+    for (int i = 0; i < JOBS; i++) {
         expect_free(&e[i]);
+        expect_free(&mig[i]);
+    }
 }
 
 static int setup(void **state)
