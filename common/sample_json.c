@@ -1,9 +1,11 @@
 #include "rt/sample_json.h"
 
 #include "rt/json.h"
+#include "rt/util.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define DEC_CORES RT_DEC_CORES
@@ -18,156 +20,352 @@ static void add(struct json_object *o, const char *k, struct json_object *v)
     json_object_object_add(o, k, v);
 }
 
-static struct json_object *opt_u64(bool has, uint64_t v)
+/* ---- the text ----
+ * Written straight into a buffer (a tick's host sample builds no tree): the
+ * bytes json-c writes for the same object with RT_VL_JSON_FLAGS, keys
+ * sorted at every level, which rt_sample_to_json's tree reads back as they
+ * are (json-c keeps a parsed number's text). */
+
+struct jw {
+    struct printbuf *pb;
+    bool first; /* no value yet in the innermost object or array */
+};
+
+static void put(struct jw *w, const char *s, size_t n)
 {
-    return has ? rt_json_u64(v) : NULL;
+    printbuf_memappend_fast(w->pb, s, (int)n);
 }
 
-static struct json_object *cpu_json(const struct rt_sample *s)
+static void sep(struct jw *w)
+{
+    if (!w->first)
+        put(w, ",", 1);
+    w->first = false;
+}
+
+/* As json-c escapes a string ('/' left alone); most need nothing. */
+static void str(struct jw *w, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    put(w, "\"", 1);
+    size_t from = 0, i = 0;
+    for (; s[i]; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = c == '\b' ? "\\b" : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t"
+                        : c == '\f' ? "\\f" : c == '"' ? "\\\"" : c == '\\' ? "\\\\" : NULL;
+        if (!esc && c >= ' ')
+            continue;
+        put(w, s + from, i - from);
+        if (esc) {
+            put(w, esc, 2);
+        } else {
+            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            put(w, u, sizeof(u));
+        }
+        from = i + 1;
+    }
+    put(w, s + from, i - from);
+    put(w, "\"", 1);
+}
+
+/* A key of the sample's own (plain ASCII: nothing to escape). */
+static void key(struct jw *w, const char *k)
+{
+    sep(w);
+    put(w, "\"", 1);
+    put(w, k, strlen(k));
+    put(w, "\":", 2);
+}
+
+/* A key from elsewhere (a GPU detail's). */
+static void key_escaped(struct jw *w, const char *k)
+{
+    sep(w);
+    str(w, k);
+    put(w, ":", 1);
+}
+
+static void open_(struct jw *w, char c)
+{
+    put(w, &c, 1);
+    w->first = true;
+}
+
+static void close_(struct jw *w, char c)
+{
+    put(w, &c, 1);
+    w->first = false;
+}
+
+static void null_(struct jw *w)
+{
+    put(w, "null", 4);
+}
+
+static void u64_(struct jw *w, uint64_t v)
+{
+    char b[24];
+    put(w, b, rt_fmt_u64(b, v));
+}
+
+static void i64_(struct jw *w, int64_t v)
+{
+    if (v < 0)
+        put(w, "-", 1);
+    u64_(w, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+}
+
+static void dbl(struct jw *w, double v, int decimals)
+{
+    char b[RT_JSON_DOUBLE_MAX];
+    size_t n = rt_json_format_double(v, decimals, b);
+    if (n)
+        put(w, b, n);
+    else
+        null_(w);
+}
+
+static void str_or_null(struct jw *w, const char *s)
+{
+    if (s)
+        str(w, s);
+    else
+        null_(w);
+}
+
+/* key with a value of each kind */
+static void k_u64(struct jw *w, const char *k, uint64_t v)
+{
+    key(w, k);
+    u64_(w, v);
+}
+
+static void k_dbl(struct jw *w, const char *k, double v, int decimals)
+{
+    key(w, k);
+    dbl(w, v, decimals);
+}
+
+static void k_str(struct jw *w, const char *k, const char *s)
+{
+    key(w, k);
+    str_or_null(w, s);
+}
+
+static void k_null(struct jw *w, const char *k)
+{
+    key(w, k);
+    null_(w);
+}
+
+static void k_opt_i64(struct jw *w, const char *k, bool has, int64_t v)
+{
+    key(w, k);
+    if (has)
+        i64_(w, v);
+    else
+        null_(w);
+}
+
+static void cpu_text(struct jw *w, const struct rt_sample *s)
 {
     const struct rt_cpu *c = &s->cpu;
-    struct json_object *o = json_object_new_object();
-    add(o, "cgroup_usage_secs", c->has_cgroup ? rt_json_double(c->cgroup_usage_secs, DEC_SECS) : NULL);
-    add(o, "cgroup_utilization_pct",
-        c->has_cgroup ? rt_json_double(c->cgroup_utilization_pct, DEC_CORES) : NULL);
-    struct json_object *cores = json_object_new_array_ext((int)c->n_cores);
-    for (size_t i = 0; i < c->n_cores; i++)
-        json_object_array_add(cores, rt_json_double(c->per_core_pct[i], DEC_PCT));
-    add(o, "per_core_pct", cores);
-    /* The job's keys are filled by rt_sample_json_set_job; reserve their
-     * slots here so the key order stays sorted (rt_fig_samples is). */
-    bool count_added = false;
-    for (size_t i = 0; i < rt_fig_nsamples; i++) {
-        const char *k = rt_fig_samples[i].json;
-        if (!k)
-            continue;
-        if (!count_added && strcmp(k, "process_count") > 0) {
-            add(o, "process_count", json_object_new_int64(c->process_count));
-            count_added = true;
-        }
-        add(o, k, NULL);
+    key(w, "cpu");
+    open_(w, '{');
+    key(w, "cgroup_usage_secs");
+    c->has_cgroup ? dbl(w, c->cgroup_usage_secs, DEC_SECS) : null_(w);
+    key(w, "cgroup_utilization_pct");
+    c->has_cgroup ? dbl(w, c->cgroup_utilization_pct, DEC_CORES) : null_(w);
+    key(w, "per_core_pct");
+    open_(w, '[');
+    for (size_t i = 0; i < c->n_cores; i++) {
+        sep(w);
+        dbl(w, c->per_core_pct[i], DEC_PCT);
     }
-    add(o, "stime_secs", rt_json_double(c->stime_secs, DEC_SECS));
-    add(o, "utilization_pct", rt_json_double(c->utilization_pct, DEC_CORES));
-    add(o, "utime_secs", rt_json_double(c->utime_secs, DEC_SECS));
-    return o;
+    close_(w, ']');
+    /* The job's keys (null on host samples) around process_count, sorted
+     * as rt_fig_samples is. */
+    bool count_put = false;
+    for (size_t i = 0; i < rt_fig_nsamples; i++) {
+        const struct rt_fig_sample *r = &rt_fig_samples[i];
+        if (!r->json)
+            continue;
+        if (!count_put && strcmp(r->json, "process_count") > 0) {
+            k_u64(w, "process_count", c->process_count);
+            count_put = true;
+        }
+        key(w, r->json);
+        double v;
+        char b[64];
+        size_t n = rt_fig_sample_in(&s->job, s->has_job, i, &v) ? rt_fig_sample_text(r, v, b) : 0;
+        if (n)
+            put(w, b, n);
+        else
+            null_(w);
+    }
+    k_dbl(w, "stime_secs", c->stime_secs, DEC_SECS);
+    k_dbl(w, "utilization_pct", c->utilization_pct, DEC_CORES);
+    k_dbl(w, "utime_secs", c->utime_secs, DEC_SECS);
+    close_(w, '}');
 }
 
-static struct json_object *memory_json(const struct rt_memory *m)
+static void memory_text(struct jw *w, const struct rt_memory *m)
 {
-    struct json_object *o = json_object_new_object();
-    add(o, "active_mib", rt_json_u64(m->active_mib));
-    add(o, "available_mib", rt_json_u64(m->available_mib));
-    add(o, "buffers_mib", rt_json_u64(m->buffers_mib));
-    add(o, "cached_mib", rt_json_u64(m->cached_mib));
-    add(o, "free_mib", rt_json_u64(m->free_mib));
-    add(o, "inactive_mib", rt_json_u64(m->inactive_mib));
-    add(o, "swap_total_mib", rt_json_u64(m->swap_total_mib));
-    add(o, "swap_used_mib", rt_json_u64(m->swap_used_mib));
-    add(o, "swap_used_pct", rt_json_double(m->swap_used_pct, DEC_PCT));
-    add(o, "total_mib", rt_json_u64(m->total_mib));
-    add(o, "used_mib", rt_json_u64(m->used_mib));
-    add(o, "used_pct", rt_json_double(m->used_pct, DEC_PCT));
-    return o;
+    key(w, "memory");
+    open_(w, '{');
+    k_u64(w, "active_mib", m->active_mib);
+    k_u64(w, "available_mib", m->available_mib);
+    k_u64(w, "buffers_mib", m->buffers_mib);
+    k_u64(w, "cached_mib", m->cached_mib);
+    k_u64(w, "free_mib", m->free_mib);
+    k_u64(w, "inactive_mib", m->inactive_mib);
+    k_u64(w, "swap_total_mib", m->swap_total_mib);
+    k_u64(w, "swap_used_mib", m->swap_used_mib);
+    k_dbl(w, "swap_used_pct", m->swap_used_pct, DEC_PCT);
+    k_u64(w, "total_mib", m->total_mib);
+    k_u64(w, "used_mib", m->used_mib);
+    k_dbl(w, "used_pct", m->used_pct, DEC_PCT);
+    close_(w, '}');
 }
 
-static struct json_object *disk_json(const struct rt_disk *d)
+static void disk_text(struct jw *w, const struct rt_disk *d)
 {
-    struct json_object *o = json_object_new_object();
-    add(o, "capacity_bytes", opt_u64(d->has_capacity, d->capacity_bytes));
-    add(o, "device", json_object_new_string(d->device ? d->device : ""));
-    add(o, "device_type", rt_json_string_or_null(d->device_type));
-    add(o, "model", rt_json_string_or_null(d->model));
-    struct json_object *mounts = json_object_new_array_ext((int)d->n_mounts);
+    sep(w);
+    open_(w, '{');
+    key(w, "capacity_bytes");
+    d->has_capacity ? u64_(w, d->capacity_bytes) : null_(w);
+    k_str(w, "device", d->device ? d->device : "");
+    k_str(w, "device_type", d->device_type);
+    k_str(w, "model", d->model);
+    key(w, "mounts");
+    open_(w, '[');
     for (size_t i = 0; i < d->n_mounts; i++) {
         const struct rt_mount *m = &d->mounts[i];
-        struct json_object *mo = json_object_new_object();
-        add(mo, "available_bytes", rt_json_u64(m->available_bytes));
-        add(mo, "filesystem", json_object_new_string(m->filesystem ? m->filesystem : ""));
-        add(mo, "mount_point", json_object_new_string(m->mount_point ? m->mount_point : ""));
-        add(mo, "total_bytes", rt_json_u64(m->total_bytes));
-        add(mo, "used_bytes", rt_json_u64(m->used_bytes));
-        add(mo, "used_pct", rt_json_double(m->used_pct, DEC_PCT));
-        json_object_array_add(mounts, mo);
+        sep(w);
+        open_(w, '{');
+        k_u64(w, "available_bytes", m->available_bytes);
+        k_str(w, "filesystem", m->filesystem ? m->filesystem : "");
+        k_str(w, "mount_point", m->mount_point ? m->mount_point : "");
+        k_u64(w, "total_bytes", m->total_bytes);
+        k_u64(w, "used_bytes", m->used_bytes);
+        k_dbl(w, "used_pct", m->used_pct, DEC_PCT);
+        close_(w, '}');
     }
-    add(o, "mounts", mounts);
-    add(o, "read_bytes_per_sec", rt_json_double(d->read_bytes_per_sec, DEC_RATE));
-    add(o, "read_bytes_total", rt_json_u64(d->read_bytes_total));
-    add(o, "serial", rt_json_string_or_null(d->serial));
-    add(o, "stacked", json_object_new_boolean(d->stacked));
-    add(o, "vendor", rt_json_string_or_null(d->vendor));
-    add(o, "write_bytes_per_sec", rt_json_double(d->write_bytes_per_sec, DEC_RATE));
-    add(o, "write_bytes_total", rt_json_u64(d->write_bytes_total));
-    return o;
+    close_(w, ']');
+    k_dbl(w, "read_bytes_per_sec", d->read_bytes_per_sec, DEC_RATE);
+    k_u64(w, "read_bytes_total", d->read_bytes_total);
+    k_str(w, "serial", d->serial);
+    key(w, "stacked");
+    d->stacked ? put(w, "true", 4) : put(w, "false", 5);
+    k_str(w, "vendor", d->vendor);
+    k_dbl(w, "write_bytes_per_sec", d->write_bytes_per_sec, DEC_RATE);
+    k_u64(w, "write_bytes_total", d->write_bytes_total);
+    close_(w, '}');
 }
 
-static struct json_object *net_json(const struct rt_netif *n)
+static void net_text(struct jw *w, const struct rt_netif *n)
 {
-    struct json_object *o = json_object_new_object();
-    add(o, "driver", rt_json_string_or_null(n->driver));
-    add(o, "interface", json_object_new_string(n->interface ? n->interface : ""));
-    add(o, "mac_address", rt_json_string_or_null(n->mac_address));
-    add(o, "mtu", n->has_mtu ? json_object_new_int64(n->mtu) : NULL);
-    add(o, "operstate", rt_json_string_or_null(n->operstate));
-    add(o, "rx_bytes_per_sec", rt_json_double(n->rx_bytes_per_sec, DEC_RATE));
-    add(o, "rx_bytes_total", rt_json_u64(n->rx_bytes_total));
-    add(o, "speed_mbps", n->has_speed ? json_object_new_int64(n->speed_mbps) : NULL);
-    add(o, "tx_bytes_per_sec", rt_json_double(n->tx_bytes_per_sec, DEC_RATE));
-    add(o, "tx_bytes_total", rt_json_u64(n->tx_bytes_total));
-    return o;
+    sep(w);
+    open_(w, '{');
+    k_str(w, "driver", n->driver);
+    k_str(w, "interface", n->interface ? n->interface : "");
+    k_str(w, "mac_address", n->mac_address);
+    k_opt_i64(w, "mtu", n->has_mtu, n->mtu);
+    k_str(w, "operstate", n->operstate);
+    k_dbl(w, "rx_bytes_per_sec", n->rx_bytes_per_sec, DEC_RATE);
+    k_u64(w, "rx_bytes_total", n->rx_bytes_total);
+    k_opt_i64(w, "speed_mbps", n->has_speed, n->speed_mbps);
+    k_dbl(w, "tx_bytes_per_sec", n->tx_bytes_per_sec, DEC_RATE);
+    k_u64(w, "tx_bytes_total", n->tx_bytes_total);
+    close_(w, '}');
 }
 
-static struct json_object *gpu_json(const struct rt_gpu *g)
+static void gpu_text(struct jw *w, const struct rt_gpu *g)
 {
-    struct json_object *o = json_object_new_object();
-    add(o, "core_count", NULL);
-    struct json_object *detail = json_object_new_object();
-    for (size_t i = 0; i < g->n_detail; i++)
-        add(detail, g->detail[i].key, json_object_new_string(g->detail[i].value ? g->detail[i].value : ""));
-    add(o, "detail", detail);
-    add(o, "device_type", json_object_new_string("GPU"));
-    add(o, "energy_joules", g->has_energy ? rt_json_double(g->energy_joules, 3) : NULL);
-    add(o, "frequency_mhz", g->has_frequency ? json_object_new_int64(g->frequency_mhz) : NULL);
-    add(o, "host_id", json_object_new_string(g->host_id ? g->host_id : ""));
-    add(o, "name", json_object_new_string(g->name ? g->name : ""));
-    add(o, "power_watts", g->has_power ? rt_json_double(g->power_watts, DEC_WATTS) : NULL);
-    add(o, "temperature_celsius", g->has_temperature ? json_object_new_int64(g->temperature_celsius) : NULL);
-    add(o, "utilization_pct", rt_json_double(g->utilization_pct, DEC_PCT));
-    add(o, "uuid", json_object_new_string(g->uuid ? g->uuid : ""));
-    add(o, "vendor", rt_json_string_or_null(g->vendor));
-    add(o, "vram_total_bytes", rt_json_u64(g->vram_total_bytes));
-    add(o, "vram_used_bytes", rt_json_u64(g->vram_used_bytes));
-    add(o, "vram_used_pct", rt_json_double(g->vram_used_pct, DEC_PCT));
-    return o;
+    sep(w);
+    open_(w, '{');
+    k_null(w, "core_count");
+    key(w, "detail");
+    open_(w, '{');
+    /* A key given twice keeps its first place and its last value. */
+    for (size_t i = 0; i < g->n_detail; i++) {
+        size_t last = i;
+        bool seen = false;
+        for (size_t j = 0; j < g->n_detail; j++) {
+            if (strcmp(g->detail[j].key, g->detail[i].key) != 0)
+                continue;
+            seen |= j < i;
+            last = j;
+        }
+        if (!seen) {
+            key_escaped(w, g->detail[i].key);
+            str(w, g->detail[last].value ? g->detail[last].value : "");
+        }
+    }
+    close_(w, '}');
+    k_str(w, "device_type", "GPU");
+    key(w, "energy_joules");
+    g->has_energy ? dbl(w, g->energy_joules, 3) : null_(w);
+    k_opt_i64(w, "frequency_mhz", g->has_frequency, g->frequency_mhz);
+    k_str(w, "host_id", g->host_id ? g->host_id : "");
+    k_str(w, "name", g->name ? g->name : "");
+    key(w, "power_watts");
+    g->has_power ? dbl(w, g->power_watts, DEC_WATTS) : null_(w);
+    k_opt_i64(w, "temperature_celsius", g->has_temperature, g->temperature_celsius);
+    k_dbl(w, "utilization_pct", g->utilization_pct, DEC_PCT);
+    k_str(w, "uuid", g->uuid ? g->uuid : "");
+    k_str(w, "vendor", g->vendor);
+    k_u64(w, "vram_total_bytes", g->vram_total_bytes);
+    k_u64(w, "vram_used_bytes", g->vram_used_bytes);
+    k_dbl(w, "vram_used_pct", g->vram_used_pct, DEC_PCT);
+    close_(w, '}');
+}
+
+void rt_sample_json_text(const struct rt_sample *s, struct printbuf *pb)
+{
+    struct jw w = {pb, true};
+    open_(&w, '{');
+    if (s->has_interval)
+        k_u64(&w, "actual_interval_ms", s->actual_interval_ms);
+    cpu_text(&w, s);
+    key(&w, "disk");
+    open_(&w, '[');
+    for (size_t i = 0; i < s->n_disks; i++)
+        disk_text(&w, &s->disks[i]);
+    close_(&w, ']');
+    key(&w, "gpu");
+    open_(&w, '[');
+    for (size_t i = 0; i < s->n_gpus; i++)
+        gpu_text(&w, &s->gpus[i]);
+    close_(&w, ']');
+    key(&w, "host_timestamp_ms");
+    s->has_job && s->host_timestamp_ms ? u64_(&w, s->host_timestamp_ms) : null_(&w);
+    key(&w, "job_id");
+    s->job_id ? u64_(&w, s->job_id) : null_(&w);
+    k_str(&w, "job_name", s->job_name);
+    memory_text(&w, &s->memory);
+    key(&w, "network");
+    open_(&w, '[');
+    for (size_t i = 0; i < s->n_nets; i++)
+        net_text(&w, &s->nets[i]);
+    close_(&w, ']');
+    k_str(&w, RT_SAMPLE_VERSION_KEY, RT_VERSION);
+    k_u64(&w, "timestamp_ms", s->timestamp_ms);
+    k_u64(&w, "timestamp_secs", s->timestamp_secs);
+    k_opt_i64(&w, "tracked_pid", s->has_job, s->tracked_pid);
+    close_(&w, '}');
 }
 
 struct json_object *rt_sample_to_json(const struct rt_sample *s)
 {
-    struct json_object *o = json_object_new_object();
-    if (s->has_interval)
-        add(o, "actual_interval_ms", rt_json_u64(s->actual_interval_ms));
-    add(o, "cpu", cpu_json(s));
-    struct json_object *disks = json_object_new_array_ext((int)s->n_disks);
-    for (size_t i = 0; i < s->n_disks; i++)
-        json_object_array_add(disks, disk_json(&s->disks[i]));
-    add(o, "disk", disks);
-    struct json_object *gpus = json_object_new_array_ext((int)s->n_gpus);
-    for (size_t i = 0; i < s->n_gpus; i++)
-        json_object_array_add(gpus, gpu_json(&s->gpus[i]));
-    add(o, "gpu", gpus);
-    add(o, "host_timestamp_ms", NULL);
-    add(o, "job_id", NULL);
-    add(o, "job_name", NULL);
-    add(o, "memory", memory_json(&s->memory));
-    struct json_object *nets = json_object_new_array_ext((int)s->n_nets);
-    for (size_t i = 0; i < s->n_nets; i++)
-        json_object_array_add(nets, net_json(&s->nets[i]));
-    add(o, "network", nets);
-    add(o, RT_SAMPLE_VERSION_KEY, json_object_new_string(RT_VERSION));
-    add(o, "timestamp_ms", rt_json_u64(s->timestamp_ms));
-    add(o, "timestamp_secs", rt_json_u64(s->timestamp_secs));
-    add(o, "tracked_pid", NULL);
-    rt_sample_json_set_job(o, s);
+    struct printbuf *pb = printbuf_new();
+    if (!pb)
+        abort();
+    rt_sample_json_text(s, pb);
+    struct json_object *o = json_tokener_parse(pb->buf);
+    printbuf_free(pb);
+    if (!o)
+        abort(); /* the writer's own text */
     return o;
 }
 

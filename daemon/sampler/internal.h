@@ -16,8 +16,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-
 /* A job that ended: its record's file to write (the record log holds it),
  * its figures to seal. */
 struct rt_ended {
@@ -54,7 +52,7 @@ struct rt_sampler {
     struct rt_proc_cache cache;
     uint64_t tick_no, cache_tick;
     struct rt_sample sample;
-    struct json_object *host_obj;
+    struct printbuf *host_pb;      /* the host sample's text, rewritten each tick */
     struct rt_host_text host_text; /* where job fields go in the latest host text */
     bool host_text_ok, host_text_warned;
     struct rt_csv_host csv_host; /* the tick's host values for CSV rows */

@@ -92,11 +92,11 @@ static void host_tick(struct rt_sampler *s, bool publish)
         amd += s->sample.gpus[i].vendor && strcmp(s->sample.gpus[i].vendor, "amd") == 0;
     atomic_store(&s->ngpus, (unsigned)s->sample.n_gpus);
     atomic_store(&s->ngpus_amd, amd);
-    json_object_put(s->host_obj);
-    s->host_obj = rt_sample_to_json(&s->sample);
-    size_t len;
-    const char *txt = json_object_to_json_string_length(s->host_obj, JSON_FLAGS, &len);
-    struct rt_rcstr *str = rt_rcstr_new(txt, len);
+    if (!s->host_pb && !(s->host_pb = printbuf_new()))
+        abort();
+    printbuf_reset(s->host_pb);
+    rt_sample_json_text(&s->sample, s->host_pb); /* no tree: most of a tick's own work was one */
+    struct rt_rcstr *str = rt_rcstr_new(s->host_pb->buf, (size_t)s->host_pb->bpos);
     rt_sampler_host_stored(s, str);
     pthread_mutex_lock(&s->mu);
     rt_rcstr_unref(s->latest);
@@ -401,7 +401,7 @@ void rt_sampler_stop(struct rt_sampler *s)
 
 void rt_sampler_test_tick(struct rt_sampler *s)
 {
-    if (!s->host_obj)
+    if (!s->latest)
         prime(s);
     tick(s);
 }
@@ -439,7 +439,8 @@ void rt_sampler_free(struct rt_sampler *s)
         e = n;
     }
     rt_rcstr_unref(s->latest);
-    json_object_put(s->host_obj);
+    if (s->host_pb)
+        printbuf_free(s->host_pb);
     rt_sample_free(&s->sample);
     rt_host_sampler_free(s->host);
     rt_gpuuse_free(s->gpuuse);

@@ -6,10 +6,15 @@
 #include "rt/sample.h"
 
 #include <json-c/json.h>
+#include <json-c/printbuf.h>
 #include <stddef.h>
 
 #define RT_SAMPLE_VERSION_KEY "resource-tracker-version"
 
+/* Its JSON text, appended to pb (the daemon's way: no tree is built). */
+void rt_sample_json_text(const struct rt_sample *s, struct printbuf *pb);
+/* The same as a tree (rt_sample_json_text's text parsed, each number kept
+ * as written). */
 struct json_object *rt_sample_to_json(const struct rt_sample *s);
 /* Overwrite the job-specific keys (job_id, job_name, tracked_pid and the
  * cpu.process_* fields) of a tree made by rt_sample_to_json, so one host tree

@@ -9,6 +9,7 @@
 #include "rt/sample_csv.h"
 #include "rt/sample_json.h"
 #include "rt/util.h"
+#include "rt/varlink.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -95,6 +96,51 @@ static void test_json_exact(void **state)
     assert_string_equal(rt_json_plain(o), expect);
     json_object_put(o);
     rt_sample_free(&s);
+}
+
+/* The text is what json-c writes for it: read back and written again by
+ * json-c (which escapes strings its own way), the same bytes, with strings
+ * of every kind of byte and a GPU detail key given twice (its first place,
+ * its last value). */
+static void test_json_text_as_json_c_writes_it(void **state)
+{
+    (void)state;
+    static const char *const odd[] = {"a/b", "q\"uote", "back\\slash", "tab\tnl\ncr\rbs\bff\f", "\x01\x1f\x7f",
+                                      "ünïcode ✓", ""};
+    for (size_t k = 0; k < RT_ARRAY_SIZE(odd); k++) {
+        struct rt_sample s;
+        build(&s);
+        s.disks[0].model = odd[k];
+        s.disks[0].mounts[0].mount_point = odd[(k + 1) % RT_ARRAY_SIZE(odd)];
+        s.nets[0].driver = odd[(k + 2) % RT_ARRAY_SIZE(odd)];
+        s.job_name = odd[(k + 3) % RT_ARRAY_SIZE(odd)];
+        s.job_id = 9;
+        s.has_job = true;
+        s.tracked_pid = -1;
+        s.n_gpus = 1;
+        s.gpus = rt_arena_alloc(&s.arena, sizeof(struct rt_gpu));
+        s.gpus[0] = (struct rt_gpu){.uuid = "GPU-1", .name = odd[k], .has_power = true, .power_watts = 12.345};
+        s.gpus[0].n_detail = 3;
+        s.gpus[0].detail = rt_arena_alloc(&s.arena, 3 * sizeof(struct rt_kv));
+        s.gpus[0].detail[0] = (struct rt_kv){"b", "first"};
+        s.gpus[0].detail[1] = (struct rt_kv){odd[k], NULL};
+        s.gpus[0].detail[2] = (struct rt_kv){"b", "last"};
+        struct printbuf *pb = printbuf_new();
+        rt_sample_json_text(&s, pb);
+        struct json_object *o = json_tokener_parse(pb->buf);
+        assert_non_null(o);
+        assert_string_equal(json_object_to_json_string_ext(o, RT_VL_JSON_FLAGS), pb->buf);
+        struct json_object *detail = json_object_object_get(json_object_array_get_idx(rt_json_get_array(o, "gpu"), 0),
+                                                           "detail");
+        assert_string_equal(rt_json_get_string(detail, "b"), "last");
+        struct json_object_iterator first = json_object_iter_begin(detail);
+        assert_string_equal(json_object_iter_peek_name(&first), "b");
+        assert_int_equal(json_object_object_length(detail), strcmp(odd[k], "b") ? 2 : 1);
+        assert_string_equal(rt_json_get_string(o, "job_name"), s.job_name);
+        json_object_put(o);
+        printbuf_free(pb);
+        rt_sample_free(&s);
+    }
 }
 
 static void test_json_job_fields_and_roundtrip(void **state)
@@ -322,6 +368,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_exact),
+        cmocka_unit_test(test_json_text_as_json_c_writes_it),
         cmocka_unit_test(test_csv_decimals_as_printf),
         cmocka_unit_test(test_json_double_fast_path),
         cmocka_unit_test(test_json_job_fields_and_roundtrip),
