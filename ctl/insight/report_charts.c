@@ -26,27 +26,27 @@ static const struct chart {
 } charts[] = {
     /* The host first: the job's series are drawn over it where they meet. */
     {"cpu", "CPU", "cores", "cores busy: the job's process tree against the whole host", false, false,
-     {{INSIGHT_CORES_HOST, "host", HOST_COLOR, false}, {INSIGHT_CORES_JOB, "job", JOB_COLOR, false}}},
+     {{RT_SERIES_CORES_HOST, "host", HOST_COLOR, false}, {RT_SERIES_CORES_JOB, "job", JOB_COLOR, false}}},
     {"memory", "Memory", "bytes", "the job's memory (a process tree's PSS) and RSS against the host's used memory",
      true, false,
-     {{INSIGHT_MEM_HOST, "host used", HOST_COLOR, false},
-      {INSIGHT_RSS_JOB, "job RSS", JOB_COLOR2, true},
-      {INSIGHT_MEM_JOB, "job memory", JOB_COLOR, false}}},
+     {{RT_SERIES_MEM_HOST, "host used", HOST_COLOR, false},
+      {RT_SERIES_RSS_JOB, "job RSS", JOB_COLOR2, true},
+      {RT_SERIES_MEM_JOB, "job memory", JOB_COLOR, false}}},
     {"disk-io", "Disk I/O", "bytes/s", "read (solid) and write (dashed), the job against the host", true, false,
-     {{INSIGHT_READ_HOST, "host read", HOST_COLOR, false},
-      {INSIGHT_WRITE_HOST, "host write", HOST_COLOR2, true},
-      {INSIGHT_READ_JOB, "job read", JOB_COLOR, false},
-      {INSIGHT_WRITE_JOB, "job write", JOB_COLOR2, true}}},
+     {{RT_SERIES_READ_HOST, "host read", HOST_COLOR, false},
+      {RT_SERIES_WRITE_HOST, "host write", HOST_COLOR2, true},
+      {RT_SERIES_READ_JOB, "job read", JOB_COLOR, false},
+      {RT_SERIES_WRITE_JOB, "job write", JOB_COLOR2, true}}},
     {"disk-space", "Disk space", "bytes", "used on the host's mounted file systems", true, false,
-     {{INSIGHT_SPACE_HOST, "host used", HOST_COLOR, false}}},
+     {{RT_SERIES_SPACE_HOST, "host used", HOST_COLOR, false}}},
     {"network", "Network", "bytes/s", "the host's traffic, all interfaces but lo", true, false,
-     {{INSIGHT_NET_IN_HOST, "host in", HOST_COLOR, false}, {INSIGHT_NET_OUT_HOST, "host out", HOST_COLOR2, true}}},
+     {{RT_SERIES_NET_IN_HOST, "host in", HOST_COLOR, false}, {RT_SERIES_NET_OUT_HOST, "host out", HOST_COLOR2, true}}},
     {"gpu", "GPU use", "GPUs", "fractional GPUs busy: the job against the host", false, true,
-     {{INSIGHT_GPU_HOST, "host", HOST_COLOR, false}, {INSIGHT_GPU_JOB, "job", JOB_COLOR, false}}},
+     {{RT_SERIES_GPU_HOST, "host", HOST_COLOR, false}, {RT_SERIES_GPU_JOB, "job", JOB_COLOR, false}}},
     {"gpus", "GPUs in use", "GPUs", "GPUs with any utilisation", false, true,
-     {{INSIGHT_GPUS_HOST, "host", HOST_COLOR, false}, {INSIGHT_GPUS_JOB, "job", JOB_COLOR, false}}},
+     {{RT_SERIES_GPUS_HOST, "host", HOST_COLOR, false}, {RT_SERIES_GPUS_JOB, "job", JOB_COLOR, false}}},
     {"vram", "VRAM", "bytes", "GPU memory used: the job against the host", true, true,
-     {{INSIGHT_VRAM_HOST, "host", HOST_COLOR, false}, {INSIGHT_VRAM_JOB, "job", JOB_COLOR, false}}},
+     {{RT_SERIES_VRAM_HOST, "host", HOST_COLOR, false}, {RT_SERIES_VRAM_JOB, "job", JOB_COLOR, false}}},
 };
 #define NCHARTS (sizeof(charts) / sizeof(charts[0]))
 
@@ -98,26 +98,26 @@ static void number(FILE *f, double v)
  *  "charts": [{"id", "ylabel", "bytes", "labels", "colors", "dashed", "series"}]} */
 static void data_json(FILE *f, const struct insight_report *r)
 {
-    const struct insight_buckets *b = &r->a->run.charts;
+    const struct rt_buckets *b = &r->a->run.charts;
     double t0 = 0;
     rt_json_get_double(r->a->run.job, "started_at", &t0);
     fprintf(f, "{\"t0\":%.3f,\"t\":[", t0);
     bool first = true;
     for (size_t i = 0; i < b->n; i++) {
         double t;
-        if (!insight_bucket_time(b, i, &t))
+        if (!rt_bucket_time(b, i, &t))
             continue;
         fputs(first ? "" : ",", f);
         fprintf(f, "%.3f", t - t0);
         first = false;
     }
     fputs("],\"series\":{", f);
-    bool used[INSIGHT_SERIES] = {false};
+    bool used[RT_SERIES_N] = {false};
     for (size_t c = 0; c < NCHARTS; c++)
         for (size_t k = 0; drawn(r, &charts[c]) && k < 4 && charts[c].s[k].label; k++)
             used[charts[c].s[k].series] = true;
     bool first_series = true;
-    for (int k = 0; k < INSIGHT_SERIES; k++) {
+    for (int k = 0; k < RT_SERIES_N; k++) {
         if (!used[k])
             continue;
         fprintf(f, "%s\"%d\":[", first_series ? "" : ",", k);
@@ -125,11 +125,11 @@ static void data_json(FILE *f, const struct insight_report *r)
         first = true;
         for (size_t i = 0; i < b->n; i++) {
             double t, lo, mean, hi;
-            if (!insight_bucket_time(b, i, &t))
+            if (!rt_bucket_time(b, i, &t))
                 continue;
             fputs(first ? "" : ",", f);
             first = false;
-            if (!insight_bucket_value(b, i, (size_t)k, &lo, &mean, &hi)) {
+            if (!rt_bucket_value(b, i, (size_t)k, &lo, &mean, &hi)) {
                 fputs("null", f);
                 continue;
             }

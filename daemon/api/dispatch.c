@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 const struct rt_method_table *const rt_method_tables[] = {
-    &rt_service_methods, &rt_host_methods, &rt_job_methods, &rt_sample_methods, &rt_live_methods,
+    &rt_service_methods, &rt_host_methods, &rt_job_methods, &rt_sample_methods, &rt_series_methods, &rt_live_methods,
     &rt_notify_methods, &rt_gpu_methods,   &rt_proc_methods, NULL,
 };
 

@@ -8,6 +8,7 @@ extern const struct rt_method_table rt_service_methods; /* org.varlink.service *
 extern const struct rt_method_table rt_host_methods;    /* methods_host.c */
 extern const struct rt_method_table rt_job_methods;     /* methods_jobs.c */
 extern const struct rt_method_table rt_sample_methods;  /* job_stream.c */
+extern const struct rt_method_table rt_series_methods;  /* job_series.c */
 extern const struct rt_method_table rt_live_methods;    /* methods_live.c */
 extern const struct rt_method_table rt_notify_methods;  /* methods_notify.c */
 extern const struct rt_method_table rt_gpu_methods;     /* methods_gpus.c */

@@ -408,6 +408,19 @@ static bool one(struct reader *rd, const struct rt_rec *r, uint64_t index, struc
     return true;
 }
 
+static void reader_free(struct reader *rd)
+{
+    rt_seglog_cursor_free(&rd->host);
+    if (rd->have_full)
+        rt_seglog_cursor_free(&rd->host_full);
+    if (rd->have_map)
+        rt_csv_map_free(&rd->map);
+    rt_buf_free(&rd->map_tmpl);
+    rt_buf_free(&rd->text);
+    rt_csv_host_free(&rd->parsed);
+    free(rd->vals);
+}
+
 size_t rt_samples_read(struct rt_samples *s, struct rt_figlog *fl, const struct rt_job_view *jv, uint64_t from,
                        uint64_t end, size_t max, size_t max_bytes, bool csv, struct rt_buf *out, uint64_t *next)
 {
@@ -440,14 +453,68 @@ size_t rt_samples_read(struct rt_samples *s, struct rt_figlog *fl, const struct 
     }
     *next = i;
     rt_seglog_cursor_free(&figs);
-    rt_seglog_cursor_free(&rd.host);
-    if (rd.have_full)
-        rt_seglog_cursor_free(&rd.host_full);
-    if (rd.have_map)
-        rt_csv_map_free(&rd.map);
-    rt_buf_free(&rd.map_tmpl);
-    rt_buf_free(&rd.text);
-    rt_csv_host_free(&rd.parsed);
-    free(rd.vals);
+    reader_free(&rd);
     return n;
+}
+
+/* A sample's parts (a sample kept as it was: parsed); false when it cannot
+ * be made. */
+static bool parts(struct reader *rd, const struct rt_rec *r, uint64_t index, double interval_secs,
+                  struct rt_sample *sm, struct rt_sample_parts *p)
+{
+    uint64_t hseq;
+    if (rt_figures_decode(r, &p->f, &hseq, &p->timestamp_ms)) {
+        struct rt_rec h;
+        p->has_job = true;
+        p->shown = false;
+        p->secs = (double)p->f.interval_ms / 1000.0;
+        if (rt_seglog_cursor_get(&rd->host, hseq, &h) && host_csv_values(rd, &h, hseq, &p->host, &p->nhost))
+            return true;
+        warn_skip(rd, index, "its host sample is damaged or gone");
+        return false;
+    }
+    if (r->tlen > 1 && r->tmpl[0] == RT_FIG_VERBATIM) {
+        char err[128];
+        struct json_object *o = rt_vl_parse((const char *)r->tmpl + 1, r->tlen - 1, err, sizeof(err));
+        rt_sample_reset(sm);
+        sm->nominal_interval_secs = interval_secs;
+        bool ok = o && rt_sample_from_json(o, sm, err, sizeof(err)) == 0;
+        json_object_put(o);
+        if (ok) {
+            rt_csv_host_from_sample(sm, &rd->parsed);
+            *p = (struct rt_sample_parts){.f = sm->job, .shown = true, .has_job = sm->has_job,
+                                          .timestamp_ms = sm->timestamp_ms, .secs = rt_sample_interval_secs(sm),
+                                          .host = rd->parsed.v, .nhost = rd->parsed.n};
+            return true;
+        }
+    }
+    warn_skip(rd, index, "it is not a sample record");
+    return false;
+}
+
+uint64_t rt_samples_each(struct rt_samples *s, struct rt_figlog *fl, uint64_t id, double interval_secs,
+                         uint64_t end, rt_samples_each_fn *fn, void *ctx)
+{
+    struct rt_job_view jv = {.id = id};
+    struct reader rd = {.s = s, .jv = &jv, .csv = true};
+    rt_seglog_cursor_init(&rd.host, &s->host, true);
+    struct rt_seglog_cursor figs;
+    rt_seglog_cursor_init(&figs, &fl->log, false);
+    uint64_t written = rt_seglog_written(&fl->log), done = 0;
+    struct rt_sample sm;
+    rt_sample_init(&sm);
+    for (uint64_t i = 0; i < end && i < written; i++) {
+        struct rt_rec r;
+        struct rt_sample_parts p;
+        if (!rt_seglog_cursor_get(&figs, i, &r))
+            warn_skip(&rd, i, "it is damaged or gone");
+        else if (parts(&rd, &r, i, interval_secs, &sm, &p)) {
+            fn(ctx, &p);
+            done++;
+        }
+    }
+    rt_sample_free(&sm);
+    rt_seglog_cursor_free(&figs);
+    reader_free(&rd);
+    return done;
 }

@@ -113,4 +113,22 @@ struct rt_job_view {
 size_t rt_samples_read(struct rt_samples *s, struct rt_figlog *fl, const struct rt_job_view *jv, uint64_t from,
                        uint64_t end, size_t max, size_t max_bytes, bool csv, struct rt_buf *out, uint64_t *next);
 
+/* Each sample of a job, as the CSV row is made of it: its figures (as
+ * stored, or as a sample kept as it was shows them: shown), timestamp and
+ * span, and the CSV values of its host sample (rt_csv_host); valid during
+ * the call. */
+struct rt_sample_parts {
+    struct rt_job_figures f;
+    bool shown, has_job;
+    uint64_t timestamp_ms;
+    double secs;
+    const double *host;
+    size_t nhost;
+};
+typedef void rt_samples_each_fn(void *ctx, const struct rt_sample_parts *p);
+/* Samples [0, end) of job id (interval_secs: its nominal interval) given to
+ * fn in order; damaged ones are skipped (logged once). The samples given. */
+uint64_t rt_samples_each(struct rt_samples *s, struct rt_figlog *fl, uint64_t id, double interval_secs,
+                         uint64_t end, rt_samples_each_fn *fn, void *ctx);
+
 #endif

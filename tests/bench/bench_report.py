@@ -8,6 +8,7 @@ waits a day. --quick: 20,000 samples, 2 earlier runs.
 
   tests/bench/bench_report.py [--quick]"""
 
+import json
 import os
 import resource
 import shutil
@@ -33,6 +34,15 @@ def child_cpu():
     return r.ru_utime + r.ru_stime
 
 
+def kept_as_text(path):
+    with open(path) as f:
+        lines = [json.loads(l) for l in f]
+    with open(path, "w") as f:
+        for line in lines:
+            line["timestamp_ms"] = 1000
+            f.write(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n")
+
+
 def main(argv):
     quick = "--quick" in argv
     n = 20000 if quick else 86400
@@ -45,6 +55,10 @@ def main(argv):
         t = time.monotonic()
         for i in range(1, runs + 1):
             synthjob.write_job(state, host, n, job_id=i, name="day", end=time.time() - (runs - i) * n)
+        # One more day whose lines the store cannot rebuild (a timestamp_ms that is not
+        # its second's, as synthjob wrote them before): kept as they were.
+        synthjob.write_job(state, host, n, job_id=runs + 1, name="verbatim", end=time.time())
+        kept_as_text(os.path.join(state, "jobs", str(runs + 1), "samples.jsonl"))
         B.log("wrote %d jobs of %d samples in %.1f s" % (runs, n, time.monotonic() - t))
         print("# report and recommend of a %d-sample job (1 s interval) — %s" % (n, B.machine()))
         print("%-34s %8s %10s %11s %9s" % ("", "wall s", "ctl CPU s", "daemon CPU s", "HTML KiB"))
@@ -67,6 +81,15 @@ def main(argv):
                 size = "%9.0f" % (len(p.stdout) / 1024) if args[0] == "report" else "%9s" % "-"
                 print("%-34s %8.2f %10.2f %11.2f %s" % (label, wall, child_cpu() - before,
                                                         proc_cpu(d.pid) - d_before, size))
+            for label, job in (("samples --format csv, migrated", runs),
+                               ("  the same, lines kept as text", runs + 1)):
+                before = child_cpu()
+                d_before = proc_cpu(d.pid)
+                t = time.monotonic()
+                subprocess.run([B.CTL, "samples", str(job), "--format", "csv"], env=env, check=True,
+                               stdout=subprocess.DEVNULL)
+                print("%-34s %8.2f %10.2f %11.2f" % (label, time.monotonic() - t, child_cpu() - before,
+                                                     proc_cpu(d.pid) - d_before))
     finally:
         shutil.rmtree(state, ignore_errors=True)
 

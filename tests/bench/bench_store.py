@@ -26,17 +26,34 @@ import time
 import benchlib as B
 
 
-def api_csv(state_dir):
-    """Seconds to read job 1 as CSV through GetJobSamples (pages streamed
-    with "more"), as report does, and the rows."""
+def wire_bytes(params):
+    return len(json.dumps(params, separators=(",", ":")))
+
+
+def api_reads(state_dir):
+    """Job 1 read through the daemon: as CSV through GetJobSamples (pages
+    streamed with "more"): seconds and rows; `report` (GetJobSeries): seconds
+    and the bytes of its reply; and what report read before, the samples as
+    JSON through GetJobSamples: seconds and bytes (parsed by Python here, not
+    by the client's sample parser)."""
     d = B.Daemon(1.0)
     d.state_dir = state_dir
+    r = {}
     with d:
-        with d.connect(timeout=120) as c:
+        env = dict(os.environ, RESOURCE_TRACKER_SOCKET=d.socket, RESOURCE_TRACKER_KEEPER_URL="off")
+        with d.connect(timeout=600) as c:
             c.call("GetJobSamples", {"id": 1, "limit": 1})  # the daemon has loaded its state
             t = time.monotonic()
             rows = sum(pg["csv"].count("\n") for pg in c.stream("GetJobSamples", {"id": 1, "format": "csv"}))
-            return time.monotonic() - t, rows - 1
+            r["api_csv_secs"], r["rows"] = time.monotonic() - t, rows - 1
+            t = time.monotonic()
+            subprocess.run([B.CTL, "report", "1", "--history", "0"], env=env, check=True, stdout=subprocess.DEVNULL)
+            r["report_secs"] = time.monotonic() - t
+            r["series_bytes"] = wire_bytes(c.call("GetJobSeries", {"id": 1}))
+            t = time.monotonic()
+            r["json_bytes"] = sum(wire_bytes(pg) for pg in c.stream("GetJobSamples", {"id": 1}))
+            r["api_json_secs"] = time.monotonic() - t
+    return r
 
 
 def run(samples, noisy):
@@ -46,8 +63,8 @@ def run(samples, noisy):
                "--nvml", os.path.join(B.BUILD, "tests", "gpu", "fake", "libnvidia-ml.so.1")]
         out = subprocess.run(cmd + (["--noisy"] if noisy else []), check=True, capture_output=True, text=True)
         r = json.loads(out.stdout)
-        r["api_csv_secs"], rows = api_csv(os.path.join(tmp, "one-job"))
-        assert rows == samples, rows
+        r.update(api_reads(os.path.join(tmp, "one-job")))
+        assert r["rows"] == samples, r["rows"]
         return r
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -60,7 +77,7 @@ def mb(n):
 def main(argv):
     quick = "--quick" in argv
     samples = 8640 if quick else 86400
-    B.build("rt_bench_store", "nvml_fake", "resource-trackerd")
+    B.build("rt_bench_store", "nvml_fake", "resource-trackerd", "resource-trackerctl")
     print("# sample store — %s; %d samples at 1 s (figures per job-day)" % (B.machine(), samples))
     print("%-16s %12s %12s %14s %14s %14s %14s %10s %10s %10s" % (
         "profile", "1 job", "10 jobs", "before, 1 job", "before, 10", "µs/tick 1 job", "µs/tick 10",
@@ -74,6 +91,10 @@ def main(argv):
             "%.0f (%.0f)" % (r["store_us_per_tick_one_job"], r["old_us_per_tick_one_job"]),
             "%.0f (%.0f)" % (r["store_us_per_tick_ten_jobs"], r["old_us_per_tick_ten_jobs"]),
             r["read_csv_secs"] * scale * 1000, r["read_json_secs"] * scale * 1000, r["api_csv_secs"] * scale * 1000))
+        print("  report of the day: %.2f s, %.2f MB from the daemon (GetJobSeries); what report read before, "
+              "the day as JSON (GetJobSamples): %.0f MB, %.1f s to read it in Python (per day: %.0f MB, %.1f s)"
+              % (r["report_secs"], r["series_bytes"] / 1e6, r["json_bytes"] / 1e6, r["api_json_secs"],
+                 r["json_bytes"] * scale / 1e6, r["api_json_secs"] * scale))
         sys.stdout.flush()
     print("µs/tick: the store's work per tick (in brackets: making and writing the lines before it); "
           "host sample: %d bytes of JSON; the longest tick of the store (a block sealed): %.0f ms"

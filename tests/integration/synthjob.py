@@ -56,6 +56,8 @@ def write_job(state_dir, host_sample, n, interval=1.0, job_id=1, name="day", uid
                        process_disk_read_bytes=4096 * (i % 7), process_disk_write_bytes=8192 * (i % 3),
                        utilization_pct=round(c + 0.3, 2))
             base["cpu"] = cpu
-            base["timestamp_secs"] = int(start + (i + 1) * interval)
+            # As the daemon writes them: timestamp_ms, and its whole second.
+            base["timestamp_ms"] = int((start + (i + 1) * interval) * 1000)
+            base["timestamp_secs"] = base["timestamp_ms"] // 1000
             f.write(json.dumps(base, sort_keys=True, separators=(",", ":")) + "\n")
     return peaks

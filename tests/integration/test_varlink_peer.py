@@ -31,7 +31,7 @@ except ImportError:
 
 METHODS = ["Ping", "Info", "GetHostInfo", "GetHostSample", "StreamHostSamples", "StartJob", "FinishJob",
            "StopJob", "ListJobs", "GetJob", "GetJobSamples", "StreamJobs", "SetNotifyDefaults", "GetNotifyDefaults",
-           "GetGpus", "GetUsage", "GetJobProcesses"]
+           "GetGpus", "GetUsage", "GetJobProcesses", "GetHostCpuTimes", "GetJobSeries"]
 IDL_PATH = os.path.join(os.environ.get("RT_SOURCE_DIR", "."), "daemon", "api", IFACE + ".varlink")
 
 

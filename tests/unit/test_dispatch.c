@@ -138,6 +138,10 @@ static void test_parameters_checked_before_handlers(void **state)
     assert_error(call(f, TRACKER("GetGpus"), "{\"uuid\":\"GPU-1\"}", 0), INVALID, "uuid");
     assert_error(call(f, TRACKER("GetJobProcesses"), "{}", 0), INVALID, "id");
     assert_error(call(f, TRACKER("GetJobProcesses"), "{\"id\":99}", 0), TRACKER("NoSuchJob"), NULL);
+    assert_error(call(f, TRACKER("GetJobSeries"), "{}", 0), INVALID, "id");
+    assert_error(call(f, TRACKER("GetJobSeries"), "{\"id\":1,\"points\":10001}", 0), INVALID, "points");
+    assert_error(call(f, TRACKER("GetJobSeries"), "{\"id\":1,\"limit\":-1}", 0), INVALID, "limit");
+    assert_error(call(f, TRACKER("GetJobSeries"), "{\"id\":99}", 0), TRACKER("NoSuchJob"), NULL);
     /* without a sampler (nor a GPU) the list is empty */
     r = call(f, TRACKER("GetGpus"), NULL, 0);
     assert_null(rt_vl_reply_error(r));

@@ -422,6 +422,107 @@ static void test_rebuilt_byte_for_byte(void **state)
     }
 }
 
+/* An older daemon's lines: without the figures that came later (null in
+ * this sample) nor timestamp_ms. They move in as figures and a host sample,
+ * not as text kept as it was (which every read would parse again), and read
+ * back with the same values, the later figures null; a line that says
+ * something the store cannot rebuild (a timestamp_ms that is not its
+ * second's) is kept as it was. */
+static void test_older_lines_move_in_as_figures(void **state)
+{
+    (void)state;
+    srand(7);
+    struct rt_samples s;
+    struct rt_figlog *fl[JOBS];
+    open_store(&s, fl);
+    rt_figlog_remove(fl[0]);
+    rt_figlog_unref(fl[0]);
+    enum { N = 40 };
+    char *lines[N];
+    struct rt_sample host;
+    rt_sample_init(&host);
+    int fd = openat(jobs_fd, "1/samples.jsonl", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    size_t dropped = 0;
+    for (unsigned t = 0; t < N; t++) {
+        host_sample(&host, t, false);
+        struct rt_job_figures f = figures(&host);
+        struct json_object *o = rt_sample_to_json(&host);
+        free(old_line(o, &host, 1, 1001, host.timestamp_ms, &f));
+        struct json_object *cpu = rt_json_get_object(o, "cpu");
+        for (size_t i = 0; i < rt_fig_nsamples; i++) {
+            const char *k = rt_fig_samples[i].json;
+            struct json_object *v;
+            if (k && json_object_object_get_ex(cpu, k, &v) && !v && strcmp(k, "process_gpu_usage") != 0) {
+                json_object_object_del(cpu, k);
+                dropped++;
+            }
+        }
+        if (t == N - 1)
+            json_object_object_add(o, "timestamp_ms", rt_json_u64(1000));
+        else
+            json_object_object_del(o, "timestamp_ms");
+        json_object_object_del(o, "host_timestamp_ms");
+        lines[t] = rt_xstrdup(json_object_to_json_string_ext(o, JSON_FLAGS));
+        assert_true(write(fd, lines[t], strlen(lines[t])) > 0);
+        assert_int_equal(write(fd, "\n", 1), 1);
+        json_object_put(o);
+    }
+    close(fd);
+    assert_true(dropped > N); /* the lines lack figures a sample has now */
+    struct rt_migration *m = rt_migration_new();
+    struct rt_job_summary sum = {0};
+    char *name = rt_job_name_json(names[1]);
+    struct rt_migrate_job mj = {.id = 1, .name_json = name, .pid = 1001, .interval_secs = 1, .ended = true,
+                                .fn = add_figures, .ctx = &sum};
+    fl[0] = rt_migrate_job(&s, m, &mj);
+    assert_non_null(fl[0]);
+    rt_migration_free(m);
+    rt_job_summary_free(&sum);
+    struct rt_seglog_cursor cur;
+    rt_seglog_cursor_init(&cur, &fl[0]->log, false);
+    struct rt_job_view jv = {.id = 1, .name_json = name, .pid = 1001};
+    for (unsigned t = 0; t < N; t++) {
+        struct rt_rec r;
+        assert_true(rt_seglog_cursor_get(&cur, t, &r));
+        struct rt_job_figures f;
+        uint64_t hseq, ts;
+        assert_int_equal(rt_figures_decode(&r, &f, &hseq, &ts), t < N - 1);
+        struct rt_buf out = {0};
+        uint64_t next;
+        assert_int_equal(rt_samples_read(&s, fl[0], &jv, t, t + 1, 1, 1 << 20, false, &out, &next), 1);
+        char err[128];
+        struct json_object *want = rt_vl_parse(lines[t], strlen(lines[t]), err, sizeof(err));
+        struct json_object *got = rt_vl_parse((const char *)out.p, out.len - 1, err, sizeof(err));
+        struct json_object *cpu = rt_json_get_object(got, "cpu"), *v;
+        for (size_t i = 0; i < rt_fig_nsamples; i++) {
+            const char *k = rt_fig_samples[i].json;
+            if (k && t < N - 1 && !json_object_object_get_ex(rt_json_get_object(want, "cpu"), k, NULL)) {
+                assert_true(json_object_object_get_ex(cpu, k, &v));
+                assert_null(v);
+                json_object_object_del(cpu, k);
+            }
+        }
+        if (t < N - 1) { /* its host part is of its own second */
+            uint64_t host_ms = 0, secs = 0;
+            assert_true(rt_json_get_u64(got, "host_timestamp_ms", &host_ms));
+            assert_true(rt_json_get_u64(want, "timestamp_secs", &secs));
+            assert_int_equal(host_ms, secs * 1000);
+            json_object_object_del(got, "host_timestamp_ms");
+        }
+        assert_true(json_object_equal(want, got));
+        if (t == N - 1) /* kept as it was */
+            assert_memory_equal(out.p, lines[t], strlen(lines[t]));
+        json_object_put(want);
+        json_object_put(got);
+        rt_buf_free(&out);
+        free(lines[t]);
+    }
+    rt_seglog_cursor_free(&cur);
+    free(name);
+    close_store(&s, fl);
+    rt_sample_free(&host);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -448,6 +549,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_rebuilt_byte_for_byte, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_older_lines_move_in_as_figures, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-#include "insight/buckets.h"
+#include "rt/buckets.h"
 
 #include "rt/util.h"
 
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void insight_buckets_init(struct insight_buckets *b, size_t nseries, size_t max_buckets, uint64_t expected)
+void rt_buckets_init(struct rt_buckets *b, size_t nseries, size_t max_buckets, uint64_t expected)
 {
     memset(b, 0, sizeof(*b));
     b->nseries = nseries;
@@ -21,7 +21,7 @@ void insight_buckets_init(struct insight_buckets *b, size_t nseries, size_t max_
     b->count = rt_xcalloc(cells ? cells : 1, sizeof(uint32_t));
 }
 
-void insight_buckets_free(struct insight_buckets *b)
+void rt_buckets_free(struct rt_buckets *b)
 {
     free(b->t_sum);
     free(b->t_count);
@@ -32,7 +32,7 @@ void insight_buckets_free(struct insight_buckets *b)
     memset(b, 0, sizeof(*b));
 }
 
-bool insight_buckets_add(struct insight_buckets *b, uint64_t index, double t, const double *v)
+bool rt_buckets_add(struct rt_buckets *b, uint64_t index, double t, const double *v)
 {
     if (index >= b->expected || !b->n)
         return false;
@@ -56,7 +56,7 @@ bool insight_buckets_add(struct insight_buckets *b, uint64_t index, double t, co
     return true;
 }
 
-bool insight_bucket_time(const struct insight_buckets *b, size_t i, double *t)
+bool rt_bucket_time(const struct rt_buckets *b, size_t i, double *t)
 {
     if (i >= b->n || !b->t_count[i])
         return false;
@@ -64,7 +64,7 @@ bool insight_bucket_time(const struct insight_buckets *b, size_t i, double *t)
     return true;
 }
 
-bool insight_bucket_value(const struct insight_buckets *b, size_t i, size_t k, double *lo, double *mean,
+bool rt_bucket_value(const struct rt_buckets *b, size_t i, size_t k, double *lo, double *mean,
                           double *hi)
 {
     size_t c = i * b->nseries + k;
