@@ -527,6 +527,7 @@ static void reload(struct rt_daemon *d)
     rt_sampler_set_interval(d->sampler, d->cfg.interval_secs);
     struct rt_gpuuse_config idle = gpu_idle_config(&d->cfg);
     rt_sampler_set_gpu_idle(d->sampler, &idle);
+    rt_api_jobs_changed();
     rt_event_config_reloaded(path, changed, waiting);
     rt_notify_ready();
 }
