@@ -268,8 +268,9 @@ bool rt_conn_flush(struct rt_server *srv, struct rt_conn *c)
         return false;
     }
     if (after > MAX_PENDING_OUTPUT) {
-        rt_notice("dropping client (uid %u, pid %d): it does not read its replies (%zu bytes unread)",
-                  (unsigned)c->peer.uid, (int)c->peer.pid, after);
+        rt_log_user(c->peer.uid, LOG_NOTICE,
+                    "dropping client (uid %u, pid %d): it does not read its replies (%zu bytes unread)",
+                    (unsigned)c->peer.uid, (int)c->peer.pid, after);
         conn_close(srv, c);
         return false;
     }
@@ -579,7 +580,7 @@ static void accept_all(struct rt_server *srv)
         bool admin = peer_is_admin(srv, fd, cred.uid, cred.gid);
         struct rt_budget_user *u = rt_budget_find(&srv->budget, cred.uid);
         if (cred.uid != 0 && u && u->conns >= cfg->max_connections_per_uid) {
-            rt_log(LOG_NOTICE, "refusing a client of uid %u: %u connections open", (unsigned)cred.uid,
+            rt_log_user(cred.uid, LOG_NOTICE, "refusing a client of uid %u: %u connections open", (unsigned)cred.uid,
                    cfg->max_connections_per_uid);
             refuse(fd, "connections_per_user", cfg->max_connections_per_uid);
             continue;
@@ -590,7 +591,7 @@ static void accept_all(struct rt_server *srv)
         bool full = srv->nconns >= cfg->max_connections || (!admin && srv->nconns - srv->nadmin >= open_to_all);
         if (full && (admin || !make_room(srv, cred.uid, u, open_to_all))) {
             unsigned max = admin ? cfg->max_connections : open_to_all;
-            rt_log(LOG_NOTICE, "refusing a client of uid %u: %zu connections open", (unsigned)cred.uid,
+            rt_log_user(cred.uid, LOG_NOTICE, "refusing a client of uid %u: %zu connections open", (unsigned)cred.uid,
                    srv->nconns);
             refuse(fd, "connections", max);
             continue;
@@ -774,14 +775,16 @@ void rt_server_tick(struct rt_server *srv)
         account(srv, c);
         bool reading = c->phase == RT_CONN_READING && !c->queued && !c->blocked;
         if (out && now - c->sent_ns > cfg->reply_timeout_secs * RT_NSEC_PER_SEC) {
-            rt_notice("dropping client (uid %u, pid %d): it read none of its replies for %u s (%zu bytes unread)",
+            rt_log_user(c->peer.uid, LOG_NOTICE,
+                        "dropping client (uid %u, pid %d): it read none of its replies for %u s (%zu bytes unread)",
                       (unsigned)c->peer.uid, (int)c->peer.pid, cfg->reply_timeout_secs, out);
             conn_close(srv, c);
         } else if (reading && in && !c->input_ended &&
                    now - c->input_ns > cfg->message_timeout_secs * RT_NSEC_PER_SEC) {
             char reason[96];
             snprintf(reason, sizeof(reason), "message not completed within %u s", cfg->message_timeout_secs);
-            rt_info("closing a client (uid %u, pid %d): %s", (unsigned)c->peer.uid, (int)c->peer.pid, reason);
+            rt_log_user(c->peer.uid, LOG_INFO, "closing a client (uid %u, pid %d): %s", (unsigned)c->peer.uid,
+                        (int)c->peer.pid, reason);
             protocol_error(srv, c, reason);
             rt_conn_flush(srv, c);
         } else if (reading && !in && !out && now - c->active_ns > cfg->idle_timeout_secs * RT_NSEC_PER_SEC) {
