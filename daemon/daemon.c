@@ -422,7 +422,8 @@ static void adopt_jobs(struct rt_daemon *d)
         rt_jobs_lock(&d->jobs);
         rt_jobs_add(&d->jobs, j);
         rt_jobs_unlock(&d->jobs);
-        rt_info("adopted the cgroup %s as job %" PRIu64 " of uid %u", paths[i], id, (unsigned)j->owner_uid);
+        rt_log_user(j->owner_uid, LOG_INFO, "adopted the cgroup %s as job %" PRIu64 " of uid %u", paths[i], id,
+                    (unsigned)j->owner_uid);
         struct rt_sreq *q = rt_xcalloc(1, sizeof(*q));
         q->type = RT_SREQ_START;
         q->job = j;
@@ -527,6 +528,7 @@ static void reload(struct rt_daemon *d)
     rt_sampler_set_interval(d->sampler, d->cfg.interval_secs);
     struct rt_gpuuse_config idle = gpu_idle_config(&d->cfg);
     rt_sampler_set_gpu_idle(d->sampler, &idle);
+    rt_api_jobs_changed();
     rt_event_config_reloaded(path, changed, waiting);
     rt_notify_ready();
 }
@@ -571,6 +573,7 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
                 send_status(d);
                 adopt_jobs(d);
                 rt_server_tick(d->server);
+                rt_log_user_summaries();
                 if (d->cfg.exit_on_idle_secs)
                     idle_exit(d, &idle_since);
             } else {

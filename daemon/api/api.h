@@ -28,5 +28,8 @@ void rt_server_tick(struct rt_server *srv);
 /* Deliver the sampler's outbox (answers to requests, samples for streams). */
 void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list);
 size_t rt_server_connections(struct rt_server *srv);
+/* Jobs may have changed outside a sampler event (a reload changes their
+ * efficiency): StreamJobs' first replies are made anew (methods_live.c). */
+void rt_api_jobs_changed(void);
 
 #endif

@@ -23,6 +23,13 @@
 /* A client that lets this much output pile up (a stream it does not read) is
  * too slow: drop it. */
 #define MAX_PENDING_OUTPUT (16u * 1024 * 1024)
+/* A shared reply goes out this much per flush (per EPOLLOUT): 200
+ * subscribers each sending a 500 KB reply at once held up the loop. */
+#define SHARED_CHUNK (64u * 1024)
+/* Output to clients only waiting for it (EPOLLOUT) is sent for this long
+ * in one epoll batch; the others are sent on the next (epoll reports them
+ * again), so that a batch of 64 large sends does not hold up a call. */
+#define OUTPUT_SLICE_NS (2 * 1000 * 1000)
 /* A turn: this many calls, then the next connection's turn. */
 #define TURN_CALLS 8
 /* rt_server_settle() gives turns for this long, then lets epoll in. */
@@ -40,6 +47,7 @@ struct rt_server {
     uint64_t drop_logged_ns;  /* budget drops: one notice a second, the rest counted */
     unsigned drops_unlogged;
     uint64_t next_id;
+    uint64_t batch_ns;      /* the first event of this epoll batch, 0 before */
     int listen_tag;
     bool accept_paused;     /* out of descriptors: listen fd not watched */
     bool accept_warned;     /* this shortage has been logged */
@@ -147,6 +155,7 @@ static void conn_close(struct rt_server *srv, struct rt_conn *c)
     srv->nadmin -= c->peer.admin;
     rt_vl_reader_free(&c->rd);
     rt_vl_writer_free(&c->wr);
+    rt_shared_out_drop(&c->shared);
     drop_fds(c);
     end_stream(c);
     /* Not freed yet: the current epoll batch may hold more events for it. */
@@ -204,7 +213,7 @@ static void update_interest(struct rt_server *srv, struct rt_conn *c)
         ev |= EPOLLIN;
     /* A stream paging through stored data is pumped on EPOLLOUT, also when
      * a flush drained everything it had queued. */
-    if (rt_vl_writer_pending(&c->wr) || stream_wants_output(c))
+    if (rt_conn_pending(c) || stream_wants_output(c))
         ev |= EPOLLOUT;
     if (ev == c->epoll_events)
         return;
@@ -214,10 +223,14 @@ static void update_interest(struct rt_server *srv, struct rt_conn *c)
     c->epoll_events = ev;
 }
 
-/* The bytes its buffers hold, for its user's budget. */
+/* The bytes its buffers hold, for its user's budget: a shared reply is
+ * divided among those that hold it (re-counted each housekeeping tick as
+ * they finish sending it). */
 static void account(struct rt_server *srv, struct rt_conn *c)
 {
-    rt_budget_hold(&srv->budget, c->user, &c->held, c->rd.cap + c->wr.cap);
+    const struct rt_shared_reply *r = c->shared.reply;
+    size_t shared = r ? r->len / r->refs : 0;
+    rt_budget_hold(&srv->budget, c->user, &c->held, c->rd.cap + c->wr.cap + shared);
 }
 
 /* The client closed: nothing it is sent can arrive. Calls it sent before
@@ -226,15 +239,18 @@ static void conn_gone(struct rt_conn *c)
 {
     c->gone = true;
     rt_vl_writer_free(&c->wr);
+    rt_shared_out_drop(&c->shared);
 }
 
 bool rt_conn_flush(struct rt_server *srv, struct rt_conn *c)
 {
-    size_t before = rt_vl_writer_pending(&c->wr);
+    size_t before = rt_conn_pending(c);
     int r = c->gone ? 0 : rt_vl_writer_flush(&c->wr, c->fd);
+    if (r == 0 && !c->gone)
+        r = rt_shared_out_send(&c->shared, c->fd, SHARED_CHUNK);
     if (r < 0)
         conn_gone(c);
-    size_t after = rt_vl_writer_pending(&c->wr);
+    size_t after = rt_conn_pending(c);
     if (after < before || !after) {
         c->sent_ns = rt_mono_ns();
         if (after < before)
@@ -252,8 +268,9 @@ bool rt_conn_flush(struct rt_server *srv, struct rt_conn *c)
         return false;
     }
     if (after > MAX_PENDING_OUTPUT) {
-        rt_notice("dropping client (uid %u, pid %d): it does not read its replies (%zu bytes unread)",
-                  (unsigned)c->peer.uid, (int)c->peer.pid, after);
+        rt_log_user(c->peer.uid, LOG_NOTICE,
+                    "dropping client (uid %u, pid %d): it does not read its replies (%zu bytes unread)",
+                    (unsigned)c->peer.uid, (int)c->peer.pid, after);
         conn_close(srv, c);
         return false;
     }
@@ -265,14 +282,36 @@ bool rt_conn_flush(struct rt_server *srv, struct rt_conn *c)
 
 size_t rt_conn_pending(const struct rt_conn *c)
 {
-    return rt_vl_writer_pending(&c->wr);
+    return rt_vl_writer_pending(&c->wr) + rt_shared_out_pending(&c->shared);
+}
+
+/* What is queued after a shared reply goes after it: the rest of it is
+ * copied into the writer first (rare: streams queue one at a time). */
+static void keep_order(struct rt_conn *c)
+{
+    struct rt_shared_out *o = &c->shared;
+    if (!o->reply)
+        return;
+    rt_vl_writer_put_raw(&c->wr, o->reply->data + o->off, o->reply->len - o->off - 1);
+    rt_shared_out_drop(o);
 }
 
 void rt_conn_send_raw(struct rt_server *srv, struct rt_conn *c, const char *json, size_t len)
 {
     (void)srv;
-    if (!c->oneway && !c->gone)
-        rt_vl_writer_put_raw(&c->wr, json, len);
+    if (c->oneway || c->gone)
+        return;
+    keep_order(c);
+    rt_vl_writer_put_raw(&c->wr, json, len);
+}
+
+void rt_conn_send_shared(struct rt_server *srv, struct rt_conn *c, struct rt_shared_reply *reply)
+{
+    (void)srv;
+    if (c->oneway || c->gone)
+        return;
+    keep_order(c);
+    c->shared = (struct rt_shared_out){.reply = rt_shared_reply_ref(reply)};
 }
 
 void rt_conn_reply(struct rt_server *srv, struct rt_conn *c, struct json_object *params, bool continues)
@@ -282,6 +321,7 @@ void rt_conn_reply(struct rt_server *srv, struct rt_conn *c, struct json_object 
         json_object_put(params);
         return;
     }
+    keep_order(c);
     struct json_object *o = json_object_new_object();
     json_object_object_add(o, "parameters", params ? params : json_object_new_object());
     if (continues)
@@ -297,6 +337,7 @@ void rt_conn_error(struct rt_server *srv, struct rt_conn *c, const char *error, 
         json_object_put(params);
         return;
     }
+    keep_order(c);
     struct json_object *o = json_object_new_object();
     json_object_object_add(o, "error", json_object_new_string(error));
     json_object_object_add(o, "parameters", params ? params : json_object_new_object());
@@ -366,7 +407,7 @@ static void serve_input(struct rt_server *srv, struct rt_conn *c)
     c->in_dispatch = true;
     unqueue(srv, c);
     for (int calls = 0; c->phase == RT_CONN_READING; calls++) {
-        if (rt_vl_writer_pending(&c->wr) >= OUTPUT_HIGH) {
+        if (rt_conn_pending(c) >= OUTPUT_HIGH) {
             c->blocked = true;
             break;
         }
@@ -473,7 +514,7 @@ static struct rt_conn *eviction_victim(struct rt_server *srv, const struct rt_bu
         if (c->user != u || c->peer.admin)
             continue;
         bool is_idle = c->phase == RT_CONN_READING && !c->queued && !c->blocked && !c->gone &&
-                       !rt_vl_reader_pending(&c->rd) && !rt_vl_writer_pending(&c->wr);
+                       !rt_vl_reader_pending(&c->rd) && !rt_conn_pending(c);
         if (is_idle && (!idle || c->active_ns < idle->active_ns))
             idle = c;
         if (!any || c->active_ns < any->active_ns)
@@ -539,7 +580,7 @@ static void accept_all(struct rt_server *srv)
         bool admin = peer_is_admin(srv, fd, cred.uid, cred.gid);
         struct rt_budget_user *u = rt_budget_find(&srv->budget, cred.uid);
         if (cred.uid != 0 && u && u->conns >= cfg->max_connections_per_uid) {
-            rt_log(LOG_NOTICE, "refusing a client of uid %u: %u connections open", (unsigned)cred.uid,
+            rt_log_user(cred.uid, LOG_NOTICE, "refusing a client of uid %u: %u connections open", (unsigned)cred.uid,
                    cfg->max_connections_per_uid);
             refuse(fd, "connections_per_user", cfg->max_connections_per_uid);
             continue;
@@ -550,7 +591,7 @@ static void accept_all(struct rt_server *srv)
         bool full = srv->nconns >= cfg->max_connections || (!admin && srv->nconns - srv->nadmin >= open_to_all);
         if (full && (admin || !make_room(srv, cred.uid, u, open_to_all))) {
             unsigned max = admin ? cfg->max_connections : open_to_all;
-            rt_log(LOG_NOTICE, "refusing a client of uid %u: %zu connections open", (unsigned)cred.uid,
+            rt_log_user(cred.uid, LOG_NOTICE, "refusing a client of uid %u: %zu connections open", (unsigned)cred.uid,
                    srv->nconns);
             refuse(fd, "connections", max);
             continue;
@@ -635,6 +676,11 @@ void rt_server_event(struct rt_server *srv, void *tag, uint32_t events)
     struct rt_conn *c = tag;
     if (c->phase == RT_CONN_DEAD)
         return; /* closed earlier in this batch */
+    uint64_t now = rt_mono_ns();
+    if (!srv->batch_ns)
+        srv->batch_ns = now;
+    else if (events == EPOLLOUT && now - srv->batch_ns > OUTPUT_SLICE_NS)
+        return; /* level-triggered: reported again by the next epoll_wait() */
     if (events & EPOLLERR) {
         conn_close(srv, c);
         return;
@@ -651,7 +697,7 @@ void rt_server_event(struct rt_server *srv, void *tag, uint32_t events)
     if (events & EPOLLOUT) {
         if (!rt_conn_flush(srv, c))
             return;
-        if (stream_wants_output(c) && rt_vl_writer_pending(&c->wr) == 0) {
+        if (stream_wants_output(c) && rt_conn_pending(c) == 0) {
             c->stream->ops->pump(srv, c);
             if (!rt_conn_flush(srv, c))
                 return;
@@ -713,6 +759,7 @@ bool rt_server_settle(struct rt_server *srv)
     }
     enforce_budget(srv);
     reap(srv);
+    srv->batch_ns = 0;
     return srv->queue != NULL;
 }
 
@@ -724,17 +771,20 @@ void rt_server_tick(struct rt_server *srv)
     uint64_t now = rt_mono_ns();
     for (struct rt_conn *c = srv->conns, *cn; c; c = cn) {
         cn = c->next;
-        size_t out = rt_vl_writer_pending(&c->wr), in = rt_vl_reader_pending(&c->rd);
+        size_t out = rt_conn_pending(c), in = rt_vl_reader_pending(&c->rd);
+        account(srv, c);
         bool reading = c->phase == RT_CONN_READING && !c->queued && !c->blocked;
         if (out && now - c->sent_ns > cfg->reply_timeout_secs * RT_NSEC_PER_SEC) {
-            rt_notice("dropping client (uid %u, pid %d): it read none of its replies for %u s (%zu bytes unread)",
+            rt_log_user(c->peer.uid, LOG_NOTICE,
+                        "dropping client (uid %u, pid %d): it read none of its replies for %u s (%zu bytes unread)",
                       (unsigned)c->peer.uid, (int)c->peer.pid, cfg->reply_timeout_secs, out);
             conn_close(srv, c);
         } else if (reading && in && !c->input_ended &&
                    now - c->input_ns > cfg->message_timeout_secs * RT_NSEC_PER_SEC) {
             char reason[96];
             snprintf(reason, sizeof(reason), "message not completed within %u s", cfg->message_timeout_secs);
-            rt_info("closing a client (uid %u, pid %d): %s", (unsigned)c->peer.uid, (int)c->peer.pid, reason);
+            rt_log_user(c->peer.uid, LOG_INFO, "closing a client (uid %u, pid %d): %s", (unsigned)c->peer.uid,
+                        (int)c->peer.pid, reason);
             protocol_error(srv, c, reason);
             rt_conn_flush(srv, c);
         } else if (reading && !in && !out && now - c->active_ns > cfg->idle_timeout_secs * RT_NSEC_PER_SEC) {
@@ -748,6 +798,8 @@ void rt_server_tick(struct rt_server *srv)
 void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list)
 {
     accept_resume(srv);
+    if (list)
+        rt_api_jobs_changed();
     for (struct rt_sevt *e = list; e;) {
         struct rt_sevt *next = e->next;
         if (e->type == RT_SEVT_REQ_DONE) {
@@ -757,15 +809,22 @@ void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list)
             if (c)
                 rt_conn_flush(srv, c);
         } else {
-            for (struct rt_conn *c = srv->conns, *cn; c; c = cn) {
-                cn = c->next;
+            for (struct rt_conn *c = srv->conns; c; c = c->next) {
                 if (c->phase == RT_CONN_STREAMING && c->stream->ops->event) {
                     c->stream->ops->event(srv, c, e);
-                    rt_conn_flush(srv, c);
+                    c->notified = true;
                 }
             }
         }
         rt_sevt_free(e);
         e = next;
+    }
+    /* Once per connection, not once per event (a tick of 300 jobs brings 301). */
+    for (struct rt_conn *c = srv->conns, *cn; c; c = cn) {
+        cn = c->next;
+        if (c->notified) {
+            c->notified = false;
+            rt_conn_flush(srv, c);
+        }
     }
 }

@@ -7,6 +7,7 @@
 #ifndef RT_API_TRANSPORT_H
 #define RT_API_TRANSPORT_H
 
+#include "api/shared_reply.h"
 #include "rt/varlink.h"
 
 #include <json-c/json.h>
@@ -50,6 +51,7 @@ struct rt_conn {
     bool input_ended;          /* the client shut down its sending side */
     bool gone;                 /* the client closed: replies are dropped, calls still run */
     bool in_dispatch;          /* serving calls: rt_conn_done() does not re-enter */
+    bool notified;             /* given sampler events, to flush after the batch */
     bool queued;               /* calls read and not served wait for a turn (srv's queue) */
     bool blocked;              /* calls wait for the client to read its replies */
     bool more, oneway;         /* flags of the call being served */
@@ -61,6 +63,7 @@ struct rt_conn {
     struct rt_stream *stream;  /* while STREAMING */
     struct rt_vl_reader rd;
     struct rt_vl_writer wr;
+    struct rt_shared_out shared; /* sent after wr */
     struct {
         int fd;
         uint64_t at;           /* stream offset of the message it came with */
@@ -82,6 +85,11 @@ void rt_conn_error(struct rt_server *srv, struct rt_conn *conn, const char *erro
                    struct json_object *params);
 /* A reply already serialised as {"parameters":…}. */
 void rt_conn_send_raw(struct rt_server *srv, struct rt_conn *conn, const char *json, size_t len);
+/* The same, shared with other connections: a reference is taken. It goes
+ * out in chunks, one per flush, so that many connections sending a large
+ * one take turns with the other clients' calls. */
+void rt_conn_send_shared(struct rt_server *srv, struct rt_conn *conn, struct rt_shared_reply *reply);
+/* Bytes queued and not sent yet. */
 size_t rt_conn_pending(const struct rt_conn *conn);
 
 /* The call goes on after its handler returns: it waits for the sampler, or

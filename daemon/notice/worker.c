@@ -116,8 +116,8 @@ static void finish(struct rt_noticer *w, struct delivery *d, bool delivered)
     if (delivered)
         rt_debug("notice: job %" PRIu64 ": told %s", d->notice->id, shown);
     else
-        rt_warn("notice: job %" PRIu64 ": cannot tell %s after %u attempt%s: %s", d->notice->id, shown, d->attempt,
-                d->attempt == 1 ? "" : "s", d->error);
+        rt_log_user(d->notice->owner, LOG_WARNING, "notice: job %" PRIu64 ": cannot tell %s after %u attempt%s: %s",
+                    d->notice->id, shown, d->attempt, d->attempt == 1 ? "" : "s", d->error);
     pthread_mutex_lock(&w->mu);
     w->pending--;
     if (w->pending < w->max_pending / 2)

@@ -234,8 +234,8 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
     if (j->pidfd >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, j->pidfd, &ev) < 0) {
         /* Without the watch, the tick notices the end (as without pidfds). */
-        rt_warn("job %" PRIu64 ": cannot watch its root: %s; its end is noticed at the next tick",
-                j->id, strerror(errno));
+        rt_log_user(j->owner_uid, LOG_WARNING, "job %" PRIu64 ": cannot watch its root: %s; its end is noticed at "
+                    "the next tick", j->id, strerror(errno));
         close(j->pidfd);
         j->pidfd = -1;
     }
@@ -273,7 +273,7 @@ static void begin_upload(struct rt_sampler *s, struct rt_sreq *q)
                                       .upload_interval_ms = q->upload_interval_secs * 1000};
     int r = rt_upload_job_begin_opts(s->o.upload, j->id, q->token, fields, &opts);
     if (r < 0)
-        rt_warn("job %" PRIu64 ": will not be uploaded: %s", j->id, strerror(-r));
+        rt_log_user(j->owner_uid, LOG_WARNING, "job %" PRIu64 ": will not be uploaded: %s", j->id, strerror(-r));
     json_object_put(fields);
 }
 
@@ -342,7 +342,8 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
             j->state = q->exit_code || q->signal ? RT_JOB_FAILED : RT_JOB_FINISHED;
             rt_jobs_unlock(s->jobs);
             rt_sampler_save_record(s, j, true);
-            rt_info("job %" PRIu64 ": exit status %d reported after its end", j->id, j->exit_code);
+            rt_log_user(j->owner_uid, LOG_INFO, "job %" PRIu64 ": exit status %d reported after its end", j->id,
+                        j->exit_code);
             if (j->wants_upload && s->o.upload)
                 rt_upload_job_set_exit(s->o.upload, j->id, j->exit_code);
             if (was_lost) { /* its first journal record: a lost job had none */

@@ -1,5 +1,7 @@
 #include "system/log.h"
 
+#include "system/user_log.h"
+
 #include "rt/text.h"
 #include "rt/util.h"
 
@@ -146,6 +148,40 @@ void rt_log(int level, const char *fmt, ...)
     va_start(ap, fmt);
     vlog(level, fmt, ap);
     va_end(ap);
+}
+
+static pthread_mutex_t user_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct rt_user_log user_log;
+
+void rt_log_user(uid_t uid, int level, const char *fmt, ...)
+{
+    if (level > level_max)
+        return;
+    pthread_mutex_lock(&user_mu);
+    bool allowed = rt_user_log_take(&user_log, uid, rt_mono_ns());
+    pthread_mutex_unlock(&user_mu);
+    if (!allowed)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, fmt, ap);
+    va_end(ap);
+}
+
+static void say_suppressed(uid_t uid, unsigned count, double secs, void *ctx)
+{
+    (void)ctx;
+    rt_log(LOG_NOTICE,
+           "%u log message%s caused by uid %u suppressed in the last %.0f s (more than %d at once or %d a second; "
+           "job records are never suppressed)",
+           count, count == 1 ? "" : "s", (unsigned)uid, secs, RT_USER_LOG_BURST, RT_USER_LOG_PER_SEC);
+}
+
+void rt_log_user_summaries(void)
+{
+    pthread_mutex_lock(&user_mu);
+    rt_user_log_summaries(&user_log, rt_mono_ns(), say_suppressed, NULL);
+    pthread_mutex_unlock(&user_mu);
 }
 
 void rt_log_once(bool *once, int level, const char *fmt, ...)
