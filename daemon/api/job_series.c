@@ -5,6 +5,8 @@
 #include "api/call.h"
 #include "api/job_access.h"
 #include "api/methods.h"
+#include "api/stream.h"
+#include "api/transport.h"
 #include "daemon.h"
 #include "rt/job_series.h"
 #include "rt/json.h"
@@ -37,6 +39,52 @@ static void add(void *ctx, const struct rt_sample_parts *p)
     rt_series_add(ctx, p->host, p->nhost, p->secs, p->has_job, &f);
 }
 
+/* The samples read at a time: a long job's are read in steps, and the
+ * loop serves other clients between them (a day at 1 s is 22 steps). */
+#define STEP 4096
+
+struct series_call {
+    struct rt_stream base;
+    uint64_t id, next, end;
+    double interval;
+    struct rt_figlog *fl;
+    struct rt_buckets b;
+    struct rt_series_run run;
+};
+
+static void series_release(struct rt_stream *st)
+{
+    struct series_call *s = (struct series_call *)st;
+    rt_figlog_unref(s->fl);
+    if (s->run.charts)
+        rt_buckets_free(&s->b);
+}
+
+/* One step; the reply after the last. */
+static void series_pump(struct rt_server *srv, struct rt_conn *conn)
+{
+    struct series_call *s = (struct series_call *)conn->stream;
+    uint64_t to = s->end - s->next > STEP ? s->next + STEP : s->end;
+    if (s->fl)
+        rt_samples_each(&rt_server_daemon(srv)->state.samples, s->fl, s->id, s->interval, s->next, to, add, &s->run);
+    s->next = to;
+    if (s->next < s->end)
+        return; /* pumped again once the loop has served the others */
+    struct json_object *p = json_object_new_object();
+    rt_series_to_json(&s->run, p);
+    rt_conn_reply(srv, conn, p, false);
+    rt_conn_done(srv, conn);
+}
+
+static bool series_wants_output(const struct rt_stream *st)
+{
+    (void)st;
+    return true;
+}
+
+static const struct rt_stream_ops series_ops = {
+    .pump = series_pump, .wants_output = series_wants_output, .release = series_release};
+
 static void m_get_job_series(struct rt_call *c)
 {
     int64_t points = rt_call_int(c, "points", POINTS_DEFAULT), limit = rt_call_int(c, "limit", INT64_MAX);
@@ -44,30 +92,26 @@ static void m_get_job_series(struct rt_call *c)
     struct rt_job *j = rt_api_lookup_job(c);
     if (!j)
         return;
-    uint64_t id = j->id, end = j->summary.samples;
-    double interval = j->interval_secs;
+    struct series_call *s = rt_xcalloc(1, sizeof(*s));
+    s->base.ops = &series_ops;
+    s->id = j->id;
+    s->end = j->summary.samples;
+    s->interval = j->interval_secs;
     /* The start as the Job object shows it: bucket times are what a client
      * adding up the samples' spans from there would get. */
     struct json_object *start = rt_json_double(j->started_at, 3);
-    struct rt_series_run run = {.t = json_object_get_double(start)};
+    s->run.t = json_object_get_double(start);
     json_object_put(start);
-    struct rt_figlog *fl = rt_figlog_ref(j->fig);
+    s->fl = rt_figlog_ref(j->fig);
     rt_jobs_unlock(&d->jobs);
-    if ((uint64_t)limit < end) /* a running job: the samples its summary counted when asked */
-        end = (uint64_t)limit;
-    struct rt_buckets b;
+    if ((uint64_t)limit < s->end) /* a running job: the samples its summary counted when asked */
+        s->end = (uint64_t)limit;
     if (points > 0) {
-        rt_buckets_init(&b, RT_SERIES_N, (size_t)points, end);
-        run.charts = &b;
+        rt_buckets_init(&s->b, RT_SERIES_N, (size_t)points, s->end);
+        s->run.charts = &s->b;
     }
-    if (fl)
-        rt_samples_each(&d->state.samples, fl, id, interval, end, add, &run);
-    rt_figlog_unref(fl);
-    struct json_object *p = json_object_new_object();
-    rt_series_to_json(&run, p);
-    if (run.charts)
-        rt_buckets_free(&b);
-    rt_call_reply(c, p);
+    rt_conn_stream(c->conn, &s->base);
+    series_pump(c->srv, c->conn);
 }
 
 static const struct rt_method methods[] = {

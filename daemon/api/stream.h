@@ -20,6 +20,8 @@ struct rt_stream_ops {
     void (*event)(struct rt_server *srv, struct rt_conn *conn, const struct rt_sevt *e);
     /* pump() has something to send as soon as the client reads. */
     bool (*wants_output)(const struct rt_stream *s);
+    /* Frees what the stream holds besides itself (may be NULL). */
+    void (*release)(struct rt_stream *s);
 };
 
 struct rt_stream {

@@ -105,6 +105,8 @@ static void drop_fds(struct rt_conn *c)
 
 static void end_stream(struct rt_conn *c)
 {
+    if (c->stream && c->stream->ops->release)
+        c->stream->ops->release(c->stream);
     free(c->stream);
     c->stream = NULL;
 }

@@ -493,7 +493,7 @@ static bool parts(struct reader *rd, const struct rt_rec *r, uint64_t index, dou
 }
 
 uint64_t rt_samples_each(struct rt_samples *s, struct rt_figlog *fl, uint64_t id, double interval_secs,
-                         uint64_t end, rt_samples_each_fn *fn, void *ctx)
+                         uint64_t from, uint64_t end, rt_samples_each_fn *fn, void *ctx)
 {
     struct rt_job_view jv = {.id = id};
     struct reader rd = {.s = s, .jv = &jv, .csv = true};
@@ -503,7 +503,7 @@ uint64_t rt_samples_each(struct rt_samples *s, struct rt_figlog *fl, uint64_t id
     uint64_t written = rt_seglog_written(&fl->log), done = 0;
     struct rt_sample sm;
     rt_sample_init(&sm);
-    for (uint64_t i = 0; i < end && i < written; i++) {
+    for (uint64_t i = from; i < end && i < written; i++) {
         struct rt_rec r;
         struct rt_sample_parts p;
         if (!rt_seglog_cursor_get(&figs, i, &r))

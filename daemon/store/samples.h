@@ -126,9 +126,10 @@ struct rt_sample_parts {
     size_t nhost;
 };
 typedef void rt_samples_each_fn(void *ctx, const struct rt_sample_parts *p);
-/* Samples [0, end) of job id (interval_secs: its nominal interval) given to
- * fn in order; damaged ones are skipped (logged once). The samples given. */
+/* Samples [from, end) of job id (interval_secs: its nominal interval)
+ * given to fn in order; damaged ones are skipped (logged once). The samples
+ * given. */
 uint64_t rt_samples_each(struct rt_samples *s, struct rt_figlog *fl, uint64_t id, double interval_secs,
-                         uint64_t end, rt_samples_each_fn *fn, void *ctx);
+                         uint64_t from, uint64_t end, rt_samples_each_fn *fn, void *ctx);
 
 #endif

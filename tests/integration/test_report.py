@@ -20,7 +20,9 @@ import math
 import os
 import platform
 import re
+import select
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -33,7 +35,7 @@ from urllib.parse import parse_qs, urlsplit
 
 sys.path.insert(0, os.path.dirname(__file__))
 import synthjob  # noqa: E402
-from rtlib import CTL, TOOLS, Daemon, TestUsers, job_samples, run_ctl, wait_for  # noqa: E402
+from rtlib import CTL, IFACE, TOOLS, Daemon, TestUsers, job_samples, run_ctl, wait_for  # noqa: E402
 
 MIB = 1048576
 CHROMIUM = shutil.which("chromium")
@@ -732,6 +734,38 @@ class LongJob(unittest.TestCase):
             self.assertAlmostEqual(Cells(text).value(1, "memory_pss_mean_bytes"), mean, delta=1e-3)
             o = json.loads(run_ctl(d, "recommend", "1", "--json", check=0)[1])
             self.assertAlmostEqual(o["runs"][0]["memory_pss_mean_bytes"], mean, delta=1e-3)
+            d.stop()
+        finally:
+            d.cleanup()
+
+    def test_a_long_series_lets_other_clients_in(self):
+        """GetJobSeries reads a long job in steps: a Ping sent after it is
+        answered before it, the loop serving others between the steps."""
+        probe = Daemon(interval=1).start()
+        try:
+            host = probe.call("GetHostSample")["sample"]
+        finally:
+            probe.stop()
+            probe.cleanup()
+        d = Daemon(interval=1)
+        try:
+            synthjob.write_job(d.state_dir, host, 40000)
+            d.start()
+            a, b = socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX)
+            for s in (a, b):
+                s.connect(d.socket)
+            series = json.dumps({"method": IFACE + ".GetJobSeries", "parameters": {"id": 1}}).encode() + b"\0"
+            a.sendall(series)
+            b.sendall(json.dumps({"method": IFACE + ".Ping"}).encode() + b"\0")
+            self.assertEqual(json.loads(b.recv(4096).rstrip(b"\0")), {"parameters": {}})
+            self.assertEqual(select.select([a], [], [], 0)[0], [], "the series was answered first")
+            reply = b""
+            while not reply.endswith(b"\0"):
+                reply += a.recv(1 << 20)
+            got = json.loads(reply[:-1])["parameters"]
+            self.assertEqual((got["samples"], len(got["time"])), (40000, 1000))
+            a.close()
+            b.close()
             d.stop()
         finally:
             d.cleanup()
