@@ -533,6 +533,13 @@ static void reload(struct rt_daemon *d)
     rt_notify_ready();
 }
 
+static void sampler_events(struct rt_daemon *d)
+{
+    struct rt_sevt *list = rt_sampler_take(d->sampler);
+    job_events(d, list);
+    rt_server_sampler_events(d->server, list);
+}
+
 static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
 {
     uint64_t idle_since = 0;
@@ -560,9 +567,7 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
                     }
                 }
             } else if (tag == &tag_sampler) {
-                struct rt_sevt *list = rt_sampler_take(d->sampler);
-                job_events(d, list);
-                rt_server_sampler_events(d->server, list);
+                sampler_events(d);
             } else if (tag == &tag_timer) {
                 uint64_t exp;
                 if (read(tfd, &exp, sizeof(exp)) < 0 && errno != EAGAIN)
@@ -572,6 +577,7 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
                                   (uint64_t)(d->cfg.interval_secs * 1e9));
                 send_status(d);
                 adopt_jobs(d);
+                sampler_events(d); /* what ticks left while nobody streamed */
                 rt_server_tick(d->server);
                 rt_log_user_summaries();
                 if (d->cfg.exit_on_idle_secs)
@@ -581,6 +587,7 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
             }
         }
         turns = rt_server_settle(d->server);
+        rt_sampler_set_quiet_ticks(d->sampler, !rt_server_streaming(d->server));
     }
     return 0;
 }

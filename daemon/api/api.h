@@ -27,6 +27,8 @@ bool rt_server_settle(struct rt_server *srv);
 void rt_server_tick(struct rt_server *srv);
 /* Deliver the sampler's outbox (answers to requests, samples for streams). */
 void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list);
+/* Whether a connection streams (it wants the sampler's events at once). */
+bool rt_server_streaming(const struct rt_server *srv);
 size_t rt_server_connections(struct rt_server *srv);
 /* Jobs may have changed outside a sampler event (a reload changes their
  * efficiency): StreamJobs' first replies are made anew (methods_live.c). */

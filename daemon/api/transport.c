@@ -797,6 +797,14 @@ void rt_server_tick(struct rt_server *srv)
     }
 }
 
+bool rt_server_streaming(const struct rt_server *srv)
+{
+    for (const struct rt_conn *c = srv->conns; c; c = c->next)
+        if (c->phase == RT_CONN_STREAMING)
+            return true;
+    return false;
+}
+
 void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list)
 {
     accept_resume(srv);

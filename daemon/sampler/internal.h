@@ -38,6 +38,7 @@ struct rt_sampler {
     atomic_bool stop;
     _Atomic uint64_t heartbeat;
     atomic_uint ngpus, ngpus_amd;
+    atomic_bool quiet_ticks;       /* nobody streams: a tick does not wake the main loop */
     _Atomic uint64_t retention_age, retention_bytes;
     atomic_uint retention_jobs;
     bool retention_warned;      /* running jobs hold more than the limit */

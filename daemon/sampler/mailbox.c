@@ -68,6 +68,7 @@ struct rt_rcstr *rt_sampler_latest_host(struct rt_sampler *s)
 
 uint64_t rt_sampler_heartbeat(struct rt_sampler *s) { return atomic_load(&s->heartbeat); }
 unsigned rt_sampler_gpu_count(struct rt_sampler *s) { return atomic_load(&s->ngpus); }
+void rt_sampler_set_quiet_ticks(struct rt_sampler *s, bool quiet) { atomic_store(&s->quiet_ticks, quiet); }
 unsigned rt_sampler_gpu_count_amd(struct rt_sampler *s) { return atomic_load(&s->ngpus_amd); }
 int rt_sampler_event_fd(struct rt_sampler *s) { return s->out_efd; }
 

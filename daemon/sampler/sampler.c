@@ -108,7 +108,7 @@ static void host_tick(struct rt_sampler *s, bool publish)
     }
     struct rt_sevt *e = rt_sevt_new(RT_SEVT_HOST);
     e->json = str;
-    rt_sampler_publish(s, e, false);
+    rt_sampler_publish(s, e, atomic_load(&s->quiet_ticks));
 }
 
 /* The usage of GPU processes in no job: kept as long as jobs are. */
@@ -198,7 +198,7 @@ static void tick(struct rt_sampler *s)
     /* Wakes the main loop for the tick's job samples too. */
     struct rt_sevt *done = rt_sevt_new(RT_SEVT_TICK_DONE);
     done->index = s->tick_no;
-    rt_sampler_publish(s, done, false);
+    rt_sampler_publish(s, done, atomic_load(&s->quiet_ticks));
     if (host_due)
         rt_ticker_advance(&s->ticker, now);
     rt_sampler_seal_one(s);

@@ -111,6 +111,11 @@ struct rt_rcstr *rt_sampler_latest_host(struct rt_sampler *s);
 /* CLOCK_MONOTONIC ns of the last completed tick (for the watchdog). */
 uint64_t rt_sampler_heartbeat(struct rt_sampler *s);
 unsigned rt_sampler_gpu_count(struct rt_sampler *s);
+/* Nobody streams (the main loop says after each batch): a tick's events
+ * wait for the main loop's next wake-up, at most a second, instead of
+ * waking it (a tick's cost on the main thread). Requests' answers and a
+ * job's end always wake it. */
+void rt_sampler_set_quiet_ticks(struct rt_sampler *s, bool quiet);
 unsigned rt_sampler_gpu_count_amd(struct rt_sampler *s);
 
 /* Test seam, for a sampler whose thread is not started: one tick (the first
