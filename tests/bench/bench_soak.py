@@ -74,7 +74,7 @@ def soak(a):
           % (a.jobs, a.interval, a.job_seconds, a.minutes))
     print(HEADER)
     figures = {}
-    with B.Daemon(a.interval) as d, d.connect() as c:
+    with B.Daemon(a.interval, prefix=a.prefix.split()) as d, d.connect() as c:
         slots, started, ended = [], 0, 0
         t0 = time.monotonic()
         time.sleep(3 * a.interval + 1)  # a few ticks of the host alone
@@ -104,7 +104,7 @@ def soak(a):
             B.kill_all(slots)
         ended += len(slots)
         B.rtlib.wait_for(lambda: not running_jobs(c), timeout=60, what="every job ended")
-        time.sleep(2)  # a tick or two after the last end
+        time.sleep(12)  # the daemon gives memory back at most every 10 s
         figures["after"] = row(d, time.monotonic() - t0, "all ended", started, ended)
     print("RSS: %d KiB before the jobs, %d KiB at the first step, %d KiB at the end (%+d from "
           "the first step), %d KiB after every job ended (%+d from before the jobs)" % (
@@ -120,6 +120,7 @@ def main(argv):
     ap.add_argument("--job-seconds", type=float, default=30)
     ap.add_argument("--interval", type=float, default=0.1)
     ap.add_argument("--step", type=float, default=30)
+    ap.add_argument("--prefix", default="", help="run the daemon under this (valgrind --tool=massif)")
     ap.add_argument("--quick", action="store_true", help="one minute, a step every 15 s")
     a = ap.parse_args(argv)
     if a.quick:
