@@ -168,6 +168,22 @@ int rt_seglog_seal(struct rt_seglog *l)
     return 0;
 }
 
+void rt_seglog_fit(struct rt_seglog *l)
+{
+    pthread_mutex_lock(&l->mu);
+    if (l->blocks_cap > l->nblocks) {
+        struct rt_seg_block *b = NULL;
+        if (l->nblocks) {
+            b = rt_xmalloc(l->nblocks * sizeof(*b));
+            memcpy(b, l->blocks, l->nblocks * sizeof(*b));
+        }
+        free(l->blocks);
+        l->blocks = b;
+        l->blocks_cap = l->nblocks;
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
 /* ---- writing ---- */
 
 static void push_pending(struct rt_seglog *l, struct rt_pending p)

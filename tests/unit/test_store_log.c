@@ -387,6 +387,11 @@ static void test_log_sealed_keeps_no_index(void **state)
     check(&l, 3100, 0, 0);
     assert_int_equal(rt_seglog_seal(&l), 0);
     check(&l, 3100, 0, 0);
+    /* A finished job's list of blocks: its size. */
+    rt_seglog_fit(&l);
+    assert_int_equal(l.nblocks, 2);
+    assert_int_equal(l.blocks_cap, 2);
+    check(&l, 3100, 0, 0);
     rt_seglog_remove_files(&l);
     rt_seglog_close(&l);
 }
