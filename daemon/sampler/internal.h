@@ -73,6 +73,8 @@ struct rt_sampler {
     uint64_t next_ledger_ns;    /* the GPU usage ledger is saved then */
     bool ledger_warned;
     unsigned ended_since_retention; /* a pass follows within a second */
+    bool release_wanted;        /* jobs ended: memory to give back (sampler.c) */
+    uint64_t release_at_ns, released_ns; /* when it is due (0: not planned), when it was last done */
     bool stall_logged;
     bool pidfd_warned;
     int inotify_fd;             /* the cgroup jobs' cgroup.events watches */

@@ -108,6 +108,7 @@ void rt_sampler_finish_ended(struct rt_sampler *s, uint64_t budget_ns)
     if (k) {
         memmove(s->ended, s->ended + k, (s->nended - k) * sizeof(*s->ended));
         s->nended -= k;
+        s->release_wanted = true;
     }
     /* The host's hot block, once no job has been running for a tick. */
     if (s->host_unsealed && s->nactive == 0)

@@ -150,6 +150,8 @@ void rt_sampler_retention(struct rt_sampler *s)
         rt_info("job %" PRIu64 " removed by the retention policy", doomed[i].id);
     }
     free(doomed);
-    if (ndoomed)
+    if (ndoomed) {
         drop_unused_host(s);
+        s->release_wanted = true; /* what they held, given back (sampler.c) */
+    }
 }

@@ -5,6 +5,7 @@
 #include "rt/sample_json.h"
 #include "rt/util.h"
 #include "system/log.h"
+#include "system/process_limits.h"
 
 #include <errno.h>
 #include <math.h>
@@ -24,6 +25,11 @@
 /* What ended jobs left to write takes at most this share of an interval per
  * tick (one job at least): a burst of short jobs is done over a few ticks. */
 #define ENDED_SHARE 20
+/* Memory that ended jobs held goes back to the kernel a second after they
+ * ended (the main loop has let go of their events by then), and at most
+ * every 10 s while jobs keep ending. */
+#define RELEASE_AFTER_NS RT_NSEC_PER_SEC
+#define RELEASE_EVERY_NS (10 * RT_NSEC_PER_SEC)
 #define LEDGER_EVERY_NS (60 * RT_NSEC_PER_SEC) /* as running jobs' records */
 
 /* Deadlines within this of each other are one tick: grids that meet share
@@ -159,6 +165,24 @@ static void job_advance(struct rt_sampler *s, struct rt_job *j, uint64_t now)
         j->due_ns = grid_next(s->grid_origin_ns, j->interval_ns, now);
 }
 
+/* malloc keeps what is freed in the middle of its arenas resident: what
+ * ended jobs held and the buffers of their end (their samples sealed, their
+ * records written) stayed, and the RSS grew with every churn of jobs
+ * (docs/performance.md, "A soak"). */
+static void release_memory(struct rt_sampler *s, uint64_t now)
+{
+    if (s->release_wanted && !s->release_at_ns) {
+        uint64_t soon = now + RELEASE_AFTER_NS, allowed = s->released_ns + RELEASE_EVERY_NS;
+        s->release_at_ns = soon > allowed ? soon : allowed;
+    }
+    s->release_wanted = false;
+    if (!s->release_at_ns || now < s->release_at_ns)
+        return;
+    rt_process_malloc_release();
+    s->released_ns = now;
+    s->release_at_ns = 0;
+}
+
 static void tick(struct rt_sampler *s)
 {
     uint64_t now = rt_mono_ns();
@@ -204,6 +228,7 @@ static void tick(struct rt_sampler *s)
     rt_sampler_seal_one(s);
     rt_sampler_finish_ended(s, atomic_load(&s->host_interval_ns) / ENDED_SHARE);
     now = rt_mono_ns();
+    release_memory(s, now);
     /* Every minute, and soon after jobs end: a user who starts and stops
      * jobs in a loop must not run past the limits for a minute. */
     if (now >= s->next_retention_ns ||

@@ -258,8 +258,8 @@ bool rt_samples_seal_one(struct rt_samples *s, struct rt_figlog *const *figs, si
 
 void rt_samples_job_ended(struct rt_samples *s, struct rt_figlog *fl, bool last_running)
 {
-    if (rt_samples_flush(s, fl) && fl)
-        rt_seglog_seal(&fl->log);
+    if (rt_samples_flush(s, fl) && fl && rt_seglog_seal(&fl->log) == 0)
+        rt_seglog_fit(&fl->log);
     if (last_running)
         rt_seglog_seal(&s->host);
 }

@@ -116,6 +116,21 @@ static int seal_hot_file(struct rt_seglog *l, uint64_t first, const uint8_t *buf
     return r;
 }
 
+/* The index of a sealed hot file is let go, not kept for the next one: a
+ * finished job's log is sealed once and kept until retention, and its index
+ * had grown to its block (16,384 records: 384 KiB). Under l->mu. */
+static void release_hot(struct rt_seglog *l)
+{
+    free(l->hot);
+    free(l->tmpl_off);
+    free(l->tmpl_len);
+    l->hot = NULL;
+    l->tmpl_off = NULL;
+    l->tmpl_len = NULL;
+    l->nhot = l->hot_cap = 0;
+    l->ntmpl = l->tmpl_cap = 0;
+}
+
 int rt_seglog_seal(struct rt_seglog *l)
 {
     if (l->hot_fd < 0 || l->backlog.len || !l->nhot)
@@ -138,14 +153,35 @@ int rt_seglog_seal(struct rt_seglog *l)
     pthread_mutex_lock(&l->mu);
     close(l->hot_fd);
     l->hot_fd = -1;
-    l->nhot = l->ntmpl = 0;
     l->hot_size = 0;
     l->hot_first = l->next;
+    release_hot(l);
     pthread_mutex_unlock(&l->mu);
-    l->last_tmpl.len = 0;
+    /* The backlog is empty (above), so are its entries. */
+    rt_buf_free(&l->last_tmpl);
+    rt_buf_free(&l->backlog);
+    free(l->pend);
+    l->pend = NULL;
+    l->pend_cap = 0;
     l->have_tmpl = false;
     l->wntmpl = 0;
     return 0;
+}
+
+void rt_seglog_fit(struct rt_seglog *l)
+{
+    pthread_mutex_lock(&l->mu);
+    if (l->blocks_cap > l->nblocks) {
+        struct rt_seg_block *b = NULL;
+        if (l->nblocks) {
+            b = rt_xmalloc(l->nblocks * sizeof(*b));
+            memcpy(b, l->blocks, l->nblocks * sizeof(*b));
+        }
+        free(l->blocks);
+        l->blocks = b;
+        l->blocks_cap = l->nblocks;
+    }
+    pthread_mutex_unlock(&l->mu);
 }
 
 /* ---- writing ---- */

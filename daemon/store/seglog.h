@@ -106,6 +106,9 @@ bool rt_seglog_flush(struct rt_seglog *l);
 bool rt_seglog_has_backlog(const struct rt_seglog *l);
 /* Seal the hot records into a block now (a full block, a finished job). */
 int rt_seglog_seal(struct rt_seglog *l);
+/* A log that will not grow (a finished job's, kept until retention): its
+ * list of blocks to its size. */
+void rt_seglog_fit(struct rt_seglog *l);
 /* The hot block is full and can be sealed (the writer seals one log at a
  * time, so that logs filling up together do not stall one tick). */
 bool rt_seglog_full(const struct rt_seglog *l);

@@ -2,10 +2,15 @@
 
 #include "system/log.h"
 
+#include "rt/util.h"
+
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 /* Jobs' files, the state directory, sockets of the upload worker, GPUs. */
 #define OWN_DESCRIPTORS 256
@@ -18,6 +23,27 @@ void rt_process_malloc_setup(void)
      * keeps large blocks in mmap. */
     if (!mallopt(M_MMAP_THRESHOLD, 256 * 1024))
         rt_debug("mallopt(M_MMAP_THRESHOLD) was refused");
+}
+
+/* Resident pages of this process, from /proc/self/statm (0 when unread). */
+static uint64_t resident_kib(void)
+{
+    unsigned long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "re");
+    if (f) {
+        if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+}
+
+void rt_process_malloc_release(void)
+{
+    uint64_t before = resident_kib(), t0 = rt_mono_ns();
+    malloc_trim(0);
+    rt_debug("memory released: RSS %" PRIu64 " → %" PRIu64 " KiB in %" PRIu64 " µs", before, resident_kib(),
+             (rt_mono_ns() - t0) / 1000);
 }
 
 void rt_process_fit_descriptors(unsigned connections)

@@ -360,6 +360,42 @@ static void test_log_backlog(void **state)
     rt_seglog_close(&l);
 }
 
+/* A sealed log keeps no index of its hot file: a finished job's log is
+ * sealed once and kept until retention, and its index had grown to its
+ * block (384 KiB a job at 16,384 records). */
+static void test_log_sealed_keeps_no_index(void **state)
+{
+    (void)state;
+    struct rt_seglog l;
+    open_log(&l, 16384, 1 << 20);
+    for (uint64_t i = 0; i < 3000; i++)
+        append(&l, i, i % 7 == 0); /* some held back, written with the next */
+    assert_true(l.hot_cap >= 3000);
+    assert_int_equal(rt_seglog_seal(&l), 0);
+    assert_null(l.hot);
+    assert_int_equal(l.hot_cap, 0);
+    assert_null(l.tmpl_off);
+    assert_null(l.tmpl_len);
+    assert_int_equal(l.tmpl_cap, 0);
+    assert_null(l.pend);
+    assert_int_equal(l.backlog.cap, 0);
+    assert_int_equal(l.last_tmpl.cap, 0);
+    check(&l, 3000, 0, 0);
+    /* and it goes on as before */
+    for (uint64_t i = 3000; i < 3100; i++)
+        append(&l, i, false);
+    check(&l, 3100, 0, 0);
+    assert_int_equal(rt_seglog_seal(&l), 0);
+    check(&l, 3100, 0, 0);
+    /* A finished job's list of blocks: its size. */
+    rt_seglog_fit(&l);
+    assert_int_equal(l.nblocks, 2);
+    assert_int_equal(l.blocks_cap, 2);
+    check(&l, 3100, 0, 0);
+    rt_seglog_remove_files(&l);
+    rt_seglog_close(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +405,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_log_damage, log_setup, log_teardown),
         cmocka_unit_test_setup_teardown(test_log_crash_while_sealing, log_setup, log_teardown),
         cmocka_unit_test_setup_teardown(test_log_backlog, log_setup, log_teardown),
+        cmocka_unit_test_setup_teardown(test_log_sealed_keeps_no_index, log_setup, log_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
