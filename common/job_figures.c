@@ -278,13 +278,18 @@ double rt_fig_get(const void *base, enum rt_fig_type type, size_t off)
     return 0;
 }
 
+uint64_t rt_fig_u64(double v)
+{
+    return v > 0 ? (v < 0x1p64 ? (uint64_t)v : UINT64_MAX) : 0;
+}
+
 void rt_fig_set(void *base, enum rt_fig_type type, size_t off, double v)
 {
     char *p = (char *)base + off;
     /* A damaged store may hold anything: integers stay in their range. */
     switch (type) {
     case RT_FT_U32: *(uint32_t *)(void *)p = v > 0 ? (v < 0x1p32 ? (uint32_t)v : UINT32_MAX) : 0; break;
-    case RT_FT_U64: *(uint64_t *)(void *)p = v > 0 ? (v < 0x1p64 ? (uint64_t)v : UINT64_MAX) : 0; break;
+    case RT_FT_U64: *(uint64_t *)(void *)p = rt_fig_u64(v); break;
     case RT_FT_F64: *(double *)(void *)p = v; break;
     }
 }
@@ -315,9 +320,9 @@ double rt_fig_shown(const struct rt_fig_sample *row, double v)
 struct json_object *rt_fig_sample_json(const struct rt_fig_sample *row, double v)
 {
     switch (row->show) {
-    case RT_SHOW_INT: return row->type == RT_FT_U64 ? rt_json_u64((uint64_t)v) : json_object_new_int64((int64_t)v);
+    case RT_SHOW_INT: return rt_json_u64(rt_fig_u64(v));
     case RT_SHOW_DEC: return rt_json_double(v, row->decimals);
-    case RT_SHOW_MIB: return rt_json_u64((uint64_t)v / RT_MIB);
+    case RT_SHOW_MIB: return rt_json_u64(rt_fig_u64(v) / RT_MIB);
     case RT_SHOW_MIB_DEC: return rt_json_double(v / (double)RT_MIB, row->decimals);
     }
     return NULL;
@@ -325,13 +330,14 @@ struct json_object *rt_fig_sample_json(const struct rt_fig_sample *row, double v
 
 size_t rt_fig_sample_text(const struct rt_fig_sample *row, double v, char buf[64])
 {
+    uint64_t u = rt_fig_u64(v);
     switch (row->show) {
     case RT_SHOW_INT: break;
     case RT_SHOW_DEC: return rt_json_format_double(v, row->decimals, buf);
-    case RT_SHOW_MIB: v = floor(v / (double)RT_MIB); break;
+    case RT_SHOW_MIB: u /= RT_MIB; break; /* as rt_fig_sample_json */
     case RT_SHOW_MIB_DEC: return rt_json_format_double(v / (double)RT_MIB, row->decimals, buf);
     }
-    size_t n = rt_fmt_u64(buf, (uint64_t)v);
+    size_t n = rt_fmt_u64(buf, u);
     buf[n] = '\0';
     return n;
 }

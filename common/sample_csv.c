@@ -182,9 +182,9 @@ static size_t next_count(struct cursor *c)
 static void put_figure(struct out *o, const struct rt_fig_sample *r, double v)
 {
     switch (r->show) {
-    case RT_SHOW_INT: put_u64(o, (uint64_t)v); break;
+    case RT_SHOW_INT: put_u64(o, rt_fig_u64(v)); break;
     case RT_SHOW_DEC: put_fixed(o, rt_round_dec(v, r->decimals), 4); break;
-    case RT_SHOW_MIB: put_u64(o, (uint64_t)v / RT_MIB); break;
+    case RT_SHOW_MIB: put_u64(o, rt_fig_u64(v) / RT_MIB); break;
     case RT_SHOW_MIB_DEC: put_fixed(o, rt_round_dec(v / (double)RT_MIB, r->decimals), 4); break;
     }
 }

@@ -30,7 +30,7 @@ void rt_figures_encode(const struct rt_job_figures *f, uint64_t hseq, uint64_t t
     for (size_t i = 0; i < rt_fig_nsamples; i++) {
         const struct rt_fig_sample *r = &rt_fig_samples[i];
         double x = rt_fig_get(f, r->type, r->off);
-        v[r->slot] = r->type == RT_FT_F64 ? scaled(x, pow(10, r->places)) : (int64_t)(uint64_t)x;
+        v[r->slot] = r->type == RT_FT_F64 ? scaled(x, pow(10, r->places)) : (int64_t)rt_fig_u64(x);
     }
 }
 

@@ -217,6 +217,9 @@ bool rt_fig_summary_get(struct json_object *summary, const char *key, double *v)
 /* A member as a double, and set from one (rounded to the member's type). */
 double rt_fig_get(const void *base, enum rt_fig_type type, size_t off);
 void rt_fig_set(void *base, enum rt_fig_type type, size_t off, double v);
+/* A whole-number figure from a double, kept in range (2^64 and above, as
+ * a u64 near its top reads back as a double, is UINT64_MAX; below 0, 0). */
+uint64_t rt_fig_u64(double v);
 
 /* A sample's figure; false when its gate is off. In a sample
  * (rt_sample), with has_job false (a host sample), only the gated ones can
