@@ -199,7 +199,7 @@ static struct json_object *current_json(const struct rt_job *j)
         if (rt_fig_sample_value(&c->f, i, &v) && r->now_form == RT_NOW_RATE)
             x = rt_json_double(v / c->span_secs, r->now_decimals);
         else if (rt_fig_sample_value(&c->f, i, &v))
-            x = r->type == RT_FT_F64 ? rt_json_double(v, r->now_decimals) : rt_json_u64((uint64_t)v);
+            x = r->type == RT_FT_F64 ? rt_json_double(v, r->now_decimals) : rt_json_u64(rt_fig_u64(v));
         add(o, r->now, x);
     }
     return o;

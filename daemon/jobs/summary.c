@@ -68,7 +68,7 @@ static struct json_object *value_json(const struct rt_fig_total *t, double v)
 {
     if (t->type == RT_FT_F64 && t->rule != RT_RULE_MEAN)
         return rt_json_double(v, t->decimals);
-    return t->type == RT_FT_U32 ? json_object_new_int64((int64_t)v) : rt_json_u64((uint64_t)v);
+    return t->type == RT_FT_U32 ? json_object_new_int64((int64_t)v) : rt_json_u64(rt_fig_u64(v));
 }
 
 struct json_object *rt_job_summary_json(const struct rt_job_summary *s, double duration_secs)
@@ -90,7 +90,7 @@ static struct json_object *record_json(enum rt_fig_type type, double v)
 {
     switch (type) {
     case RT_FT_U32: return json_object_new_int64((int64_t)v);
-    case RT_FT_U64: return rt_json_u64((uint64_t)v);
+    case RT_FT_U64: return rt_json_u64(rt_fig_u64(v));
     case RT_FT_F64: return json_object_new_double(v);
     }
     return NULL;
