@@ -39,7 +39,7 @@ void insight_rec_cpu_why(const struct insight_rec *r, char *buf, size_t size)
     if (r->cpus == r->cpus_python)
         snprintf(buf, size, "%s", "");
     else
-        snprintf(buf, size, "a phase held %.2f cores for 10 s or more; the mean, %.2f cores, would give %u vCPU%s "
+        snprintf(buf, size, "its busiest stretch held %.2f cores; the mean, %.2f cores, would give %u vCPU%s "
                             "(the Python tracker's rule)", r->cores_sustained, r->cores_mean, r->cpus_python,
                  r->cpus_python == 1 ? "" : "s");
 }

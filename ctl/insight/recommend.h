@@ -32,9 +32,10 @@ void insight_recommend(const struct insight_stats *combined, struct insight_rec 
 
 /* "2 vCPUs, 1024 MiB memory[, 1 GPU with 2048 MiB VRAM]" */
 void insight_rec_people(const struct insight_rec *r, char *buf, size_t size);
-/* Why the CPUs, when a phase asks for more than the mean: "a phase held
- * 1.95 cores for 10 s or more; the mean, 0.56 cores, would give 1 vCPU (the
- * Python tracker's rule)"; "" when the rules agree. */
+/* Why the CPUs, when a phase asks for more than the mean: "its busiest
+ * stretch held 1.95 cores; the mean, 0.56 cores, would give 1 vCPU (the
+ * Python tracker's rule)"; "" when the rules agree. (Not "for 10 s": a
+ * shorter job's stretch is all of it.) */
 void insight_rec_cpu_why(const struct insight_rec *r, char *buf, size_t size);
 /* "--cpus-per-task=2 --mem=1024M[ --gres=gpu:1]" */
 void insight_rec_slurm(const struct insight_rec *r, char *buf, size_t size);

@@ -707,7 +707,7 @@ class LongJob(unittest.TestCase):
             rec = json.loads(run_ctl(d, "recommend", "1", "--json", check=0)[1])["recommendation"]
             self.assertEqual((rec["cpus"], rec["cpus_python"]), (math.ceil(sustained - 0.1), round(s["avg_cores"])))
             self.assertGreater(rec["cpus"], rec["cpus_python"])
-            self.assertIn("<p id=\"rec-cpu-why\">CPUs: a phase held %.2f cores for 10 s or more; the mean, %.2f "
+            self.assertIn("<p id=\"rec-cpu-why\">CPUs: its busiest stretch held %.2f cores; the mean, %.2f "
                           "cores, would give %d vCPUs (the Python tracker&#39;s rule).</p>"
                           % (s["sustained_cores"], s["avg_cores"], rec["cpus_python"]), text)
             c = Cells(text)

@@ -121,7 +121,7 @@ static void test_a_sustained_phase_asks_for_its_cores(void **state)
     assert_int_equal(r.cpus, 2);
     assert_int_equal(r.cpus_python, 1);
     insight_rec_cpu_why(&r, why, sizeof(why));
-    assert_string_equal(why, "a phase held 1.95 cores for 10 s or more; the mean, 0.56 cores, would give 1 vCPU "
+    assert_string_equal(why, "its busiest stretch held 1.95 cores; the mean, 0.56 cores, would give 1 vCPU "
                              "(the Python tracker's rule)");
     insight_set(&s, "sustained_cores", 2.05);
     insight_recommend(&s, &r);
