@@ -663,17 +663,22 @@ class GpuReport(unittest.TestCase):
             d.cleanup()
 
 
+def probe_host_sample():
+    """This machine's host sample, from a daemon started for it."""
+    probe = Daemon(interval=1).start()
+    try:
+        return probe.call("GetHostSample")["sample"]
+    finally:
+        probe.stop()
+        probe.cleanup()
+
+
 class LongJob(unittest.TestCase):
     """A job of 5000 samples from the store: at most 1000 points per chart,
     its one-sample peak kept; statistics from every sample."""
 
     def test_downsampled_with_its_peaks(self):
-        probe = Daemon(interval=1).start()
-        try:
-            host = probe.call("GetHostSample")["sample"]
-        finally:
-            probe.stop()
-            probe.cleanup()
+        host = probe_host_sample()
         d = Daemon(interval=1, env={"RESOURCE_TRACKERD_TEST_IMDS_BASE": "http://127.0.0.1:9",
                                     "RESOURCE_TRACKERD_TEST_ALICLOUD_BASE": "http://127.0.0.1:9"})
         try:
@@ -741,12 +746,7 @@ class LongJob(unittest.TestCase):
     def test_a_long_series_lets_other_clients_in(self):
         """GetJobSeries reads a long job in steps: a Ping sent after it is
         answered before it, the loop serving others between the steps."""
-        probe = Daemon(interval=1).start()
-        try:
-            host = probe.call("GetHostSample")["sample"]
-        finally:
-            probe.stop()
-            probe.cleanup()
+        host = probe_host_sample()
         d = Daemon(interval=1)
         try:
             synthjob.write_job(d.state_dir, host, 40000)
