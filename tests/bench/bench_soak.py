@@ -43,23 +43,13 @@ class Job:
         self.p.wait()
 
 
-def rollup_kib(pid, *keys):
-    vals = {}
-    with open("/proc/%d/smaps_rollup" % pid) as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in keys:
-                vals[k] = int(v.split()[0])
-    return [vals.get(k, 0) for k in keys]
-
-
 HEADER = "%8s %-10s %10s %10s %10s %10s %8s %8s" % (
     "t (s)", "when", "VmRSS KiB", "RssAnon", "Pss_Anon", "Priv_Dirty", "started", "ended")
 
 
 def row(d, t, when, started, ended):
     rss, anon = B.status_kib(d.pid, "VmRSS", "RssAnon")
-    pss_anon, dirty = rollup_kib(d.pid, "Pss_Anon", "Private_Dirty")
+    pss_anon, dirty = B.status_kib(d.pid, "Pss_Anon", "Private_Dirty", file="smaps_rollup")
     print("%8.0f %-10s %10d %10d %10d %10d %8d %8d" % (t, when, rss, anon, pss_anon, dirty,
                                                         started, ended), flush=True)
     return rss

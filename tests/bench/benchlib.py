@@ -193,10 +193,11 @@ def process_cpu(pid):
     return tuple(tot)
 
 
-def status_kib(pid, *keys):
-    """Values in KiB of VmRSS, VmHWM, … from /proc/PID/status."""
+def status_kib(pid, *keys, file="status"):
+    """Values in KiB of VmRSS, VmHWM, … from /proc/PID/status (or of
+    Pss_Anon, … from another file such as smaps_rollup)."""
     vals = {}
-    with open("/proc/%d/status" % pid) as f:
+    with open("/proc/%d/%s" % (pid, file)) as f:
         for line in f:
             k, _, v = line.partition(":")
             if k in keys:
