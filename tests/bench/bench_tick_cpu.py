@@ -150,8 +150,9 @@ def run_scenario(name, nsleep, njobs, nprocs, cgroup, seconds, callgrind):
                     p1, t1, m1 = B.process_cpu(d.pid), B.task_cpu(d.pid, tid), time.monotonic()
                     r1, l1 = loop.rounds(), B.process_cpu(loop.pid)
                 wall = m1 - m0
+            with d.connect() as c:  # the first one idled out (limits.idle_timeout) in a long window
                 s1 = B.job_samples(c, ids[0]) if ids else 0
-                rss, hwm = B.status_kib(d.pid, "VmRSS", "VmHWM")
+            rss, hwm = B.status_kib(d.pid, "VmRSS", "VmHWM")
         finally:
             B.kill_all(trees)
     ticks = s1 - s0 if ids else round((m1 - m0) / INTERVAL)
