@@ -53,6 +53,7 @@ struct rt_cpu_collector {
 
     enum cg_kind cg_kind;
     const char *cg_path;           /* relative to sys_fd */
+    struct rt_keptfile cg_file;
     bool cg_have_prev;
     uint64_t cg_prev_ns;
     double quota_cores;            /* 0 = no CFS quota */
@@ -182,10 +183,10 @@ static uint32_t process_count(struct rt_cpu_collector *c)
 /* ---- cgroup ---- */
 
 /* usage_usec from a cgroup v2 cpu.stat, in ns. */
-static int read_v2_usage(int dirfd, const char *path, uint64_t *ns)
+static int read_v2_usage(struct rt_keptfile *k, int dirfd, const char *path, uint64_t *ns)
 {
     char buf[1024];
-    ssize_t n = rt_read_file_at(dirfd, path, buf, sizeof(buf));
+    ssize_t n = rt_keptfile_read(k, dirfd, path, buf, sizeof(buf));
     if (n < 0)
         return (int)n;
     char *cur = buf, *line;
@@ -202,11 +203,15 @@ static int read_v2_usage(int dirfd, const char *path, uint64_t *ns)
     return -ENODATA;
 }
 
-static int read_cgroup_ns(const struct rt_cpu_collector *c, uint64_t *ns)
+static int read_cgroup_ns(struct rt_cpu_collector *c, uint64_t *ns)
 {
     if (c->cg_kind == CG_V2)
-        return read_v2_usage(c->sys_fd, c->cg_path, ns);
-    return rt_read_u64_at(c->sys_fd, c->cg_path, ns);
+        return read_v2_usage(&c->cg_file, c->sys_fd, c->cg_path, ns);
+    char buf[64];
+    ssize_t n = rt_keptfile_read(&c->cg_file, c->sys_fd, c->cg_path, buf, sizeof(buf));
+    if (n < 0)
+        return (int)n;
+    return rt_parse_u64(rt_trim(buf), ns) ? 0 : -EINVAL;
 }
 
 static const char *const v2_stats[] = {"fs/cgroup/cpu.stat", "fs/cgroup/unified/cpu.stat"};
@@ -251,8 +256,9 @@ static double read_v1_quota(int sys_fd)
 static void pick_cgroup(struct rt_cpu_collector *c)
 {
     uint64_t ns;
-    for (size_t i = 0; i < RT_ARRAY_SIZE(v2_stats); i++)
-        if (read_v2_usage(c->sys_fd, v2_stats[i], &ns) == 0) {
+    for (size_t i = 0; i < RT_ARRAY_SIZE(v2_stats); i++) {
+        rt_keptfile_close(&c->cg_file); /* it reads one path */
+        if (read_v2_usage(&c->cg_file, c->sys_fd, v2_stats[i], &ns) == 0) {
             c->cg_kind = CG_V2;
             c->cg_path = v2_stats[i];
             c->quota_cores = read_v2_quota(c->sys_fd, v2_max[i]);
@@ -260,6 +266,8 @@ static void pick_cgroup(struct rt_cpu_collector *c)
                 c->quota_cores = read_v1_quota(c->sys_fd);
             return;
         }
+    }
+    rt_keptfile_close(&c->cg_file);
     for (size_t i = 0; i < RT_ARRAY_SIZE(v1_usage); i++)
         if (rt_read_u64_at(c->sys_fd, v1_usage[i], &ns) == 0) {
             c->cg_kind = CG_V1;
@@ -360,6 +368,7 @@ struct rt_cpu_collector *rt_cpu_collector_new_hooks(const struct rt_roots *r,
     c->sys_fd = r->sys_fd;
     rt_collect_hooks_resolve(&c->hooks, hooks);
     rt_readbuf_init(&c->stat, 8192);
+    c->cg_file = (struct rt_keptfile)RT_KEPTFILE_INIT;
     long tck = sysconf(_SC_CLK_TCK);
     c->clk_tck = tck > 0 ? (double)tck : 100.0;
     int fd = openat(r->proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -391,6 +400,7 @@ void rt_cpu_collector_free(struct rt_cpu_collector *c)
     if (c->proc_dir)
         closedir(c->proc_dir);
     rt_readbuf_free(&c->stat);
+    rt_keptfile_close(&c->cg_file);
     free(c->lines);
     free(c->core_prev);
     free(c->core_have_prev);

@@ -80,6 +80,7 @@ struct rt_disk_collector {
     size_t n_map;
     struct mnt *mnts;
     size_t n_mnts, cap_mnts;
+    bool mounts_known;           /* mnts still match mountinfo and the disks */
 
     bool warned_stats, warned_line, warned_mountinfo, warned_mountline, warned_name;
 };
@@ -282,6 +283,7 @@ static int cmp_name(const void *a, const void *b, void *devs)
  * map and the name order are rebuilt (rare; never on a steady tick). */
 static void rebuild(struct rt_disk_collector *c)
 {
+    c->mounts_known = false;
     size_t n_disks = 0, n_map = 0;
     for (size_t i = 0; i < c->n_devs; i++)
         if (c->devs[i].kind == DEV_DISK) {
@@ -511,31 +513,51 @@ static bool seen_key(const struct rt_disk_collector *c, uint64_t key)
     return false;
 }
 
-static void add_mount(struct rt_disk_collector *c, uint32_t dev, uint64_t key, const char *mp, const char *fstype)
+/* Its filesystem's size, use and room now; false when it cannot be told
+ * (unmounted meanwhile, not ours to see, or of no size). */
+static bool mount_space(struct rt_disk_collector *c, struct mnt *m)
 {
     struct statvfs st;
-    if (c->hooks.statvfs(mp, &st, c->hooks.ctx) < 0)
-        return; /* unmounted meanwhile, or not ours to see */
+    if (c->hooks.statvfs(m->mount_point, &st, c->hooks.ctx) < 0)
+        return false;
     uint64_t bs = st.f_frsize ? st.f_frsize : st.f_bsize;
-    uint64_t total = (uint64_t)st.f_blocks * bs;
-    if (total == 0)
+    m->total = (uint64_t)st.f_blocks * bs;
+    m->used = rt_sat_sub(m->total, (uint64_t)st.f_bfree * bs);
+    m->avail = (uint64_t)st.f_bavail * bs;
+    return m->total > 0;
+}
+
+static void add_mount(struct rt_disk_collector *c, uint32_t dev, uint64_t key, const char *mp, const char *fstype)
+{
+    struct mnt m = {.dev = dev, .key = key, .mount_point = mp, .fstype = fstype};
+    if (!mount_space(c, &m))
         return;
-    uint64_t bfree = (uint64_t)st.f_bfree * bs;
     if (c->n_mnts == c->cap_mnts) {
         c->cap_mnts = c->cap_mnts ? c->cap_mnts * 2 : 16;
         c->mnts = rt_xrealloc(c->mnts, c->cap_mnts * sizeof(*c->mnts));
     }
-    c->mnts[c->n_mnts++] = (struct mnt){
-        .dev = dev, .key = key, .mount_point = mp, .fstype = fstype,
-        .total = total, .used = rt_sat_sub(total, bfree), .avail = (uint64_t)st.f_bavail * bs,
-    };
+    c->mnts[c->n_mnts++] = m;
+}
+
+/* The same mounts as the last parse: only their space is read again. */
+static bool refresh_mounts(struct rt_disk_collector *c)
+{
+    if (!c->mounts_known || rt_keptfile_changed(&c->mountinfo.file))
+        return false;
+    for (size_t i = 0; i < c->n_mnts; i++)
+        if (!mount_space(c, &c->mnts[i]))
+            return false; /* unmounted before its event was seen */
+    return true;
 }
 
 /* One entry per filesystem: the first mount point of each block device
  * (bind mounts and further subvolumes of it are skipped). */
 static void read_mounts(struct rt_disk_collector *c)
 {
+    if (refresh_mounts(c))
+        return;
     c->n_mnts = 0;
+    c->mounts_known = false;
     if (c->n_sorted == 0)
         return;
     ssize_t n = rt_readbuf_load(&c->mountinfo, c->proc_fd, "self/mountinfo");
@@ -579,6 +601,9 @@ static void read_mounts(struct rt_disk_collector *c)
         if (!seen_key(c, key))
             add_mount(c, dev, key, mp, fstype);
     }
+    /* The parse holds while the table and the disks stay (a fixture's
+     * file, opened each time, has no event: parsed every time). */
+    c->mounts_known = c->mountinfo.file.fd >= 0;
 }
 
 /* ---- collect ---- */

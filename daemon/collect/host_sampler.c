@@ -16,6 +16,7 @@ struct rt_host_sampler {
     struct rt_cpu_collector *cpu;
     struct rt_disk_collector *disk;
     struct rt_net_collector *net;
+    struct rt_keptfile meminfo;
 };
 
 struct rt_host_sampler *rt_host_sampler_new_hooks(const struct rt_roots *r, double nominal_interval_secs,
@@ -25,6 +26,7 @@ struct rt_host_sampler *rt_host_sampler_new_hooks(const struct rt_roots *r, doub
     h->roots = r;
     rt_collect_hooks_resolve(&h->hooks, hooks);
     h->nominal_interval_secs = nominal_interval_secs;
+    h->meminfo = (struct rt_keptfile)RT_KEPTFILE_INIT;
     h->cpu = rt_cpu_collector_new_hooks(r, &h->hooks);
     h->disk = rt_disk_collector_new_hooks(r, &h->hooks);
     h->net = rt_net_collector_new_hooks(r, &h->hooks);
@@ -48,7 +50,7 @@ void rt_host_sampler_collect(struct rt_host_sampler *h, struct rt_sample *s)
     s->nominal_interval_secs = h->nominal_interval_secs;
 
     rt_cpu_collect(h->cpu, s);
-    rt_memory_collect(h->roots, &s->memory);
+    rt_memory_collect_kept(h->roots, &h->meminfo, &s->memory);
     rt_disk_collect(h->disk, s);
     rt_net_collect(h->net, s);
     s->gpus = NULL;
@@ -67,5 +69,6 @@ void rt_host_sampler_free(struct rt_host_sampler *h)
     rt_cpu_collector_free(h->cpu);
     rt_disk_collector_free(h->disk);
     rt_net_collector_free(h->net);
+    rt_keptfile_close(&h->meminfo);
     free(h);
 }

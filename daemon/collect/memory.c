@@ -38,9 +38,17 @@ static bool parse_value(const char *p, uint64_t *bytes)
 
 int rt_memory_collect(const struct rt_roots *r, struct rt_memory *m)
 {
+    struct rt_keptfile once = RT_KEPTFILE_INIT;
+    int rc = rt_memory_collect_kept(r, &once, m);
+    rt_keptfile_close(&once);
+    return rc;
+}
+
+int rt_memory_collect_kept(const struct rt_roots *r, struct rt_keptfile *meminfo, struct rt_memory *m)
+{
     memset(m, 0, sizeof(*m));
     char buf[16384]; /* meminfo is ~1.5 KiB; anything longer is not ours */
-    ssize_t n = rt_read_file_at(r->proc_fd, "meminfo", buf, sizeof(buf));
+    ssize_t n = rt_keptfile_read(meminfo, r->proc_fd, "meminfo", buf, sizeof(buf));
     if (n < 0) {
         rt_log_once(&warned_read, LOG_WARNING, "memory: cannot read /proc/meminfo: %s; memory figures are 0",
                     strerror((int)-n));

@@ -12,11 +12,16 @@
 #include <unistd.h>
 
 #define IFNAME_LEN 64
+/* Interfaces whose operstate, speed and mtu files stay open (procfile.h):
+ * three descriptors each, so not every veth of a container host. */
+#define KEPT_IFS_MAX 16
 
 struct nif {
     char name[IFNAME_LEN];
     int dirfd;           /* O_PATH <sys>/class/net/<name>, or -1 */
     char *mac, *driver;  /* cached when the interface appears */
+    bool kept;           /* one of the KEPT_IFS_MAX with files kept open */
+    struct rt_keptfile operstate, speed, mtu;
     bool seen, have_prev;
     uint64_t rx, tx;
     double rx_rate, tx_rate;
@@ -31,11 +36,17 @@ struct rt_net_collector {
     size_t n_ifs, cap_ifs;
     uint32_t *sorted;
     size_t n_sorted;
+    size_t n_kept;
     bool warned_read, warned_line, warned_name;
 };
 
-static void drop_identity(struct nif *n)
+static void drop_identity(struct rt_net_collector *c, struct nif *n)
 {
+    rt_keptfile_close(&n->operstate);
+    rt_keptfile_close(&n->speed);
+    rt_keptfile_close(&n->mtu);
+    c->n_kept -= n->kept;
+    n->kept = false;
     if (n->dirfd >= 0)
         close(n->dirfd);
     free(n->mac);
@@ -46,12 +57,14 @@ static void drop_identity(struct nif *n)
 
 static void load_identity(struct rt_net_collector *c, struct nif *n)
 {
-    drop_identity(n);
+    drop_identity(c, n);
     char path[IFNAME_LEN + 16], buf[256];
     snprintf(path, sizeof(path), "class/net/%s", n->name);
     n->dirfd = openat(c->sys_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (n->dirfd < 0)
         return;
+    n->kept = c->n_kept < KEPT_IFS_MAX;
+    c->n_kept += n->kept;
     if (rt_read_str_at(n->dirfd, "address", buf, sizeof(buf)) > 0)
         n->mac = rt_xstrdup(buf);
     ssize_t len = readlinkat(n->dirfd, "device/driver", buf, sizeof(buf) - 1);
@@ -136,6 +149,7 @@ static bool read_netdev(struct rt_net_collector *c)
             n = &c->ifs[c->n_ifs++];
             memset(n, 0, sizeof(*n));
             n->dirfd = -1;
+            n->operstate = n->speed = n->mtu = (struct rt_keptfile)RT_KEPTFILE_INIT;
             rt_strlcpy(n->name, name, sizeof(n->name));
             load_identity(c, n);
             changed = true;
@@ -153,7 +167,7 @@ static bool read_netdev(struct rt_net_collector *c)
         if (c->ifs[i].seen) {
             c->ifs[keep++] = c->ifs[i];
         } else {
-            drop_identity(&c->ifs[i]);
+            drop_identity(c, &c->ifs[i]);
             changed = true;
         }
     }
@@ -168,16 +182,31 @@ static bool read_netdev(struct rt_net_collector *c)
     return true;
 }
 
+/* An attribute of the interface's sysfs directory, trimmed: its length, or
+ * -errno (-ENODATA when empty). */
+static ssize_t read_attr(struct nif *n, struct rt_keptfile *k, const char *name, char *buf, size_t size)
+{
+    if (n->dirfd < 0)
+        return -ENOENT;
+    ssize_t r = n->kept ? rt_keptfile_read(k, n->dirfd, name, buf, size) : rt_read_file_at(n->dirfd, name, buf, size);
+    if (r < 0)
+        return r;
+    char *t = rt_trim(buf);
+    size_t len = strlen(t);
+    memmove(buf, t, len + 1);
+    return len ? (ssize_t)len : -ENODATA;
+}
+
 /* operstate, speed and MTU change at run time: read every sample. */
 static void read_attrs(struct rt_net_collector *c, struct nif *n, struct rt_netif *o, struct rt_arena *a)
 {
     char buf[64];
-    ssize_t r = n->dirfd >= 0 ? rt_read_str_at(n->dirfd, "operstate", buf, sizeof(buf)) : -ENOENT;
+    ssize_t r = read_attr(n, &n->operstate, "operstate", buf, sizeof(buf));
     if ((r == -ENOENT || r == -ENODEV) && n->dirfd >= 0) {
         /* The interface was replaced by a namesake between two reads: its
          * sysfs directory is gone; pick up the new one. */
         load_identity(c, n);
-        r = n->dirfd >= 0 ? rt_read_str_at(n->dirfd, "operstate", buf, sizeof(buf)) : -ENOENT;
+        r = read_attr(n, &n->operstate, "operstate", buf, sizeof(buf));
     }
     if (r > 0)
         o->operstate = rt_arena_strdup(a, buf);
@@ -185,12 +214,12 @@ static void read_attrs(struct rt_net_collector *c, struct nif *n, struct rt_neti
         return;
     int64_t speed;
     /* EINVAL when the link is down or the driver has no speed; -1 = unknown. */
-    if (rt_read_str_at(n->dirfd, "speed", buf, sizeof(buf)) > 0 && rt_parse_i64(buf, &speed) && speed >= 0) {
+    if (read_attr(n, &n->speed, "speed", buf, sizeof(buf)) > 0 && rt_parse_i64(buf, &speed) && speed >= 0) {
         o->has_speed = true;
         o->speed_mbps = speed;
     }
     uint64_t mtu;
-    if (rt_read_u64_at(n->dirfd, "mtu", &mtu) == 0 && mtu <= UINT32_MAX) {
+    if (read_attr(n, &n->mtu, "mtu", buf, sizeof(buf)) > 0 && rt_parse_u64(buf, &mtu) && mtu <= UINT32_MAX) {
         o->has_mtu = true;
         o->mtu = (uint32_t)mtu;
     }
@@ -241,7 +270,7 @@ void rt_net_collector_free(struct rt_net_collector *c)
     if (!c)
         return;
     for (size_t i = 0; i < c->n_ifs; i++)
-        drop_identity(&c->ifs[i]);
+        drop_identity(c, &c->ifs[i]);
     free(c->ifs);
     free(c->sorted);
     rt_readbuf_free(&c->dev);

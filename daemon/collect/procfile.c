@@ -2,14 +2,93 @@
 
 #include "rt/util.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+static bool is_pseudo(int fd)
+{
+    struct statfs st;
+    if (fstatfs(fd, &st) < 0)
+        return false;
+    switch ((unsigned long)st.f_type) {
+    case PROC_SUPER_MAGIC:
+    case SYSFS_MAGIC:
+    case CGROUP_SUPER_MAGIC:
+    case CGROUP2_SUPER_MAGIC:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static ssize_t pread_whole(int fd, char *buf, size_t size)
+{
+    size_t len = 0;
+    while (len < size - 1) {
+        ssize_t r = pread(fd, buf + len, size - 1 - len, (off_t)len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    buf[len] = '\0';
+    return (ssize_t)len;
+}
+
+ssize_t rt_keptfile_read(struct rt_keptfile *k, int dirfd, const char *path, char *buf, size_t size)
+{
+    if (size == 0)
+        return -EINVAL;
+    if (k->pseudo == 0)
+        return rt_read_file_at(dirfd, path, buf, size);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        bool fresh = k->fd < 0;
+        if (fresh && (k->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
+            k->fd = -1;
+            return -errno;
+        }
+        if (k->pseudo < 0 && (k->pseudo = is_pseudo(k->fd)) == 0) {
+            rt_keptfile_close(k);
+            k->pseudo = 0;
+            return rt_read_file_at(dirfd, path, buf, size);
+        }
+        ssize_t n = pread_whole(k->fd, buf, size);
+        bool gone = n == -ENODEV || n == -ENOENT || n == -ESRCH || n == -ENXIO;
+        if (!gone || fresh)
+            return n; /* a value, or what the file says (EINVAL: a link down has no speed) */
+        rt_keptfile_close(k);
+    }
+    return -EIO; /* not reached: the second attempt is a fresh open */
+}
+
+bool rt_keptfile_changed(const struct rt_keptfile *k)
+{
+    struct pollfd p = {.fd = k->fd, .events = POLLPRI};
+    return k->fd < 0 || (poll(&p, 1, 0) != 0 && (p.revents & (POLLPRI | POLLERR | POLLNVAL)));
+}
+
+void rt_keptfile_close(struct rt_keptfile *k)
+{
+    if (k->fd >= 0)
+        close(k->fd);
+    k->fd = -1;
+}
 
 void rt_readbuf_init(struct rt_readbuf *b, size_t initial)
 {
     b->size = initial < 64 ? 64 : initial;
     b->data = rt_xmalloc(b->size);
     b->data[0] = '\0';
+    b->file = (struct rt_keptfile)RT_KEPTFILE_INIT;
 }
 
 void rt_readbuf_free(struct rt_readbuf *b)
@@ -17,12 +96,13 @@ void rt_readbuf_free(struct rt_readbuf *b)
     free(b->data);
     b->data = NULL;
     b->size = 0;
+    rt_keptfile_close(&b->file);
 }
 
 ssize_t rt_readbuf_load(struct rt_readbuf *b, int dirfd, const char *path)
 {
     for (;;) {
-        ssize_t n = rt_read_file_at(dirfd, path, b->data, b->size);
+        ssize_t n = rt_keptfile_read(&b->file, dirfd, path, b->data, b->size);
         if (n < 0 || (size_t)n < b->size - 1 || b->size >= RT_READBUF_MAX)
             return n;
         /* Filled the buffer: the file may be longer. Grow (kept for the next

@@ -9,15 +9,38 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* A file of the kernel's (procfs, sysfs, cgroupfs) kept open and read again
+ * from offset 0 with pread: the kernel makes its text afresh for each read
+ * from the start, and the path walk, open and close (for most of these files
+ * more than the read itself) are paid once. Any other file, such as a test
+ * fixture's, which is replaced by a rename, is opened for each read. */
+struct rt_keptfile {
+    int fd;          /* -1: not open */
+    signed char pseudo; /* -1: not known yet; 0: open each time; 1: kept */
+};
+#define RT_KEPTFILE_INIT {.fd = -1, .pseudo = -1}
+
+/* rt_read_file_at through k: the file's text (NUL-terminated) and length,
+ * or -errno. A kept file that stopped working (its object gone: an
+ * interface replaced by a namesake) is opened again once. */
+ssize_t rt_keptfile_read(struct rt_keptfile *k, int dirfd, const char *path, char *buf, size_t size);
+void rt_keptfile_close(struct rt_keptfile *k);
+/* For a kept listing that the kernel marks with POLLPRI once what it lists
+ * changed since the last look (/proc/PID/mountinfo; the look resets it):
+ * has it changed? True as well when the file is not kept open. */
+bool rt_keptfile_changed(const struct rt_keptfile *k);
+
 struct rt_readbuf {
     char *data;
     size_t size;
+    struct rt_keptfile file;
 };
 
 void rt_readbuf_init(struct rt_readbuf *b, size_t initial);
 void rt_readbuf_free(struct rt_readbuf *b);
-/* Read the whole file (up to RT_READBUF_MAX) with rt_read_file_at, growing
- * the buffer when it was too small. Returns the length, or -errno. */
+/* Read the whole file (up to RT_READBUF_MAX) with rt_keptfile_read, growing
+ * the buffer when it was too small. Returns the length, or -errno. A
+ * read buffer reads one path all its life. */
 ssize_t rt_readbuf_load(struct rt_readbuf *b, int dirfd, const char *path);
 #define RT_READBUF_MAX (16u * 1024u * 1024u)
 

@@ -54,6 +54,7 @@ int rt_pstat_parse(const char *buf, struct rt_pstat *out)
         errno = 0;
         switch (field) {
         case 4: out->ppid = (int32_t)strtol(p, NULL, 10); break;
+        case 10: case 12: out->faults += strtoull(p, NULL, 10); break;
         case 14: out->utime = strtoull(p, NULL, 10); break;
         case 15: out->stime = strtoull(p, NULL, 10); break;
         case 16: { long long v = strtoll(p, NULL, 10); out->cutime = v > 0 ? (uint64_t)v : 0; break; }

@@ -15,6 +15,7 @@ struct rt_pstat {
     int32_t num_threads;
     uint64_t starttime;       /* clock ticks since boot */
     uint64_t rss_pages;
+    uint64_t faults;          /* minor and major page faults (fields 10 and 12) */
     int exit_code;            /* wait status; meaningful for zombies (field 52), else -1 */
 };
 

@@ -71,6 +71,36 @@ static uint64_t pss_of(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_pt
     return rt_pss_estimate(&p->pss, rss);
 }
 
+/* The process's RSS high-water mark. The kernel's VmHWM is the larger of
+ * the RSS now and the mark it keeps, which moves only after RSS grew; RSS
+ * grows by page faults. With no fault since the last read, the mark is that
+ * read's or the RSS now, whichever is larger, and /proc/PID/status (the
+ * largest of the files read for a process) is left unread. It is read at
+ * least every 10 s anyway: RSS can also grow without a fault of the
+ * process's own (khugepaged filling a huge page, another process writing
+ * into its memory). */
+#define HWM_MAX_AGE_NS (10ULL * 1000000000ULL)
+
+static void hwm_of(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptrack *p, const struct rt_pinfo **pi,
+                   uint64_t rss, uint64_t now)
+{
+    const struct rt_ptrack *old = table_find(&t->prev, p->pid);
+    uint64_t faults = (*pi)->st.faults;
+    if (old && old->starttime == p->starttime && old->hwm_ok && old->hwm_faults == faults &&
+        now - old->hwm_at_ns < HWM_MAX_AGE_NS && !((*pi)->have & RT_PI_HWM)) {
+        p->hwm_ok = true;
+        p->hwm = old->hwm > rss ? old->hwm : rss;
+        p->hwm_faults = faults;
+        p->hwm_at_ns = old->hwm_at_ns;
+        return;
+    }
+    *pi = rt_proc_cache_get(c, p->pid, RT_PI_HWM);
+    p->hwm_ok = (*pi)->hwm_ok;
+    p->hwm = (*pi)->hwm_bytes;
+    p->hwm_faults = faults;
+    p->hwm_at_ns = now;
+}
+
 /* May the job's reader see this process's I/O, PSS and GPU use? The owner
  * of its /proc files is read on every scan: it changes with the effective
  * ids and when the process stops being dumpable (a setuid exec). Its real
@@ -161,11 +191,11 @@ static void walk(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_re
         uint64_t rss = pi->st.rss_pages * (uint64_t)rt_page_size();
         out->rss_bytes += rss;
         /* Its peak between samples, which no sample of the RSS shows. */
-        pi = rt_proc_cache_get(c, pid, RT_PI_HWM);
-        if (pi->hwm_ok) {
+        hwm_of(t, c, p, &pi, rss, now);
+        if (p->hwm_ok) {
             out->hwm_known = true;
-            if (pi->hwm_bytes > out->max_hwm_bytes)
-                out->max_hwm_bytes = pi->hwm_bytes;
+            if (p->hwm > out->max_hwm_bytes)
+                out->max_hwm_bytes = p->hwm;
         }
         if (t->with_pss)
             out->pss_bytes += p->readable ? pss_of(t, c, p, &pi, rss, now, out) : rss;

@@ -41,6 +41,8 @@ struct rt_ptrack {
     uid_t owner_uid;      /* of /proc/PID/io when ids_ok was decided */
     gid_t owner_gid;
     struct rt_pss pss;    /* last PSS read, reused while not due (pss.h) */
+    bool hwm_ok;          /* hwm known: VmHWM read at hwm_at_ns, faults then */
+    uint64_t hwm, hwm_faults, hwm_at_ns;
     int64_t debit_u, debit_s, debit_rb, debit_wb; /* scratch: reaped children to subtract */
 };
 

@@ -255,8 +255,12 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
                                .timestamp_ms = timestamp_ms, .host_repeated = j->last_host_ms == s->host_timestamp_ms,
                                .f = &f};
     j->last_host_ms = s->host_timestamp_ms;
-    struct rt_rcstr *line = s->host_text_ok ? sample_text(s, &js, false) : NULL;
-    struct rt_rcstr *csv = sample_text(s, &js, true);
+    /* The texts are for those who follow it live (a job stream that misses
+     * one reads it from the store) and for its upload. */
+    bool live = fresh || !atomic_load(&s->quiet_ticks);
+    bool upload = j->wants_upload && s->o.upload;
+    struct rt_rcstr *line = live && s->host_text_ok ? sample_text(s, &js, false) : NULL;
+    struct rt_rcstr *csv = live || upload ? sample_text(s, &js, true) : NULL;
 
     rt_jobs_lock(s->jobs);
     uint64_t index = j->summary.samples;
@@ -275,7 +279,7 @@ bool rt_sampler_job_sample(struct rt_sampler *s, struct rt_job *j, bool fresh, s
     if (new_gpus)
         rt_sampler_save_record(s, j, false); /* a restart must know every GPU used */
 
-    if (j->wants_upload && s->o.upload)
+    if (upload)
         rt_upload_job_rows(s->o.upload, j->id, csv->data, csv->len);
 
     if (kept && line) {

@@ -70,6 +70,13 @@ static int encode_number(const char *t, size_t n, int64_t *out)
     return RT_TC_DEC;
 }
 
+/* A character a JSON number may hold (not a call per digit: a host sample
+ * has hundreds of numbers, split every tick). */
+static bool is_number_char(char c)
+{
+    return is_digit(c) || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
+}
+
 bool rt_textcode_split(const char *text, size_t len, struct rt_buf *tmpl, struct rt_i64s *nums)
 {
     tmpl->len = 0;
@@ -92,7 +99,7 @@ bool rt_textcode_split(const char *text, size_t len, struct rt_buf *tmpl, struct
             continue;
         }
         size_t start = i;
-        while (i < len && (is_digit(text[i]) || strchr("+-.eE", text[i])))
+        while (i < len && is_number_char(text[i]))
             i++;
         int64_t v;
         int marker = encode_number(text + start, i - start, &v);
