@@ -114,7 +114,7 @@ static int open_store(struct rt_daemon *d)
 static void gpus_from_latest_sample(struct rt_daemon *d, struct rt_host_info *info)
 {
     struct rt_sampler *s = d->sampler;
-    struct rt_rcstr *latest = s ? rt_sampler_latest_host(s) : NULL;
+    struct rt_rcstr *latest = s ? rt_sampler_latest_host(s, NULL) : NULL;
     if (!latest)
         return;
     char err[128];
@@ -387,11 +387,17 @@ static const char *user_name(uid_t uid, char *buf, size_t size)
  * thousands of matching cgroups in a subtree of theirs costs the main
  * thread ≈ 3 ms a second, and delays, never hides, the others. */
 #define CHECKS_PER_SCAN 256
-static void adopt_jobs(struct rt_daemon *d)
+static bool adopting(const struct rt_daemon *d)
 {
     struct rt_adopt_rules rules = {d->cfg.adopt_slurm, d->cfg.adopt_containers, d->cfg.adopt_cgroups};
-    if (!rt_adopt_any(&rules) || d->cg_host.mode == RT_CG_MODE_NONE || d->cfg.user_mode)
+    return rt_adopt_any(&rules) && d->cg_host.mode != RT_CG_MODE_NONE && !d->cfg.user_mode;
+}
+
+static void adopt_jobs(struct rt_daemon *d)
+{
+    if (!adopting(d))
         return;
+    struct rt_adopt_rules rules = {d->cfg.adopt_slurm, d->cfg.adopt_containers, d->cfg.adopt_cgroups};
     size_t n, k, checks = 0;
     char **paths = rt_adopt_candidates(&d->cg_host, &rules, &n);
     for (k = 0; k < n && checks < CHECKS_PER_SCAN; k++) {
@@ -436,14 +442,16 @@ static void adopt_jobs(struct rt_daemon *d)
 
 /* Journal records of jobs that started or ended, from the sampler's outbox,
  * and the notifications of their ends: what the records say is copied under
- * the registry lock, and sent after. */
-static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
+ * the registry lock, and sent after. Whether a job started or ended. */
+static bool job_events(struct rt_daemon *d, const struct rt_sevt *list)
 {
+    bool any = false;
     for (const struct rt_sevt *e = list; e; e = e->next) {
         bool started = e->type == RT_SEVT_REQ_DONE && e->req->type == RT_SREQ_START && e->req->result == 0;
         bool resumed = e->type == RT_SEVT_REQ_DONE && e->req->type == RT_SREQ_RESUME; /* or lost */
         if (!started && !resumed && e->type != RT_SEVT_JOB_ENDED)
             continue;
+        any = true;
         char id[24], cmd[1024], user[256];
         char *name = NULL;
         struct rt_event_job ej = {.id = id, .command = cmd};
@@ -496,6 +504,7 @@ static void job_events(struct rt_daemon *d, const struct rt_sevt *list)
         json_object_put(totals.gpus);
         free(name);
     }
+    return any;
 }
 
 static struct rt_gpuuse_config gpu_idle_config(const struct rt_config *c)
@@ -529,22 +538,76 @@ static void reload(struct rt_daemon *d)
     struct rt_gpuuse_config idle = gpu_idle_config(&d->cfg);
     rt_sampler_set_gpu_idle(d->sampler, &idle);
     rt_api_jobs_changed();
+    rt_server_tick(d->server); /* the connections' new limits apply now */
     rt_event_config_reloaded(path, changed, waiting);
     rt_notify_ready();
 }
 
+/* STATUS= follows the jobs at once, not at the next housekeeping. */
 static void sampler_events(struct rt_daemon *d)
 {
     struct rt_sevt *list = rt_sampler_take(d->sampler);
-    job_events(d, list);
+    if (job_events(d, list))
+        send_status(d);
     rt_server_sampler_events(d->server, list);
+}
+
+/* The main thread wakes only when something is due: the housekeeping timer
+ * is armed (one-shot, CLOCK_MONOTONIC) for the earliest of STATUS= every
+ * STATUS_EVERY, the watchdog every WatchdogSec/2, every second while it
+ * adopts cgroups or may exit on idle, a user's suppressed log lines to sum
+ * up, and a connection's next limit (rt_server_due). What quiet ticks leave
+ * in the sampler's outbox waits until then (one tick's worth, mailbox.c). */
+#define STATUS_EVERY_NS (10 * RT_NSEC_PER_SEC)
+
+struct housekeeping {
+    int fd;
+    uint64_t ran_ns, armed_ns;
+    uint64_t idle_since;
+};
+
+static uint64_t earliest(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+static void housekeeping_arm(struct rt_daemon *d, struct housekeeping *h)
+{
+    uint64_t period = STATUS_EVERY_NS, wd = rt_watchdog_period_ns(&watchdog);
+    if (wd)
+        period = earliest(period, wd);
+    if (adopting(d) || d->cfg.exit_on_idle_secs)
+        period = earliest(period, RT_NSEC_PER_SEC);
+    uint64_t at = earliest(h->ran_ns + period, earliest(rt_log_user_due(), rt_server_due(d->server)));
+    if (at == h->armed_ns)
+        return;
+    struct itimerspec its = {.it_value = {(time_t)(at / RT_NSEC_PER_SEC), (long)(at % RT_NSEC_PER_SEC)}};
+    if (timerfd_settime(h->fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+        rt_warn("cannot arm the housekeeping timer: %s", strerror(errno));
+    h->armed_ns = at;
+}
+
+static void housekeeping(struct rt_daemon *d, struct housekeeping *h)
+{
+    uint64_t exp;
+    if (read(h->fd, &exp, sizeof(exp)) < 0 && errno != EAGAIN)
+        rt_debug("timerfd: %s", strerror(errno));
+    h->armed_ns = 0; /* it fired: disarmed */
+    h->ran_ns = rt_mono_ns();
+    /* The watchdog is fed only while the sampler keeps ticking. */
+    rt_watchdog_check(&watchdog, h->ran_ns, rt_sampler_heartbeat(d->sampler), (uint64_t)(d->cfg.interval_secs * 1e9));
+    send_status(d);
+    adopt_jobs(d);
+    sampler_events(d); /* what ticks left while nobody streamed */
+    rt_server_tick(d->server);
+    rt_log_user_summaries();
+    if (d->cfg.exit_on_idle_secs)
+        idle_exit(d, &h->idle_since);
 }
 
 static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
 {
-    uint64_t idle_since = 0;
+    struct housekeeping h = {.fd = tfd, .ran_ns = rt_mono_ns()};
     struct epoll_event evs[64];
     bool turns = false; /* calls wait for their turn: do not block */
+    housekeeping_arm(d, &h);
     while (!d->quit) {
         int n = epoll_wait(epfd, evs, RT_ARRAY_SIZE(evs), turns ? 0 : -1);
         if (n < 0) {
@@ -569,25 +632,14 @@ static int event_loop(struct rt_daemon *d, int epfd, int sfd, int tfd)
             } else if (tag == &tag_sampler) {
                 sampler_events(d);
             } else if (tag == &tag_timer) {
-                uint64_t exp;
-                if (read(tfd, &exp, sizeof(exp)) < 0 && errno != EAGAIN)
-                    rt_debug("timerfd: %s", strerror(errno));
-                /* The watchdog is fed only while the sampler keeps ticking. */
-                rt_watchdog_check(&watchdog, rt_mono_ns(), rt_sampler_heartbeat(d->sampler),
-                                  (uint64_t)(d->cfg.interval_secs * 1e9));
-                send_status(d);
-                adopt_jobs(d);
-                sampler_events(d); /* what ticks left while nobody streamed */
-                rt_server_tick(d->server);
-                rt_log_user_summaries();
-                if (d->cfg.exit_on_idle_secs)
-                    idle_exit(d, &idle_since);
+                housekeeping(d, &h);
             } else {
                 rt_server_event(d->server, tag, evs[i].events);
             }
         }
         turns = rt_server_settle(d->server);
         rt_sampler_set_quiet_ticks(d->sampler, !rt_server_streaming(d->server));
+        housekeeping_arm(d, &h);
     }
     return 0;
 }
@@ -606,21 +658,11 @@ static int signal_fd(void)
     return fd;
 }
 
-/* Every second (status, idle exit), or every WatchdogSec/2 if shorter. */
+/* Armed by housekeeping_arm() as the loop goes. */
 static int housekeeping_timer(void)
 {
     rt_watchdog_init(&watchdog);
-    uint64_t period = RT_NSEC_PER_SEC;
-    if (rt_watchdog_period_ns(&watchdog) && rt_watchdog_period_ns(&watchdog) < period)
-        period = rt_watchdog_period_ns(&watchdog);
-    struct timespec p = {(time_t)(period / RT_NSEC_PER_SEC), (long)(period % RT_NSEC_PER_SEC)};
-    struct itimerspec its = {.it_interval = p, .it_value = p};
-    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (fd >= 0 && timerfd_settime(fd, 0, &its, NULL) < 0) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
+    return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 }
 
 static bool watch(int epfd, int fd, void *tag)

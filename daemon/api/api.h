@@ -23,8 +23,12 @@ void rt_server_event(struct rt_server *srv, void *tag, uint32_t events);
  * of a batch may still name them). True when calls still wait: poll again
  * without blocking. */
 bool rt_server_settle(struct rt_server *srv);
-/* Every second or so: close connections that stalled (limits.*_timeout). */
-void rt_server_tick(struct rt_server *srv);
+/* Close connections that stalled (limits.*_timeout), re-count what they
+ * hold; returns rt_server_due(). */
+uint64_t rt_server_tick(struct rt_server *srv);
+/* When rt_server_tick() next has work (CLOCK_MONOTONIC ns; UINT64_MAX:
+ * none): found again only after the connections changed. */
+uint64_t rt_server_due(struct rt_server *srv);
 /* Deliver the sampler's outbox (answers to requests, samples for streams). */
 void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list);
 /* Whether a connection streams (it wants the sampler's events at once). */

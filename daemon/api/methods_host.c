@@ -75,7 +75,7 @@ static void send_host_sample(struct rt_server *srv, struct rt_conn *conn, const 
 
 static void m_get_host_sample(struct rt_call *c)
 {
-    struct rt_rcstr *s = rt_sampler_latest_host(rt_call_daemon(c)->sampler);
+    struct rt_rcstr *s = rt_sampler_latest_host(rt_call_daemon(c)->sampler, NULL);
     if (!s) {
         rt_call_error_reason(c, RT_E_PREFIX "InternalError", "no sample yet");
         return;
@@ -84,23 +84,34 @@ static void m_get_host_sample(struct rt_call *c)
     rt_rcstr_unref(s);
 }
 
+struct host_stream {
+    struct rt_stream base;
+    uint64_t next; /* the first tick not sent */
+};
+
+/* The outbox may still hold the samples of quiet ticks (no stream then),
+ * the latest of which the first reply was: not sent again. */
 static void host_stream_event(struct rt_server *srv, struct rt_conn *conn, const struct rt_sevt *e)
 {
-    if (e->type == RT_SEVT_HOST)
-        send_host_sample(srv, conn, e->json, true);
+    struct host_stream *hs = (struct host_stream *)conn->stream;
+    if (e->type != RT_SEVT_HOST || e->index < hs->next)
+        return;
+    hs->next = e->index + 1;
+    send_host_sample(srv, conn, e->json, true);
 }
 
 static const struct rt_stream_ops host_stream_ops = {.event = host_stream_event};
 
 static void m_stream_host_samples(struct rt_call *c)
 {
-    struct rt_rcstr *s = rt_sampler_latest_host(rt_call_daemon(c)->sampler);
+    struct host_stream *hs = rt_xcalloc(1, sizeof(*hs));
+    hs->base.ops = &host_stream_ops;
+    struct rt_rcstr *s = rt_sampler_latest_host(rt_call_daemon(c)->sampler, &hs->next);
     if (s)
         send_host_sample(c->srv, c->conn, s, true);
+    hs->next = s ? hs->next + 1 : 0;
     rt_rcstr_unref(s);
-    struct rt_stream *st = rt_xcalloc(1, sizeof(*st));
-    st->ops = &host_stream_ops;
-    rt_conn_stream(c->conn, st);
+    rt_conn_stream(c->conn, &hs->base);
 }
 
 static struct json_object *cpu_times_json(const struct rt_cpu_times *t, double tick)

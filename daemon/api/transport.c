@@ -48,6 +48,9 @@ struct rt_server {
     unsigned drops_unlogged;
     uint64_t next_id;
     uint64_t batch_ns;      /* the first event of this epoll batch, 0 before */
+    uint64_t ticked_ns;     /* the last rt_server_tick() */
+    uint64_t due_ns;        /* rt_server_due(), while due_known */
+    bool due_known;         /* no connection changed since due_ns was found */
     int listen_tag;
     bool accept_paused;     /* out of descriptors: listen fd not watched */
     bool accept_warned;     /* this shortage has been logged */
@@ -671,6 +674,7 @@ static void conn_readable(struct rt_server *srv, struct rt_conn *c)
 
 void rt_server_event(struct rt_server *srv, void *tag, uint32_t events)
 {
+    srv->due_known = false;
     if (tag == &srv->listen_tag) {
         accept_all(srv);
         return;
@@ -746,6 +750,8 @@ static void enforce_budget(struct rt_server *srv)
 
 bool rt_server_settle(struct rt_server *srv)
 {
+    if (srv->queue)
+        srv->due_known = false;
     enforce_budget(srv);
     /* Turns in order of arrival; one round at most, and stop when the time
      * is up so that new events (another client's call) are not held up. */
@@ -767,34 +773,87 @@ bool rt_server_settle(struct rt_server *srv)
 
 /* Stalled connections: no reply read for reply_timeout, a message begun
  * and not finished for message_timeout, nothing at all for idle_timeout. */
-void rt_server_tick(struct rt_server *srv)
+enum stall { STALL_NONE, STALL_REPLY, STALL_MESSAGE, STALL_IDLE };
+
+static uint64_t after(uint64_t since_ns, unsigned secs) { return since_ns + secs * RT_NSEC_PER_SEC; }
+
+/* The first limit c has passed at now, in that order; *due is lowered to
+ * the first moment one it is subject to is passed. */
+static enum stall stalled(const struct rt_config *cfg, const struct rt_conn *c, uint64_t now, uint64_t *due)
+{
+    size_t out = rt_conn_pending(c), in = rt_vl_reader_pending(&c->rd);
+    bool reading = c->phase == RT_CONN_READING && !c->queued && !c->blocked;
+    uint64_t limit[] = {
+        [STALL_NONE] = UINT64_MAX,
+        [STALL_REPLY] = out ? after(c->sent_ns, cfg->reply_timeout_secs) : UINT64_MAX,
+        [STALL_MESSAGE] = reading && in && !c->input_ended ? after(c->input_ns, cfg->message_timeout_secs)
+                                                            : UINT64_MAX,
+        [STALL_IDLE] = reading && !in && !out ? after(c->active_ns, cfg->idle_timeout_secs) : UINT64_MAX,
+    };
+    enum stall first = STALL_NONE;
+    for (enum stall k = STALL_REPLY; k <= STALL_IDLE; k++) {
+        if (limit[k] == UINT64_MAX)
+            continue;
+        if (limit[k] + 1 < *due)
+            *due = limit[k] + 1;
+        if (!first && now > limit[k])
+            first = k;
+    }
+    return first;
+}
+
+/* The earliest moment rt_server_tick has work: a limit passed, or a second
+ * after the last tick while a connection holds output (a shared reply's
+ * share in the budget changes as the others send it; see account()), or
+ * while accepting waits for a descriptor. */
+static uint64_t due(struct rt_server *srv)
+{
+    uint64_t at = srv->accept_paused ? srv->ticked_ns + RT_NSEC_PER_SEC : UINT64_MAX;
+    for (const struct rt_conn *c = srv->conns; c; c = c->next) {
+        if (rt_conn_pending(c) && srv->ticked_ns + RT_NSEC_PER_SEC < at)
+            at = srv->ticked_ns + RT_NSEC_PER_SEC;
+        stalled(&srv->d->cfg, c, 0, &at);
+    }
+    srv->due_ns = at;
+    srv->due_known = true;
+    return at;
+}
+
+uint64_t rt_server_due(struct rt_server *srv) { return srv->due_known ? srv->due_ns : due(srv); }
+
+uint64_t rt_server_tick(struct rt_server *srv)
 {
     const struct rt_config *cfg = &srv->d->cfg;
-    uint64_t now = rt_mono_ns();
+    uint64_t now = srv->ticked_ns = rt_mono_ns(), ignored = UINT64_MAX;
     for (struct rt_conn *c = srv->conns, *cn; c; c = cn) {
         cn = c->next;
-        size_t out = rt_conn_pending(c), in = rt_vl_reader_pending(&c->rd);
         account(srv, c);
-        bool reading = c->phase == RT_CONN_READING && !c->queued && !c->blocked;
-        if (out && now - c->sent_ns > cfg->reply_timeout_secs * RT_NSEC_PER_SEC) {
+        switch (stalled(cfg, c, now, &ignored)) {
+        case STALL_REPLY:
             rt_log_user(c->peer.uid, LOG_NOTICE,
                         "dropping client (uid %u, pid %d): it read none of its replies for %u s (%zu bytes unread)",
-                      (unsigned)c->peer.uid, (int)c->peer.pid, cfg->reply_timeout_secs, out);
+                        (unsigned)c->peer.uid, (int)c->peer.pid, cfg->reply_timeout_secs, rt_conn_pending(c));
             conn_close(srv, c);
-        } else if (reading && in && !c->input_ended &&
-                   now - c->input_ns > cfg->message_timeout_secs * RT_NSEC_PER_SEC) {
+            break;
+        case STALL_MESSAGE: {
             char reason[96];
             snprintf(reason, sizeof(reason), "message not completed within %u s", cfg->message_timeout_secs);
             rt_log_user(c->peer.uid, LOG_INFO, "closing a client (uid %u, pid %d): %s", (unsigned)c->peer.uid,
                         (int)c->peer.pid, reason);
             protocol_error(srv, c, reason);
             rt_conn_flush(srv, c);
-        } else if (reading && !in && !out && now - c->active_ns > cfg->idle_timeout_secs * RT_NSEC_PER_SEC) {
+            break;
+        }
+        case STALL_IDLE:
             rt_debug("closing a client (uid %u, pid %d): idle for %u s", (unsigned)c->peer.uid, (int)c->peer.pid,
                      cfg->idle_timeout_secs);
             conn_close(srv, c);
+            break;
+        case STALL_NONE:
+            break;
         }
     }
+    return due(srv);
 }
 
 bool rt_server_streaming(const struct rt_server *srv)
@@ -807,6 +866,7 @@ bool rt_server_streaming(const struct rt_server *srv)
 
 void rt_server_sampler_events(struct rt_server *srv, struct rt_sevt *list)
 {
+    srv->due_known = false;
     accept_resume(srv);
     if (list)
         rt_api_jobs_changed();

@@ -34,7 +34,9 @@ struct rt_sampler {
     pthread_mutex_t mu; /* reqs, outbox, latest */
     struct rt_sreq *reqs, *reqs_tail;
     struct rt_sevt *out, *out_tail;
+    uint64_t out_quiet_tick;    /* the quiet tick whose events the outbox may hold */
     struct rt_rcstr *latest;
+    uint64_t latest_tick;
     atomic_bool stop;
     _Atomic uint64_t heartbeat;
     atomic_uint ngpus, ngpus_amd;
@@ -83,7 +85,9 @@ struct rt_sampler {
 /* mailbox.c: requests from the main thread, events to it. */
 void rt_sampler_wake_main(struct rt_sampler *s);
 /* Queue an event; the main loop is woken now, or (quiet) once at the end of
- * the tick for all its job samples. */
+ * the tick for all its job samples. While no connection streams
+ * (quiet_ticks), a tick's samples do not wake it at all: they replace the
+ * previous quiet tick's still queued (sampler thread only). */
 void rt_sampler_publish(struct rt_sampler *s, struct rt_sevt *e, bool quiet);
 struct rt_sevt *rt_sevt_new(enum rt_sevt_type t);
 void rt_sampler_drain_requests(struct rt_sampler *s);

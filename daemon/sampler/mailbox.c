@@ -17,15 +17,52 @@ void rt_sampler_wake_main(struct rt_sampler *s)
         rt_warn("sampler: cannot signal the main loop: %s", strerror(errno));
 }
 
+/* Unlinks the events of quiet ticks before tick, under s->mu. */
+static struct rt_sevt *unlink_quiet(struct rt_sampler *s, uint64_t tick)
+{
+    struct rt_sevt *gone = NULL, *prev = NULL;
+    for (struct rt_sevt **pp = &s->out; *pp;) {
+        struct rt_sevt *e = *pp;
+        if (!e->quiet_tick || e->quiet_tick >= tick) {
+            prev = e;
+            pp = &e->next;
+            continue;
+        }
+        *pp = e->next;
+        e->next = gone;
+        gone = e;
+    }
+    s->out_tail = prev;
+    return gone;
+}
+
+/* The main loop may sleep for seconds while nobody streams (daemon.c):
+ * what it is told then is one tick's samples, the latest, and the events
+ * that never go quietly (answers, ends). Its consumers make do with a gap:
+ * a job stream reads the samples it missed from the file, StreamJobs shows
+ * the state as of the last tick, a host stream the samples from its start. */
 void rt_sampler_publish(struct rt_sampler *s, struct rt_sevt *e, bool quiet)
 {
+    bool sample = e->type == RT_SEVT_HOST || e->type == RT_SEVT_JOB_SAMPLE || e->type == RT_SEVT_TICK_DONE;
+    if (quiet && sample && atomic_load(&s->quiet_ticks))
+        e->quiet_tick = s->tick_no;
+    struct rt_sevt *gone = NULL;
     pthread_mutex_lock(&s->mu);
+    if (e->quiet_tick && e->quiet_tick != s->out_quiet_tick) {
+        gone = unlink_quiet(s, e->quiet_tick);
+        s->out_quiet_tick = e->quiet_tick;
+    }
     if (s->out_tail)
         s->out_tail->next = e;
     else
         s->out = e;
     s->out_tail = e;
     pthread_mutex_unlock(&s->mu);
+    while (gone) {
+        struct rt_sevt *next = gone->next;
+        rt_sevt_free(gone);
+        gone = next;
+    }
     if (!quiet)
         rt_sampler_wake_main(s);
 }
@@ -58,10 +95,12 @@ struct rt_sevt *rt_sampler_take(struct rt_sampler *s)
     return e;
 }
 
-struct rt_rcstr *rt_sampler_latest_host(struct rt_sampler *s)
+struct rt_rcstr *rt_sampler_latest_host(struct rt_sampler *s, uint64_t *tick)
 {
     pthread_mutex_lock(&s->mu);
     struct rt_rcstr *r = rt_rcstr_ref(s->latest);
+    if (tick)
+        *tick = s->latest_tick;
     pthread_mutex_unlock(&s->mu);
     return r;
 }

@@ -107,12 +107,14 @@ static void host_tick(struct rt_sampler *s, bool publish)
     pthread_mutex_lock(&s->mu);
     rt_rcstr_unref(s->latest);
     s->latest = rt_rcstr_ref(str);
+    s->latest_tick = s->tick_no;
     pthread_mutex_unlock(&s->mu);
     if (!publish) {
         rt_rcstr_unref(str);
         return;
     }
     struct rt_sevt *e = rt_sevt_new(RT_SEVT_HOST);
+    e->index = s->tick_no;
     e->json = str;
     rt_sampler_publish(s, e, atomic_load(&s->quiet_ticks));
 }

@@ -45,7 +45,7 @@ struct rt_sreq {
 
 enum rt_sevt_type {
     RT_SEVT_REQ_DONE,
-    RT_SEVT_HOST,        /* json: host sample */
+    RT_SEVT_HOST,        /* json: host sample of tick index */
     RT_SEVT_JOB_SAMPLE,  /* json + csv row of sample number index of job_id */
     RT_SEVT_JOB_ENDED,
     RT_SEVT_TICK_DONE,   /* index: the tick whose host and job samples are all out (live views refresh) */
@@ -56,6 +56,7 @@ struct rt_sevt {
     struct rt_sreq *req;
     uint64_t job_id, index;
     struct rt_rcstr *json, *csv;
+    uint64_t quiet_tick;  /* mailbox.c: of a quiet tick, replaced by the next one's; 0: kept */
     struct rt_sevt *next;
 };
 
@@ -106,8 +107,9 @@ void rt_sampler_submit(struct rt_sampler *s, struct rt_sreq *req);
 struct rt_sevt *rt_sampler_take(struct rt_sampler *s);
 void rt_sevt_free(struct rt_sevt *e);
 
-/* The latest host sample (a reference the caller unrefs), or NULL. */
-struct rt_rcstr *rt_sampler_latest_host(struct rt_sampler *s);
+/* The latest host sample (a reference the caller unrefs), or NULL; *tick
+ * (if not NULL): its tick, as in its RT_SEVT_HOST event's index. */
+struct rt_rcstr *rt_sampler_latest_host(struct rt_sampler *s, uint64_t *tick);
 /* CLOCK_MONOTONIC ns of the last completed tick (for the watchdog). */
 uint64_t rt_sampler_heartbeat(struct rt_sampler *s);
 unsigned rt_sampler_gpu_count(struct rt_sampler *s);

@@ -184,6 +184,14 @@ void rt_log_user_summaries(void)
     pthread_mutex_unlock(&user_mu);
 }
 
+uint64_t rt_log_user_due(void)
+{
+    pthread_mutex_lock(&user_mu);
+    uint64_t at = rt_user_log_due(&user_log);
+    pthread_mutex_unlock(&user_mu);
+    return at;
+}
+
 void rt_log_once(bool *once, int level, const char *fmt, ...)
 {
     if (*once)

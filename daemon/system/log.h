@@ -4,6 +4,7 @@
 #define RT_LOG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <syslog.h>
 
@@ -34,10 +35,12 @@ void rt_log_once(bool *once, int level, const char *fmt, ...) __attribute__((for
 /* A line that a user's action causes (a refused connection, a job's warning,
  * a failed notification): at most a burst and then a few a second per uid
  * (system/user_log.h); the rest are counted and said in one line per uid by
- * rt_log_user_summaries(), which the main loop calls every second. Job
- * records (system/events.h) never go through it: they are never dropped. */
+ * rt_log_user_summaries(), which the main loop calls by rt_log_user_due()
+ * (CLOCK_MONOTONIC ns; UINT64_MAX: nothing to say). Job records
+ * (system/events.h) never go through it: they are never dropped. */
 void rt_log_user(uid_t uid, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void rt_log_user_summaries(void);
+uint64_t rt_log_user_due(void);
 
 #define rt_err(...) rt_log(LOG_ERR, __VA_ARGS__)
 #define rt_warn(...) rt_log(LOG_WARNING, __VA_ARGS__)

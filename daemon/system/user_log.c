@@ -59,6 +59,17 @@ void rt_user_log_summaries(struct rt_user_log *t, uint64_t now_ns,
     }
 }
 
+uint64_t rt_user_log_due(const struct rt_user_log *t)
+{
+    uint64_t at = UINT64_MAX;
+    for (size_t i = 0; i < t->n; i++) {
+        uint64_t due = t->v[i].suppressed_since_ns + (uint64_t)RT_USER_LOG_SUMMARY_SECS * RT_NSEC_PER_SEC;
+        if (t->v[i].suppressed && due < at)
+            at = due;
+    }
+    return at;
+}
+
 void rt_user_log_free(struct rt_user_log *t)
 {
     free(t->v);

@@ -37,6 +37,8 @@ bool rt_user_log_take(struct rt_user_log *t, uid_t uid, uint64_t now_ns);
  * nothing to say and a full bucket are forgotten. */
 void rt_user_log_summaries(struct rt_user_log *t, uint64_t now_ns,
                            void (*say)(uid_t uid, unsigned count, double secs, void *ctx), void *ctx);
+/* When rt_user_log_summaries() next has a line to say; UINT64_MAX: none. */
+uint64_t rt_user_log_due(const struct rt_user_log *t);
 void rt_user_log_free(struct rt_user_log *t);
 
 #endif

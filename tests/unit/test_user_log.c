@@ -1,6 +1,7 @@
 /* The per-user log budget (daemon/system/user_log.c): a burst, then a few a
  * second per uid, each uid on its own; what is suppressed is said once per
- * summary period; idle entries are forgotten. */
+ * summary period, and when is known in advance (the main loop sleeps until
+ * then); idle entries are forgotten. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,7 +56,11 @@ static void test_summary_once_per_period(void **state)
     struct rt_user_log t = {0};
     struct said s = {0};
     uint64_t t0 = 1000 * SEC;
-    taken(&t, 1001, RT_USER_LOG_BURST + 40, t0);
+    assert_true(rt_user_log_due(&t) == UINT64_MAX);
+    taken(&t, 1001, RT_USER_LOG_BURST, t0);
+    assert_true(rt_user_log_due(&t) == UINT64_MAX); /* nothing suppressed: nothing to say */
+    taken(&t, 1001, 40, t0);
+    assert_true(rt_user_log_due(&t) == t0 + RT_USER_LOG_SUMMARY_SECS * SEC);
     rt_user_log_summaries(&t, t0 + 5 * SEC, say, &s);
     assert_int_equal(s.n, 0); /* not yet a period */
     rt_user_log_summaries(&t, t0 + RT_USER_LOG_SUMMARY_SECS * SEC, say, &s);
@@ -63,6 +68,7 @@ static void test_summary_once_per_period(void **state)
     assert_int_equal(s.uid, 1001);
     assert_int_equal(s.count, 40);
     assert_true(s.secs >= RT_USER_LOG_SUMMARY_SECS);
+    assert_true(rt_user_log_due(&t) == UINT64_MAX);
     rt_user_log_summaries(&t, t0 + 2 * RT_USER_LOG_SUMMARY_SECS * SEC, say, &s);
     assert_int_equal(s.n, 1); /* nothing more suppressed: nothing said */
     /* Quiet and refilled: forgotten. */
