@@ -258,6 +258,7 @@ static void pick_cgroup(struct rt_cpu_collector *c)
     uint64_t ns;
     for (size_t i = 0; i < RT_ARRAY_SIZE(v2_stats); i++) {
         rt_keptfile_close(&c->cg_file); /* it reads one path */
+        c->cg_file.pseudo = -1;
         if (read_v2_usage(&c->cg_file, c->sys_fd, v2_stats[i], &ns) == 0) {
             c->cg_kind = CG_V2;
             c->cg_path = v2_stats[i];
@@ -368,7 +369,8 @@ struct rt_cpu_collector *rt_cpu_collector_new_hooks(const struct rt_roots *r,
     c->sys_fd = r->sys_fd;
     rt_collect_hooks_resolve(&c->hooks, hooks);
     rt_readbuf_init(&c->stat, 8192);
-    c->cg_file = (struct rt_keptfile)RT_KEPTFILE_INIT;
+    c->stat.file.whole = true;
+    c->cg_file = (struct rt_keptfile)RT_KEPTFILE_WHOLE;
     long tck = sysconf(_SC_CLK_TCK);
     c->clk_tck = tck > 0 ? (double)tck : 100.0;
     int fd = openat(r->proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -26,7 +26,7 @@ struct rt_host_sampler *rt_host_sampler_new_hooks(const struct rt_roots *r, doub
     h->roots = r;
     rt_collect_hooks_resolve(&h->hooks, hooks);
     h->nominal_interval_secs = nominal_interval_secs;
-    h->meminfo = (struct rt_keptfile)RT_KEPTFILE_INIT;
+    h->meminfo = (struct rt_keptfile)RT_KEPTFILE_WHOLE;
     h->cpu = rt_cpu_collector_new_hooks(r, &h->hooks);
     h->disk = rt_disk_collector_new_hooks(r, &h->hooks);
     h->net = rt_net_collector_new_hooks(r, &h->hooks);

@@ -149,7 +149,7 @@ static bool read_netdev(struct rt_net_collector *c)
             n = &c->ifs[c->n_ifs++];
             memset(n, 0, sizeof(*n));
             n->dirfd = -1;
-            n->operstate = n->speed = n->mtu = (struct rt_keptfile)RT_KEPTFILE_INIT;
+            n->operstate = n->speed = n->mtu = (struct rt_keptfile)RT_KEPTFILE_WHOLE;
             rt_strlcpy(n->name, name, sizeof(n->name));
             load_identity(c, n);
             changed = true;

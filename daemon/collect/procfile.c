@@ -27,11 +27,12 @@ static bool is_pseudo(int fd)
     }
 }
 
-static ssize_t pread_whole(int fd, char *buf, size_t size)
+static ssize_t pread_whole(const struct rt_keptfile *k, char *buf, size_t size)
 {
     size_t len = 0;
     while (len < size - 1) {
-        ssize_t r = pread(fd, buf + len, size - 1 - len, (off_t)len);
+        size_t want = size - 1 - len;
+        ssize_t r = pread(k->fd, buf + len, want, (off_t)len);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -39,6 +40,8 @@ static ssize_t pread_whole(int fd, char *buf, size_t size)
         if (r == 0)
             break;
         len += (size_t)r;
+        if (k->whole && (size_t)r < want)
+            break; /* no read that would say 0 */
     }
     buf[len] = '\0';
     return (ssize_t)len;
@@ -61,7 +64,7 @@ ssize_t rt_keptfile_read(struct rt_keptfile *k, int dirfd, const char *path, cha
             k->pseudo = 0;
             return rt_read_file_at(dirfd, path, buf, size);
         }
-        ssize_t n = pread_whole(k->fd, buf, size);
+        ssize_t n = pread_whole(k, buf, size);
         bool gone = n == -ENODEV || n == -ENOENT || n == -ESRCH || n == -ENXIO;
         if (!gone || fresh)
             return n; /* a value, or what the file says (EINVAL: a link down has no speed) */

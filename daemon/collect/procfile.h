@@ -17,8 +17,12 @@
 struct rt_keptfile {
     int fd;          /* -1: not open */
     signed char pseudo; /* -1: not known yet; 0: open each time; 1: kept */
+    bool whole;      /* made in one piece (one show: /proc/PID/stat and io,
+                      * meminfo, /proc/stat, a sysfs attribute, a cgroup's
+                      * file): a kept read shorter than asked is its end */
 };
-#define RT_KEPTFILE_INIT {.fd = -1, .pseudo = -1}
+#define RT_KEPTFILE_INIT {.fd = -1, .pseudo = -1, .whole = false}
+#define RT_KEPTFILE_WHOLE {.fd = -1, .pseudo = -1, .whole = true}
 
 /* rt_read_file_at through k: the file's text (NUL-terminated) and length,
  * or -errno. A kept file that stopped working (its object gone: an

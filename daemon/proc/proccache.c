@@ -18,6 +18,7 @@ void rt_proc_cache_init(struct rt_proc_cache *c, int proc_fd)
     memset(c, 0, sizeof(*c));
     c->proc_fd = proc_fd;
     rt_pidmap_init(&c->map);
+    rt_kept_procs_init(&c->kept);
     /* CONFIG_PROC_CHILDREN: without it, trees come from a full /proc pass. */
     char path[64];
     snprintf(path, sizeof(path), "self/task/%d/children", (int)gettid());
@@ -27,6 +28,7 @@ void rt_proc_cache_init(struct rt_proc_cache *c, int proc_fd)
 void rt_proc_cache_free(struct rt_proc_cache *c)
 {
     rt_pidmap_free(&c->map);
+    rt_kept_procs_free(&c->kept);
     free(c->v);
     free(c->kids);
     memset(c, 0, sizeof(*c));
@@ -35,6 +37,7 @@ void rt_proc_cache_free(struct rt_proc_cache *c)
 void rt_proc_cache_begin_tick(struct rt_proc_cache *c)
 {
     rt_pidmap_clear(&c->map);
+    rt_kept_procs_scan(&c->kept);
     c->n = 0;
     c->nkids = 0;
     c->scanned = false;
@@ -46,8 +49,10 @@ static struct rt_pinfo *entry(struct rt_proc_cache *c, int32_t pid)
     if (rt_pidmap_get(&c->map, pid, &idx))
         return idx == GONE ? NULL : &c->v[idx];
     struct rt_pstat st;
+    char buf[1024];
     c->reads++;
-    if (rt_pstat_read(c->proc_fd, pid, &st) < 0) {
+    if (rt_kept_procs_read(&c->kept, c->proc_fd, pid, RT_KEPT_STAT, buf, sizeof(buf)) < 0 ||
+        rt_pstat_parse(buf, &st) < 0) {
         rt_pidmap_put(&c->map, pid, GONE);
         return NULL;
     }
@@ -109,6 +114,18 @@ static void full_scan(struct rt_proc_cache *c)
     }
 }
 
+/* The children of a single-threaded process from its kept file, unless
+ * they fill the buffer (then, like a process's threads, read in chunks). */
+static void read_kids(struct rt_proc_cache *c, int32_t pid, int32_t num_threads)
+{
+    char buf[4096];
+    ssize_t n = num_threads <= 1 ? rt_kept_procs_read(&c->kept, c->proc_fd, pid, RT_KEPT_KIDS, buf, sizeof(buf)) : -1;
+    if (n >= 0 && (size_t)n < sizeof(buf) - 1)
+        rt_pchildren_parse(buf, &c->kids, &c->nkids, &c->capkids);
+    else
+        rt_pchildren_read(c->proc_fd, pid, num_threads, &c->kids, &c->nkids, &c->capkids);
+}
+
 static uint64_t thread_cpu_ns(void)
 {
     struct timespec ts;
@@ -126,7 +143,9 @@ const struct rt_pinfo *rt_proc_cache_get(struct rt_proc_cache *c, int32_t pid, u
     unsigned todo = need & ~pi->have;
     if (todo & RT_PI_IO) {
         c->reads++;
-        pi->io_ok = rt_pio_read(c->proc_fd, pid, &pi->read_bytes, &pi->write_bytes) == 0;
+        char buf[512];
+        pi->io_ok = rt_kept_procs_read(&c->kept, c->proc_fd, pid, RT_KEPT_IO, buf, sizeof(buf)) >= 0 &&
+                    rt_pio_parse(buf, &pi->read_bytes, &pi->write_bytes) == 0;
     }
     if (todo & RT_PI_PSS) {
         c->reads++;
@@ -151,7 +170,7 @@ const struct rt_pinfo *rt_proc_cache_get(struct rt_proc_cache *c, int32_t pid, u
         if (c->children_files) {
             size_t before = c->nkids;
             c->reads++;
-            rt_pchildren_read(c->proc_fd, pid, pi->st.num_threads, &c->kids, &c->nkids, &c->capkids);
+            read_kids(c, pid, pi->st.num_threads);
             pi->kids_off = before;
             pi->kids_n = c->nkids - before;
         } else if (!c->scanned) {

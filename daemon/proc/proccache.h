@@ -3,6 +3,7 @@
 #ifndef RT_PROCCACHE_H
 #define RT_PROCCACHE_H
 
+#include "proc/kept.h"
 #include "proc/pidmap.h"
 #include "proc/procfs.h"
 
@@ -43,6 +44,7 @@ struct rt_proc_cache {
     bool children_files;      /* kernel has /proc/PID/task/TID/children */
     bool scanned;             /* fallback: ppid map of the whole host built this tick */
     uint64_t reads;           /* files read, for benchmarks */
+    struct rt_kept_procs kept; /* tracked processes' files, open between ticks */
 };
 
 void rt_proc_cache_init(struct rt_proc_cache *c, int proc_fd);

@@ -103,6 +103,13 @@ static bool field_u64(const char *buf, const char *key, uint64_t *out)
     return false;
 }
 
+int rt_pio_parse(const char *buf, uint64_t *read_bytes, uint64_t *write_bytes)
+{
+    if (!field_u64(buf, "read_bytes:", read_bytes) || !field_u64(buf, "write_bytes:", write_bytes))
+        return -EINVAL;
+    return 0;
+}
+
 int rt_pio_read(int proc_fd, int32_t pid, uint64_t *read_bytes, uint64_t *write_bytes)
 {
     char path[32], buf[512];
@@ -110,9 +117,7 @@ int rt_pio_read(int proc_fd, int32_t pid, uint64_t *read_bytes, uint64_t *write_
     ssize_t n = rt_read_file_at(proc_fd, path, buf, sizeof(buf));
     if (n < 0)
         return (int)n;
-    if (!field_u64(buf, "read_bytes:", read_bytes) || !field_u64(buf, "write_bytes:", write_bytes))
-        return -EINVAL;
-    return 0;
+    return rt_pio_parse(buf, read_bytes, write_bytes);
 }
 
 int rt_ppss_read(int proc_fd, int32_t pid, uint64_t *pss_bytes)
@@ -218,6 +223,21 @@ static void push(int32_t **kids, size_t *n, size_t *cap, int32_t pid)
         *kids = rt_xrealloc(*kids, *cap * sizeof(**kids));
     }
     (*kids)[(*n)++] = pid;
+}
+
+void rt_pchildren_parse(const char *text, int32_t **kids, size_t *n, size_t *cap)
+{
+    for (const char *p = text; *p;) {
+        char *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p) {
+            p++;
+            continue;
+        }
+        if (pid > 0 && pid <= INT32_MAX)
+            push(kids, n, cap, (int32_t)pid);
+        p = end;
+    }
 }
 
 static int read_children_file(int proc_fd, const char *path, int32_t **kids, size_t *n, size_t *cap)

@@ -26,6 +26,7 @@ int rt_pstat_parse(const char *buf, struct rt_pstat *out);
 
 /* read_bytes/write_bytes of /proc/PID/io (storage I/O, incl. reaped children). */
 int rt_pio_read(int proc_fd, int32_t pid, uint64_t *read_bytes, uint64_t *write_bytes);
+int rt_pio_parse(const char *buf, uint64_t *read_bytes, uint64_t *write_bytes);
 /* Pss of /proc/PID/smaps_rollup in bytes. */
 int rt_ppss_read(int proc_fd, int32_t pid, uint64_t *pss_bytes);
 /* Real, effective and saved ids of a process (the Uid: and Gid: lines of
@@ -51,6 +52,8 @@ int rt_pdump_owner(int proc_fd, int32_t pid, uid_t *uid, gid_t *gid);
  * 0 or -errno (-ENOENT when the kernel lacks the children file). */
 int rt_pchildren_read(int proc_fd, int32_t pid, int32_t num_threads, int32_t **kids, size_t *n,
                       size_t *cap);
+/* Append the PIDs of a children file's text ("12 34 ") to *kids. */
+void rt_pchildren_parse(const char *text, int32_t **kids, size_t *n, size_t *cap);
 
 long rt_clk_tck(void);
 long rt_page_size(void);

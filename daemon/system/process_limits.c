@@ -12,8 +12,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-/* Jobs' files, the state directory, sockets of the upload worker, GPUs. */
-#define OWN_DESCRIPTORS 256
+/* Jobs' files, the state directory, sockets of the upload worker, GPUs, and
+ * the kernel's files a tick keeps open (collect/procfile.h, proc/kept.h: up
+ * to about 250). */
+#define OWN_DESCRIPTORS 512
 
 void rt_process_malloc_setup(void)
 {
