@@ -115,7 +115,10 @@ static struct rt_shared_reply *new_reply(struct rt_daemon *d, const struct rt_pe
 /* Replies in use, one per set of jobs seen (all jobs: an administrator's
  * `all`; else one user's) and how long ended ones stay: the latest tick's
  * (tick > 0), and first replies (tick 0), made once while nothing changes:
- * until the next sampler event (a job started or ended, a tick) or reload. */
+ * until the sampler's next tick, the next sampler event (a job started or
+ * ended) or reload. The tick is read from the sampler itself: while nobody
+ * streams, its events reach this thread seconds late (daemon.c), and a
+ * scrape's first reply must be as of the latest tick. */
 struct live_reply {
     uint64_t tick, epoch;
     bool everyone;
@@ -129,6 +132,7 @@ static struct {
     struct live_reply *v;
     size_t n, cap;
     uint64_t tick, epoch; /* the latest tick; changes so far */
+    uint64_t beat;        /* the sampler's heartbeat the epoch has seen */
 } replies;
 
 void rt_api_jobs_changed(void)
@@ -177,6 +181,11 @@ static struct rt_shared_reply *live_reply(struct rt_daemon *d, const struct rt_p
                                           const struct jobs_stream *js, uint64_t tick)
 {
     bool everyone = js->all && peer->admin;
+    uint64_t beat = rt_sampler_heartbeat(d->sampler);
+    if (beat != replies.beat) {
+        replies.beat = beat;
+        rt_api_jobs_changed();
+    }
     uint64_t epoch = tick ? 0 : replies.epoch;
     forget_stale_replies();
     for (size_t i = 0; i < replies.n; i++) {

@@ -47,30 +47,36 @@ static ssize_t pread_whole(const struct rt_keptfile *k, char *buf, size_t size)
     return (ssize_t)len;
 }
 
+ssize_t rt_keptfile_reread(struct rt_keptfile *k, char *buf, size_t size)
+{
+    if (k->fd < 0 || k->pseudo != 1 || size == 0)
+        return -ESTALE;
+    ssize_t n = pread_whole(k, buf, size);
+    if (n == -ENODEV || n == -ENOENT || n == -ESRCH || n == -ENXIO) {
+        rt_keptfile_close(k);
+        return -ESTALE;
+    }
+    return n;
+}
+
 ssize_t rt_keptfile_read(struct rt_keptfile *k, int dirfd, const char *path, char *buf, size_t size)
 {
     if (size == 0)
         return -EINVAL;
+    ssize_t n = rt_keptfile_reread(k, buf, size);
+    if (n != -ESTALE)
+        return n;
     if (k->pseudo == 0)
         return rt_read_file_at(dirfd, path, buf, size);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        bool fresh = k->fd < 0;
-        if (fresh && (k->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
-            k->fd = -1;
-            return -errno;
-        }
-        if (k->pseudo < 0 && (k->pseudo = is_pseudo(k->fd)) == 0) {
-            rt_keptfile_close(k);
-            k->pseudo = 0;
-            return rt_read_file_at(dirfd, path, buf, size);
-        }
-        ssize_t n = pread_whole(k, buf, size);
-        bool gone = n == -ENODEV || n == -ENOENT || n == -ESRCH || n == -ENXIO;
-        if (!gone || fresh)
-            return n; /* a value, or what the file says (EINVAL: a link down has no speed) */
-        rt_keptfile_close(k);
+    if ((k->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
+        k->fd = -1;
+        return -errno;
     }
-    return -EIO; /* not reached: the second attempt is a fresh open */
+    if (k->pseudo < 0 && (k->pseudo = is_pseudo(k->fd)) == 0) {
+        rt_keptfile_close(k);
+        return rt_read_file_at(dirfd, path, buf, size);
+    }
+    return pread_whole(k, buf, size); /* fresh: whatever it says */
 }
 
 bool rt_keptfile_changed(const struct rt_keptfile *k)

@@ -29,6 +29,9 @@ struct rt_keptfile {
  * interface replaced by a namesake) is opened again once. */
 ssize_t rt_keptfile_read(struct rt_keptfile *k, int dirfd, const char *path, char *buf, size_t size);
 void rt_keptfile_close(struct rt_keptfile *k);
+/* An open kept file read again: its length, or -errno; -ESTALE when it is
+ * not open, or its object is gone (then it is closed): read it by path. */
+ssize_t rt_keptfile_reread(struct rt_keptfile *k, char *buf, size_t size);
 /* For a kept listing that the kernel marks with POLLPRI once what it lists
  * changed since the last look (/proc/PID/mountinfo; the look resets it):
  * has it changed? True as well when the file is not kept open. */

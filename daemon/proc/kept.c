@@ -64,14 +64,17 @@ static struct rt_kept_proc *entry(struct rt_kept_procs *k, int32_t pid)
 ssize_t rt_kept_procs_read(struct rt_kept_procs *k, int proc_fd, int32_t pid, enum rt_kept_file which, char *buf,
                            size_t size)
 {
-    char path[48];
+    struct rt_kept_proc *p = entry(k, pid);
+    ssize_t n = p ? rt_keptfile_reread(&p->f[which], buf, size) : -ESTALE;
+    if (n != -ESTALE)
+        return n;
+    char path[48]; /* made only to open it */
     if (which == RT_KEPT_STAT)
         snprintf(path, sizeof(path), "%d/stat", (int)pid);
     else if (which == RT_KEPT_IO)
         snprintf(path, sizeof(path), "%d/io", (int)pid);
     else
         snprintf(path, sizeof(path), "%d/task/%d/children", (int)pid, (int)pid);
-    struct rt_kept_proc *p = entry(k, pid);
-    ssize_t n = p ? rt_keptfile_read(&p->f[which], proc_fd, path, buf, size) : rt_read_file_at(proc_fd, path, buf, size);
+    n = p ? rt_keptfile_read(&p->f[which], proc_fd, path, buf, size) : rt_read_file_at(proc_fd, path, buf, size);
     return n == -ESRCH ? -ENOENT : n;
 }

@@ -42,27 +42,32 @@ int rt_pstat_parse(const char *buf, struct rt_pstat *out)
         return -EINVAL;
     out->pid = (int32_t)pid;
     const char *p = rp + 2;
-    /* Fields from 3 (state) onwards, space separated. */
+    /* Fields from 3 (state) onwards, space separated; one pass, the numbers
+     * wanted read as the pass goes (a tick parses one per tracked process). */
     out->state = *p;
     int field = 3;
     while (*p && field < 52) {
-        p = strchr(p, ' ');
-        if (!p)
+        while (*p && *p != ' ')
+            p++;
+        if (!*p)
             break;
         p++;
         field++;
-        errno = 0;
+        bool neg = *p == '-';
+        uint64_t v = 0;
+        for (const char *d = p + neg; *d >= '0' && *d <= '9'; d++)
+            v = v * 10 + (uint64_t)(*d - '0'); /* wraps on garbage; kernel values fit */
         switch (field) {
-        case 4: out->ppid = (int32_t)strtol(p, NULL, 10); break;
-        case 10: case 12: out->faults += strtoull(p, NULL, 10); break;
-        case 14: out->utime = strtoull(p, NULL, 10); break;
-        case 15: out->stime = strtoull(p, NULL, 10); break;
-        case 16: { long long v = strtoll(p, NULL, 10); out->cutime = v > 0 ? (uint64_t)v : 0; break; }
-        case 17: { long long v = strtoll(p, NULL, 10); out->cstime = v > 0 ? (uint64_t)v : 0; break; }
-        case 20: out->num_threads = (int32_t)strtol(p, NULL, 10); break;
-        case 22: out->starttime = strtoull(p, NULL, 10); break;
-        case 24: out->rss_pages = strtoull(p, NULL, 10); break;
-        case 52: out->exit_code = (int)strtol(p, NULL, 10); break;
+        case 4: out->ppid = neg || v > INT32_MAX ? 0 : (int32_t)v; break;
+        case 10: case 12: out->faults += v; break;
+        case 14: out->utime = v; break;
+        case 15: out->stime = v; break;
+        case 16: out->cutime = neg ? 0 : v; break;
+        case 17: out->cstime = neg ? 0 : v; break;
+        case 20: out->num_threads = neg || v > INT32_MAX ? 0 : (int32_t)v; break;
+        case 22: out->starttime = v; break;
+        case 24: out->rss_pages = v; break;
+        case 52: out->exit_code = neg || v > INT32_MAX ? -1 : (int)v; break;
         default: break;
         }
     }

@@ -10,7 +10,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rtlib import DaemonTest, job_samples, wait_for  # noqa: E402
+from rtlib import IFACE, DaemonTest, job_samples, wait_for  # noqa: E402
 
 
 def main_thread_switches(pid):
@@ -85,6 +85,25 @@ class MainWakes(DaemonTest):
         stamps = [s["timestamp_ms"] for s in got]
         self.assertTrue(all(a < b for a, b in zip(stamps, stamps[1:])), "a sample twice or out of order")
         self.assertEqual(got, job_samples(self.d, job), "the stream and the job's file differ")
+
+    def first_reply_sampled_at(self, job):
+        """The job's current.sampled_at in a new StreamJobs' first reply, as
+        a scrape of the exporter reads it (a connection of its own)."""
+        with self.d.connect() as c:
+            c.send(IFACE + ".StreamJobs", {}, more=True)
+            r = c.recv()
+        self.assertNotIn("error", r)
+        return {j["id"]: j for j in r["parameters"]["jobs"]}[job]["current"]["sampled_at"]
+
+    def test_first_replies_are_as_of_the_latest_tick(self):
+        # One-shot StreamJobs calls are what every scrape makes: while
+        # nobody streams, the ticks' events wait, but a first reply must not.
+        _, job = self.start_job()
+        wait_for(lambda: self.samples(job) >= 2, what="the job's first samples")
+        for _ in range(3):
+            time.sleep(1.1)
+            at = self.first_reply_sampled_at(job)
+            self.assertLess(time.time() - at, 1.0, "a first reply %.1f s old at a 0.2 s interval" % (time.time() - at))
 
 
 if __name__ == "__main__":
