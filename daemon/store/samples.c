@@ -295,6 +295,17 @@ static void warn_skip(struct reader *rd, uint64_t index, const char *why)
 }
 
 /* CSV values of a host record through the map of its template. */
+/* Host record hseq with every number (the reader's own cursor decodes the
+ * CSV columns only). */
+static bool full_record(struct reader *rd, uint64_t hseq, struct rt_rec *full)
+{
+    if (!rd->have_full) {
+        rt_seglog_cursor_init(&rd->host_full, &rd->s->host, false);
+        rd->have_full = true;
+    }
+    return rt_seglog_cursor_get(&rd->host_full, hseq, full);
+}
+
 static bool host_csv_values(struct reader *rd, const struct rt_rec *h, uint64_t hseq, const double **v, size_t *n)
 {
     /* Records of one run of a block share their template (same tmpl_id). */
@@ -305,7 +316,12 @@ static bool host_csv_values(struct reader *rd, const struct rt_rec *h, uint64_t 
         rd->map_tmpl.len = 0;
         rt_buf_put(&rd->map_tmpl, h->tmpl, h->tlen);
         rd->have_map = rt_csv_map_build(h->tmpl, h->tlen, &rd->map);
-        rd->map_ok = rd->have_map && rt_csv_map_check(&rd->map, h->tmpl, h->tlen, h->v, h->n);
+        /* Checked against the whole record: its JSON needs every number
+         * (with the others left 0 the check failed, and each record of the
+         * template went the slow way: 2 s for a day instead of 0.3 s). */
+        struct rt_rec full;
+        rd->map_ok = rd->have_map && full_record(rd, hseq, &full) &&
+                     rt_csv_map_check(&rd->map, full.tmpl, full.tlen, full.v, full.n);
     }
     rd->map_id = h->tmpl_id;
     if (rd->map_ok && h->n == rd->map.ncols) {
@@ -319,15 +335,11 @@ static bool host_csv_values(struct reader *rd, const struct rt_rec *h, uint64_t 
         return true;
     }
     /* The slow way: the whole record, its JSON, parsed. */
-    if (!rd->have_full) {
-        rt_seglog_cursor_init(&rd->host_full, &rd->s->host, false);
-        rd->have_full = true;
-    }
+    rd->s->host_rows_parsed++;
     struct rt_rec full;
     char err[128];
     rd->text.len = 0;
-    if (!rt_seglog_cursor_get(&rd->host_full, hseq, &full) ||
-        !rt_textcode_join(full.tmpl, full.tlen, full.v, full.n, &rd->text))
+    if (!full_record(rd, hseq, &full) || !rt_textcode_join(full.tmpl, full.tlen, full.v, full.n, &rd->text))
         return false;
     struct json_object *o = rt_vl_parse((const char *)rd->text.p, rd->text.len, err, sizeof(err));
     struct rt_sample sm;

@@ -40,6 +40,9 @@ struct rt_samples {
     bool tick_stored;
     struct rt_buf tmpl;
     struct rt_i64s nums;
+    /* readers: CSV rows whose host part was made from its JSON (the slow
+     * way, for a template the CSV map cannot be trusted with), for tests */
+    uint64_t host_rows_parsed;
 };
 
 /* A job's figures, shared by the job and readers (reference counted: a

@@ -16,7 +16,9 @@ Each command runs BENCH_RUNS times (default 200) after 5 for warmup, timed
 by hyperfine (-N: no shell) when it is installed (Debian package
 hyperfine), else by a posix_spawn loop here; mean/median/p90/min/max are
 printed, and each median less the median of true. The number of shared
-libraries the client maps comes from ldd.
+libraries the client maps comes from ldd. Then `true` and `run --quiet`
+one at a time (0.25 s apart), as a person runs them, with the command in a
+cgroup (the default) and as a process tree (cgroups.run=false).
 
   tests/bench/bench_run_wall.py [--quick] [--no-hyperfine] [--quiet-only]"""
 
@@ -30,9 +32,12 @@ import time
 
 import benchlib as B
 
+PAUSE = 0.25
 
-def spawn_loop(argv, runs, env):
-    """Sorted wall times in ms of runs spawns (after 5 for warmup)."""
+
+def spawn_loop(argv, runs, env, pause=0.0):
+    """Sorted wall times in ms of runs spawns (after 5 for warmup), pause
+    seconds apart."""
     devnull = os.open(os.devnull, os.O_RDWR)
     fa = [(os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
     path = shutil.which(argv[0]) or argv[0]
@@ -46,6 +51,7 @@ def spawn_loop(argv, runs, env):
             raise RuntimeError("%s exited %d" % (argv, os.waitstatus_to_exitcode(status)))
         if i >= 5:
             times.append(dt * 1e3)
+        time.sleep(pause)
     os.close(devnull)
     return sorted(times)
 
@@ -107,6 +113,22 @@ def main(argv):
                     h.wait()
         jobs = d.call("ListJobs")["jobs"]
         print("jobs recorded by the daemon: %d" % len(jobs))
+    if "--quiet-only" not in argv:
+        spaced(cmds[0], cmds[2], max(20, runs // 5))
+
+
+def spaced(true, run, runs):
+    """One command at a time, as a person runs them: PAUSE s apart, with
+    the default daemon (the command in a cgroup of its own) and one with
+    cgroups.run=false (a process tree). Moving a process into a cgroup
+    waits for an RCU grace period in the kernel (the cgroup threadgroup
+    lock's writer side) unless another move came just before it: back to
+    back the wait is shared, one at a time it is not."""
+    for label, args in (("cgroup", []), ("process tree", ["--set", "cgroups.run=false"])):
+        with B.Daemon(1.0, args=args) as d:
+            env = dict(os.environ, RESOURCE_TRACKER_SOCKET=d.socket)
+            print("## one at a time, %.2f s apart, %s: posix_spawn loop, %d runs each" % (PAUSE, label, runs))
+            print_table([(name, spawn_loop(a, runs, env, PAUSE)) for name, a in (true, run)])
 
 
 if __name__ == "__main__":
