@@ -1,5 +1,7 @@
 #include "rt/json.h"
 
+#include <json-c/printbuf.h>
+
 #include "rt/sample.h"
 #include "rt/util.h"
 
@@ -185,4 +187,33 @@ void rt_json_utf8_escape(struct json_object *o)
             rt_json_utf8_escape(val);
         }
     }
+}
+
+/* The bytes a JSON string cannot hold as they are. */
+#define C8(c) [c] = 1, [c + 1] = 1, [c + 2] = 1, [c + 3] = 1, [c + 4] = 1, [c + 5] = 1, [c + 6] = 1, [c + 7] = 1
+static const unsigned char needs_escape[256] = {C8(0), C8(8), C8(16), C8(24), ['"'] = 1, ['\\'] = 1};
+#undef C8
+
+void rt_json_put_string(struct printbuf *pb, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    printbuf_memappend_fast(pb, "\"", 1);
+    size_t from = 0, i = 0;
+    for (; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!needs_escape[c])
+            continue;
+        const char *esc = c == '\b' ? "\\b" : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t"
+                        : c == '\f' ? "\\f" : c == '"' ? "\\\"" : c == '\\' ? "\\\\" : NULL;
+        printbuf_memappend_fast(pb, s + from, (int)(i - from));
+        if (esc) {
+            printbuf_memappend_fast(pb, esc, 2);
+        } else {
+            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            printbuf_memappend_fast(pb, u, sizeof(u));
+        }
+        from = i + 1;
+    }
+    printbuf_memappend_fast(pb, s + from, (int)(i - from));
+    printbuf_memappend_fast(pb, "\"", 1);
 }

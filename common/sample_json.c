@@ -43,29 +43,10 @@ static void sep(struct jw *w)
     w->first = false;
 }
 
-/* As json-c escapes a string ('/' left alone); most need nothing. */
+/* As json-c escapes a string ('/' left alone). */
 static void str(struct jw *w, const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    put(w, "\"", 1);
-    size_t from = 0, i = 0;
-    for (; s[i]; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc = c == '\b' ? "\\b" : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t"
-                        : c == '\f' ? "\\f" : c == '"' ? "\\\"" : c == '\\' ? "\\\\" : NULL;
-        if (!esc && c >= ' ')
-            continue;
-        put(w, s + from, i - from);
-        if (esc) {
-            put(w, esc, 2);
-        } else {
-            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            put(w, u, sizeof(u));
-        }
-        from = i + 1;
-    }
-    put(w, s + from, i - from);
-    put(w, "\"", 1);
+    rt_json_put_string(w->pb, s, strlen(s));
 }
 
 /* A key of the sample's own (plain ASCII: nothing to escape). */

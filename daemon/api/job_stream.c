@@ -102,11 +102,9 @@ static void send_page(struct rt_server *srv, struct rt_conn *conn, struct job_st
         struct printbuf *csv = printbuf_new();
         csv_header(s, csv);
         printbuf_memappend(csv, (const char *)buf, (int)len);
-        struct json_object *str = json_object_new_string_len(csv->buf, csv->bpos);
-        printbuf_free(csv);
         printbuf_strappend(pb, "{\"parameters\":{\"samples\":null,\"csv\":");
-        pb_puts(pb, rt_json_plain(str));
-        json_object_put(str);
+        rt_json_put_string(pb, csv->buf, (size_t)csv->bpos);
+        printbuf_free(csv);
     }
     char tail[96];
     snprintf(tail, sizeof(tail), ",\"next_offset\":%" PRIu64 ",\"ended\":%s}%s}", s->next,
@@ -183,11 +181,9 @@ static void send_live(struct rt_server *srv, struct rt_conn *conn, struct job_st
         struct printbuf *rows = printbuf_new();
         csv_header(s, rows);
         printbuf_memappend(rows, e->csv->data, (int)e->csv->len);
-        struct json_object *str = json_object_new_string_len(rows->buf, rows->bpos);
-        printbuf_free(rows);
         printbuf_strappend(pb, "{\"parameters\":{\"samples\":null,\"csv\":");
-        pb_puts(pb, rt_json_plain(str));
-        json_object_put(str);
+        rt_json_put_string(pb, rows->buf, (size_t)rows->bpos);
+        printbuf_free(rows);
     } else {
         printbuf_strappend(pb, "{\"parameters\":{\"samples\":[");
         printbuf_memappend(pb, e->json->data, (int)e->json->len);

@@ -8,6 +8,13 @@
 
 enum { HSEQ, TIMESTAMP, INTERVAL, GATES = 11 };
 
+/* 10^places, exact (pow() was most of a stored figure's decoding). */
+static double pow10_of(int places)
+{
+    static const double p[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+    return places >= 0 && places < (int)(sizeof(p) / sizeof(p[0])) ? p[places] : pow(10, places);
+}
+
 static int64_t scaled(double v, double scale)
 {
     double m = round(v * scale);
@@ -16,7 +23,7 @@ static int64_t scaled(double v, double scale)
 
 double rt_figures_round(double v, int places)
 {
-    double scale = pow(10, places);
+    double scale = pow10_of(places);
     return (double)scaled(v, scale) / scale;
 }
 
@@ -30,7 +37,7 @@ void rt_figures_encode(const struct rt_job_figures *f, uint64_t hseq, uint64_t t
     for (size_t i = 0; i < rt_fig_nsamples; i++) {
         const struct rt_fig_sample *r = &rt_fig_samples[i];
         double x = rt_fig_get(f, r->type, r->off);
-        v[r->slot] = r->type == RT_FT_F64 ? scaled(x, pow(10, r->places)) : (int64_t)rt_fig_u64(x);
+        v[r->slot] = r->type == RT_FT_F64 ? scaled(x, pow10_of(r->places)) : (int64_t)rt_fig_u64(x);
     }
 }
 
@@ -51,7 +58,7 @@ bool rt_figures_decode(const struct rt_rec *r, struct rt_job_figures *f, uint64_
         if (s->slot >= r->n)
             continue;
         int64_t x = v[s->slot];
-        rt_fig_set(f, s->type, s->off, s->type == RT_FT_F64 ? (double)x / pow(10, s->places) : (double)(uint64_t)x);
+        rt_fig_set(f, s->type, s->off, s->type == RT_FT_F64 ? (double)x / pow10_of(s->places) : (double)(uint64_t)x);
     }
     return true;
 }

@@ -33,5 +33,8 @@ void rt_json_utf8_escape(struct json_object *o);
 
 /* Compact serialisation without escaping '/'. */
 const char *rt_json_plain(struct json_object *o);
+/* s[0..len) as a JSON string (quotes included) appended to pb, escaped as
+ * rt_json_plain escapes a string: a large text without a json-c object. */
+void rt_json_put_string(struct printbuf *pb, const char *s, size_t len);
 
 #endif
