@@ -210,7 +210,7 @@ void rt_json_put_string(struct printbuf *pb, const char *s, size_t len)
             printbuf_memappend_fast(pb, esc, 2);
         } else {
             char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            printbuf_memappend_fast(pb, u, sizeof(u));
+            printbuf_memappend_fast(pb, u, (int)sizeof(u));
         }
         from = i + 1;
     }
