@@ -490,6 +490,10 @@ class Disk(StateDirTest):
         p = self.proc("sleep", "60")
         job = d.call("StartJob", {"pid": p.pid, "name": "backlog"})["job"]["id"]
         self.wait_samples(d, job, 3)
+        # The syncer empties records.log once the new job's files are on disk: a
+        # truncation after the fill would give back room, and a sample would fit.
+        log = os.path.join(self.state, "records.log")
+        wait_for(lambda: os.path.getsize(log) == 0, what="records.log emptied by the syncer")
         filler = self.fill(mnt)
         wait_for(lambda: "new samples are not kept" in d.read_log(), timeout=30, what="the backlog limit")
         held = self.job(d, job)["summary"]["samples"]
