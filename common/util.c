@@ -269,15 +269,19 @@ int rt_read_u64_at(int dirfd, const char *path, uint64_t *out)
     return rt_parse_u64(rt_trim(buf), out) ? 0 : -EINVAL;
 }
 
-ssize_t rt_read_str_at(int dirfd, const char *path, char *buf, size_t size)
+ssize_t rt_trim_read(char *buf, ssize_t n)
 {
-    ssize_t n = rt_read_file_at(dirfd, path, buf, size);
     if (n < 0)
         return n;
     char *t = rt_trim(buf);
     size_t len = strlen(t);
     memmove(buf, t, len + 1);
     return len ? (ssize_t)len : -ENODATA;
+}
+
+ssize_t rt_read_str_at(int dirfd, const char *path, char *buf, size_t size)
+{
+    return rt_trim_read(buf, rt_read_file_at(dirfd, path, buf, size));
 }
 
 void rt_unescape_octal(char *s)

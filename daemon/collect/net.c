@@ -188,13 +188,8 @@ static ssize_t read_attr(struct nif *n, struct rt_keptfile *k, const char *name,
 {
     if (n->dirfd < 0)
         return -ENOENT;
-    ssize_t r = n->kept ? rt_keptfile_read(k, n->dirfd, name, buf, size) : rt_read_file_at(n->dirfd, name, buf, size);
-    if (r < 0)
-        return r;
-    char *t = rt_trim(buf);
-    size_t len = strlen(t);
-    memmove(buf, t, len + 1);
-    return len ? (ssize_t)len : -ENODATA;
+    return rt_trim_read(buf, n->kept ? rt_keptfile_read(k, n->dirfd, name, buf, size)
+                                     : rt_read_file_at(n->dirfd, name, buf, size));
 }
 
 /* operstate, speed and MTU change at run time: read every sample. */

@@ -41,6 +41,9 @@ int rt_read_u64_at(int dirfd, const char *path, uint64_t *out);
 /* Read a one-line text attribute, trimmed. Returns length or -errno; an empty
  * value returns -ENODATA. */
 ssize_t rt_read_str_at(int dirfd, const char *path, char *buf, size_t size);
+/* What a read of n bytes (or -errno) left in buf, trimmed in place as
+ * rt_read_str_at trims it: its length, -ENODATA when empty, or n < 0. */
+ssize_t rt_trim_read(char *buf, ssize_t n);
 
 /* Undo /proc/self/mountinfo's escapes in place: space, tab, newline and
  * backslash are written \ooo there. */
