@@ -30,7 +30,7 @@ int run_child_spawn(struct run_child *ch, char **cmd)
     ch->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (ch->sfd < 0 || pipe2(go, O_CLOEXEC) < 0)
         return -errno;
-    if (pipe2(execerr, O_CLOEXEC) < 0) {
+    if (pipe2(execerr, O_CLOEXEC | O_NONBLOCK) < 0) { /* read once the command ended */
         int e = errno;
         close(go[0]);
         close(go[1]);
@@ -100,7 +100,6 @@ void run_child_release(struct run_child *ch, const char *env, size_t env_len)
 void run_child_exec_result(struct run_child *ch, const char *name)
 {
     ssize_t n = read(ch->execerr_r, &ch->exec_errno, sizeof(ch->exec_errno));
-    ch->exec_known = true;
     if (n == sizeof(ch->exec_errno))
         CTL_ERR("cannot run %s: %s", name, strerror(ch->exec_errno));
     else

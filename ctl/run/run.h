@@ -22,7 +22,6 @@ struct run_child {
     int go_w;            /* write end of the hold pipe */
     int execerr_r;       /* read end: errno of a failed exec */
     int exec_errno;      /* 0 when the exec worked (or is not known yet) */
-    bool exec_known;
     uint64_t max_rss_bytes; /* once it ended: the largest RSS of it or a process waited for (0: unknown) */
     sigset_t old_mask;
 };
@@ -32,7 +31,9 @@ int run_child_spawn(struct run_child *ch, char **cmd);
 /* Let the held command exec, with the variables of env set first
  * ("NAME=VALUE\0" each, env_len bytes in all; NULL, 0 for none). */
 void run_child_release(struct run_child *ch, const char *env, size_t env_len);
-/* Read the exec errno pipe when it is readable. */
+/* Once the command has ended: read the exec errno pipe (a failed exec
+ * writes it and exits; a successful one closes it, and is not waited for
+ * meanwhile: that wake-up would compete with the command's start). */
 void run_child_exec_result(struct run_child *ch, const char *name);
 /* Signals that arrived: forward those sent to us, reap orphans that ended.
  * True when the command has ended (si: its status; not reaped yet). */

@@ -242,34 +242,27 @@ static int run_untracked(struct run *r)
     run_child_release(&ch, NULL, 0);
     siginfo_t si;
     for (;;) {
-        struct pollfd pfd[2] = {{.fd = ch.sfd, .events = POLLIN},
-                                {.fd = ch.exec_known ? -1 : ch.execerr_r, .events = POLLIN}};
-        if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+        struct pollfd pfd = {.fd = ch.sfd, .events = POLLIN};
+        if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
             break;
-        if (pfd[1].revents)
-            run_child_exec_result(&ch, r->cmd[0]);
-        if (pfd[0].revents && run_child_signals(&ch, &si))
+        if (pfd.revents && run_child_signals(&ch, &si))
             break;
     }
+    run_child_exec_result(&ch, r->cmd[0]);
     int rc = run_child_reap(&ch);
     run_child_close(&ch);
     return rc;
 }
 
 /* Until the command ends: its signals, the daemon's samples, reconnects. */
-static void supervise(struct run *r, struct run_child *ch, struct run_link *l, siginfo_t *si)
+static void supervise(struct run_child *ch, struct run_link *l, siginfo_t *si)
 {
     for (;;) {
-        struct pollfd pfd[4] = {
-            {.fd = ch->sfd, .events = POLLIN},
-            {.fd = ch->exec_known ? -1 : ch->execerr_r, .events = POLLIN},
-        };
-        run_link_poll_fds(l, &pfd[2]);
-        if (poll(pfd, 4, run_link_timeout_ms(l)) < 0 && errno != EINTR)
+        struct pollfd pfd[3] = {{.fd = ch->sfd, .events = POLLIN}};
+        run_link_poll_fds(l, &pfd[1]);
+        if (poll(pfd, 3, run_link_timeout_ms(l)) < 0 && errno != EINTR)
             return;
-        if (pfd[1].revents)
-            run_child_exec_result(ch, r->cmd[0]);
-        run_link_service(l, &pfd[2]);
+        run_link_service(l, &pfd[1]);
         if (pfd[0].revents && run_child_signals(ch, si))
             return;
     }
@@ -336,10 +329,9 @@ int ctl_run(struct ctl *ctl, int argc, char **argv)
     run_child_release(&ch, env, env_len);
     run_link_follow(&l);
     siginfo_t si = {0};
-    supervise(&r, &ch, &l, &si);
+    supervise(&ch, &l, &si);
     /* The command ended but is not reaped: the daemon still sees the zombie. */
-    if (!ch.exec_known) /* the command has exited: its exec's result is in the pipe */
-        run_child_exec_result(&ch, r.cmd[0]);
+    run_child_exec_result(&ch, r.cmd[0]);
     int frc = run_link_finish(&l, &si, ch.sfd, ch.max_rss_bytes, ch.exec_errno != 0);
     rc = run_child_reap(&ch);
     if (frc == 0)

@@ -18,7 +18,7 @@
 #define WALK_DIRS 4096
 #define WALK_DEPTH 32
 
-int rt_cgroup_open(struct rt_cgroup *cg, const struct rt_cg_host *h, const char *path)
+int rt_cgroup_open_dirs(struct rt_cgroup *cg, const struct rt_cg_host *h, const char *path)
 {
     memset(cg, 0, sizeof(*cg));
     for (int i = 0; i < RT_CG_NHIER; i++)
@@ -43,8 +43,15 @@ int rt_cgroup_open(struct rt_cgroup *cg, const struct rt_cg_host *h, const char 
     if (!any)
         return -ENOENT;
     cg->path = rt_xstrdup(norm);
-    rt_cg_sources_open(cg);
     return 0;
+}
+
+int rt_cgroup_open(struct rt_cgroup *cg, const struct rt_cg_host *h, const char *path)
+{
+    int rc = rt_cgroup_open_dirs(cg, h, path);
+    if (rc == 0)
+        rt_cg_sources_open(cg);
+    return rc;
 }
 
 void rt_cgroup_close(struct rt_cgroup *cg)

@@ -93,6 +93,9 @@ struct rt_cgroup {
  * -ENAMETOOLONG for a bad path; -EMFILE. The handle refers to the
  * directories opened now: a cgroup made again at the same path is another. */
 int rt_cgroup_open(struct rt_cgroup *cg, const struct rt_cg_host *h, const char *path);
+/* The same, its directories alone: enough to move a process in
+ * (rt_cg_attach), without finding the files of its figures. */
+int rt_cgroup_open_dirs(struct rt_cgroup *cg, const struct rt_cg_host *h, const char *path);
 void rt_cgroup_close(struct rt_cgroup *cg);
 
 /* Whether it was opened in hierarchy `hier`. */

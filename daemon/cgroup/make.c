@@ -123,16 +123,10 @@ static int remove_below(int dir, int depth)
     return rc;
 }
 
-/* Remove `path` in one hierarchy: what is below it, then itself. */
+/* Remove `path` in one hierarchy: itself, or when cgroups below it keep
+ * it (EBUSY), those first. */
 static int remove_one(const struct rt_cg_host *h, enum rt_cg_hier hier, const char *path)
 {
-    int dir = rt_cg_open_dir(h, hier, path);
-    if (dir == -ENOENT)
-        return 0;
-    if (dir < 0)
-        return dir;
-    int rc = remove_below(dir, 0);
-    close(dir);
     char parent[4096];
     rt_strlcpy(parent, path, sizeof(parent));
     char *slash = strrchr(parent, '/');
@@ -140,9 +134,16 @@ static int remove_one(const struct rt_cg_host *h, enum rt_cg_hier hier, const ch
     slash[slash == parent ? 1 : 0] = '\0';
     int pfd = rt_cg_open_dir(h, hier, parent);
     if (pfd < 0)
-        return rc ? rc : pfd;
-    if (unlinkat(pfd, leaf, AT_REMOVEDIR) != 0 && errno != ENOENT && rc == 0)
-        rc = -errno;
+        return pfd == -ENOENT ? 0 : pfd;
+    int rc = unlinkat(pfd, leaf, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -errno;
+    if (rc == -EBUSY || rc == -ENOTEMPTY) {
+        int dir = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        rc = dir < 0 ? (errno == ENOENT ? 0 : -errno) : remove_below(dir, 0);
+        if (dir >= 0)
+            close(dir);
+        if (dir >= 0 && unlinkat(pfd, leaf, AT_REMOVEDIR) != 0 && errno != ENOENT && rc == 0)
+            rc = -errno;
+    }
     close(pfd);
     return rc;
 }

@@ -192,7 +192,7 @@ int rt_place_command(const struct rt_cg_host *h, const struct rt_roots *roots, c
         r = rt_cg_make(h, path);
     }
     struct rt_cgroup cg;
-    if (r == 0 && (r = rt_cgroup_open(&cg, h, path)) == 0) {
+    if (r == 0 && (r = rt_cgroup_open_dirs(&cg, h, path)) == 0) {
         r = rt_cg_attach(&cg, pid);
         rt_cgroup_close(&cg);
     }

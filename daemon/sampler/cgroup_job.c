@@ -18,6 +18,14 @@
 #include <string.h>
 #include <sys/inotify.h>
 
+/* The registry's readers (StartJob's answer among them) may be reading it. */
+static void set_memory_limit(struct rt_sampler *s, struct rt_job *j, uint64_t bytes)
+{
+    rt_jobs_lock(s->jobs);
+    j->memory_limit_bytes = bytes;
+    rt_jobs_unlock(s->jobs);
+}
+
 /* Which cgroup a job reads: its own, or the one that limits its root's
  * memory (a tree: only its OOM kills). */
 static char *cgroup_of(struct rt_sampler *s, struct rt_job *j)
@@ -32,7 +40,7 @@ static char *cgroup_of(struct rt_sampler *s, struct rt_job *j)
     if (rt_cg_limits_of(s->o.cg_host, &p, &l) == 0) {
         if (l.mem_max_at) {
             path = rt_xstrdup(l.mem_max_at);
-            j->memory_limit_bytes = l.mem_max;
+            set_memory_limit(s, j, l.mem_max);
         }
         rt_cg_limits_free(&l);
     }
@@ -63,7 +71,7 @@ int rt_cgroup_job_begin(struct rt_sampler *s, struct rt_job *j, char *err, size_
     if (j->cgroup && !j->memory_limit_bytes) {
         struct rt_cg_limits l;
         if (rt_cg_limits_of_path(s->o.cg_host, path, &l) == 0) {
-            j->memory_limit_bytes = l.mem_max == RT_CG_UNLIMITED ? 0 : l.mem_max;
+            set_memory_limit(s, j, l.mem_max == RT_CG_UNLIMITED ? 0 : l.mem_max);
             rt_cg_limits_free(&l);
         }
     }

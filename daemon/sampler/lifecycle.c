@@ -165,9 +165,28 @@ static void begin_files(struct rt_sampler *s, struct rt_job *j)
     open_samples(s, j);
 }
 
-/* Begin tracking: baseline, storage, pidfd watch. */
-static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *err, size_t errlen)
+/* What a crash of the daemon must keep once StartJob answers; its files
+ * follow the answer (begin_files). */
+static int log_start(struct rt_sampler *s, struct rt_job *j, char *err, size_t errlen)
 {
+    struct json_object *rec, *md;
+    job_record(s, j, &rec, &md);
+    int r = rt_state_dir_log_record(s->state, j->id, rec, md);
+    json_object_put(rec);
+    json_object_put(md);
+    if (r < 0)
+        snprintf(err, errlen, "cannot write the job to the state directory: %s", strerror(-r));
+    return r;
+}
+
+/* How a job begins: new (its record logged here), new with its record
+ * logged and StartJob answered already, or again after a restart. */
+enum begin_kind { BEGIN_NEW, BEGIN_ANSWERED, BEGIN_RESUME };
+
+/* Begin tracking: baseline, storage, pidfd watch. */
+static int begin_job(struct rt_sampler *s, struct rt_job *j, enum begin_kind kind, char *err, size_t errlen)
+{
+    bool resume = kind == BEGIN_RESUME;
     if (j->pidfd < 0 && j->pid > 0) {
         j->pidfd = pidfd_open_(j->pid);
         int e = j->pidfd < 0 ? errno : 0;
@@ -208,28 +227,20 @@ static int begin_job(struct rt_sampler *s, struct rt_job *j, bool resume, char *
     if (j->reaper_pid > 0 && !j->cgroup)
         rt_ptree_set_reaper(&j->tree, j->reaper_pid, j->reaper_starttime);
     j->tracking = true;
-    if (!resume) {
-        /* What a crash of the daemon must keep once StartJob answers; its
-         * files follow the answer (begin_files). */
-        struct json_object *rec, *md;
-        job_record(s, j, &rec, &md);
-        r = rt_state_dir_log_record(s->state, j->id, rec, md);
-        json_object_put(rec);
-        json_object_put(md);
-        if (r < 0) {
-            snprintf(err, errlen, "cannot write the job to the state directory: %s", strerror(-r));
-            if (!j->cgroup)
-                rt_ptree_free(&j->tree);
-            rt_cgroup_job_end(s, j);
-            j->tracking = false;
-            return r;
-        }
-    } else {
-        open_samples(s, j);
+    if (kind == BEGIN_NEW && (r = log_start(s, j, err, errlen)) < 0) {
+        if (!j->cgroup)
+            rt_ptree_free(&j->tree);
+        rt_cgroup_job_end(s, j);
+        j->tracking = false;
+        return r;
     }
+    if (resume)
+        open_samples(s, j);
     j->last_sample_mono_ns = rt_mono_ns();
     rt_sampler_schedule_job(s, j, j->last_sample_mono_ns);
-    if (j->adopted && j->cg_open && !resume)
+    /* An adopted cgroup counts from its start; so does one made for the job
+     * and read first after its command began. */
+    if (((j->adopted && !resume) || kind == BEGIN_ANSWERED) && j->cg_open)
         rt_cgroup_job_count_from_start(j);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
     if (j->pidfd >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, j->pidfd, &ev) < 0) {
@@ -278,15 +289,53 @@ static void begin_upload(struct rt_sampler *s, struct rt_sreq *q)
 }
 
 
+/* StartJob was answered before the job's tracking began (answer_first): a
+ * failure now ends it at once, as a job whose root is gone. */
+static void begin_answered(struct rt_sampler *s, struct rt_job *j)
+{
+    char err[160];
+    if (begin_job(s, j, BEGIN_ANSWERED, err, sizeof(err)) == 0) {
+        begin_files(s, j);
+        return;
+    }
+    rt_log_user(j->owner_uid, LOG_WARNING, "job %" PRIu64 ": cannot be tracked: %s", j->id, err);
+    rt_jobs_lock(s->jobs);
+    j->state = RT_JOB_ENDED;
+    j->ended_at = (double)rt_real_ns() / 1e9;
+    rt_jobs_unlock(s->jobs);
+    if (j->pidfd >= 0)
+        close(j->pidfd);
+    j->pidfd = -1;
+    begin_files(s, j);
+    rt_sampler_job_stored(s, j, false);
+    if (j->wants_upload && s->o.upload)
+        rt_upload_job_end(s->o.upload, j->id, RT_UPLOAD_EXIT_UNKNOWN);
+    struct rt_sevt *e = rt_sevt_new(RT_SEVT_JOB_ENDED);
+    e->job_id = j->id;
+    rt_sampler_publish(s, e, false);
+}
+
+/* Whether StartJob may be answered once the job's record is logged, before
+ * its tracking begins: a cgroup made for it, empty until its command runs
+ * there, counts from zero whenever it is first read (run's command waits for
+ * the answer, and the tracking's files cost ≈ 0.25 ms). */
+static bool answer_first(const struct rt_job *j)
+{
+    return j->cgroup_made && !j->adopted;
+}
+
 void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
 {
     q->result = 0;
     struct rt_job *started = NULL;
+    bool answered = false;
     switch (q->type) {
     case RT_SREQ_START:
         /* The main thread put the job in the registry already (names stay
          * unique); on failure it takes it out again. */
-        q->result = begin_job(s, q->job, false, q->error, sizeof(q->error));
+        answered = answer_first(q->job);
+        q->result = answered ? log_start(s, q->job, q->error, sizeof(q->error))
+                             : begin_job(s, q->job, BEGIN_NEW, q->error, sizeof(q->error));
         if (q->result == 0 && q->job->wants_upload && s->o.upload)
             begin_upload(s, q);
         started = q->result == 0 ? q->job : NULL;
@@ -294,7 +343,7 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
     case RT_SREQ_RESUME: {
         struct rt_job *j = q->job;
         char err[160];
-        if (begin_job(s, j, true, err, sizeof(err)) == 0) {
+        if (begin_job(s, j, BEGIN_RESUME, err, sizeof(err)) == 0) {
             rt_info("job %" PRIu64 " resumed (pid %d)", j->id, (int)j->pid);
             break;
         }
@@ -365,6 +414,9 @@ void rt_sampler_handle_request(struct rt_sampler *s, struct rt_sreq *q)
         /* The main thread answers now; on this CPU it would wait for the
          * files (the scheduler lets a running thread finish its slice). */
         sched_yield();
-        begin_files(s, started);
+        if (answered)
+            begin_answered(s, started);
+        else
+            begin_files(s, started);
     }
 }
