@@ -169,28 +169,52 @@ bool rt_frame_header(const uint8_t *img, size_t len, uint64_t *first, uint32_t *
     return total == len;
 }
 
-static uint8_t *inflate_stream(const uint8_t *z, uint32_t zlen, uint32_t rawlen)
+/* Stream i of f, inflated into its kept buffer. */
+static bool inflate_stream(struct rt_frame *f, int i, const uint8_t *z, uint32_t zlen, uint32_t rawlen)
 {
-    uint8_t *raw = rt_xmalloc(rawlen ? rawlen : 1);
-    uLongf n = rawlen;
-    if (uncompress(raw, &n, z, zlen) != Z_OK || n != rawlen) {
-        free(raw);
-        return NULL;
+    if (rawlen > f->stream_cap[i] || !f->streams[i]) {
+        free(f->streams[i]);
+        f->streams[i] = rt_xmalloc(rawlen ? rawlen : 1);
+        f->stream_cap[i] = rawlen;
     }
-    return raw;
+    uLongf n = rawlen;
+    return uncompress(f->streams[i], &n, z, zlen) == Z_OK && n == rawlen;
 }
 
-void rt_frame_free(struct rt_frame *f)
+/* The runs of the last decode; the kept buffers stay. */
+static void clear_runs(struct rt_frame *f)
 {
     for (size_t i = 0; i < f->nruns; i++) {
-        free(f->runs[i].vals);
         free(f->runs[i].csv);
         free(f->runs[i].csv_cols);
     }
     free(f->runs);
+    f->runs = NULL;
+    f->nruns = 0;
+    f->first = 0;
+    f->span = 0;
+}
+
+void rt_frame_free(struct rt_frame *f)
+{
+    clear_runs(f);
     for (int i = 0; i < 3; i++)
         free(f->streams[i]);
+    free(f->pool);
     memset(f, 0, sizeof(*f));
+}
+
+/* Room for n more numbers in the pool after `used`; the runs' vals are
+ * set from their offsets once the pool has stopped moving. */
+static void pool_reserve(struct rt_frame *f, size_t used, size_t n)
+{
+    if (f->pool && used + n <= f->pool_cap)
+        return;
+    size_t cap = f->pool_cap ? f->pool_cap : 4096;
+    while (cap < used + n)
+        cap *= 2;
+    f->pool = rt_xrealloc(f->pool, cap * sizeof(*f->pool));
+    f->pool_cap = cap;
 }
 
 static bool decode_column(struct rt_cur *c, size_t nbytes, int scale, int mode, uint32_t nrec, int64_t *out)
@@ -212,7 +236,8 @@ static bool decode_column(struct rt_cur *c, size_t nbytes, int scale, int mode, 
 
 bool rt_frame_decode(const uint8_t *img, size_t len, bool csv_only, struct rt_frame *f)
 {
-    memset(f, 0, sizeof(*f));
+    clear_runs(f);
+    size_t *offs = NULL; /* where each run's numbers start in the pool */
     if (!rt_frame_header(img, len, &f->first, &f->span))
         return false;
     const uint8_t *z = img + RT_FRAME_HEADER;
@@ -224,22 +249,21 @@ bool rt_frame_decode(const uint8_t *img, size_t len, bool csv_only, struct rt_fr
         /* deflate expands at most about 1032 times: a larger claim is damage */
         if (rawlen[i] > RAW_MAX || rawlen[i] > (uint64_t)zlen * 1040 + 64)
             goto bad;
-        if (i < 2 || !csv_only) {
-            f->streams[i] = inflate_stream(z, zlen, rawlen[i]);
-            if (!f->streams[i])
-                goto bad;
-        }
+        if ((i < 2 || !csv_only) && !inflate_stream(f, i, z, zlen, rawlen[i]))
+            goto bad;
         z += zlen;
     }
     struct rt_cur idx = {f->streams[0], f->streams[0] + rawlen[0], false};
     struct rt_cur data[3] = {{0}};
     for (int i = 1; i < 3; i++)
-        if (f->streams[i])
+        if (i < 2 || !csv_only)
             data[i] = (struct rt_cur){f->streams[i], f->streams[i] + rawlen[i], false};
+    size_t used = 0;
     uint64_t nruns, total = 0;
     if (!rt_cur_varint(&idx, &nruns) || nruns > f->span)
         goto bad;
     f->runs = rt_xcalloc(nruns ? nruns : 1, sizeof(*f->runs));
+    offs = rt_xcalloc(nruns ? nruns : 1, sizeof(*offs));
     for (; f->nruns < nruns; f->nruns++) {
         struct rt_frame_run *r = &f->runs[f->nruns];
         uint64_t off, nrec, tlen, ncols;
@@ -255,7 +279,9 @@ bool rt_frame_decode(const uint8_t *img, size_t len, bool csv_only, struct rt_fr
         r->tlen = tlen;
         r->ncols = ncols;
         total += nrec;
-        r->vals = rt_xcalloc(ncols && nrec ? ncols * nrec : 1, sizeof(int64_t));
+        pool_reserve(f, used, ncols * nrec);
+        offs[f->nruns] = used;
+        used += ncols * nrec;
         r->csv = rt_xcalloc(ncols ? ncols : 1, sizeof(*r->csv));
         r->csv_cols = rt_xcalloc(ncols ? ncols : 1, sizeof(*r->csv_cols));
         r->only_csv = csv_only;
@@ -274,15 +300,19 @@ bool rt_frame_decode(const uint8_t *img, size_t len, bool csv_only, struct rt_fr
             if (!src->p) { /* not decoded (CSV only) */
                 continue;
             }
-            if (!decode_column(src, nbytes, scale, mode, r->nrec, r->vals + c * nrec))
+            if (!decode_column(src, nbytes, scale, mode, r->nrec, f->pool + offs[f->nruns] + c * nrec))
                 goto bad;
         }
     }
     if (idx.p != idx.end)
         goto bad;
+    for (size_t i = 0; i < f->nruns; i++)
+        f->runs[i].vals = f->pool + offs[i];
+    free(offs);
     return true;
 bad:
-    rt_frame_free(f);
+    free(offs);
+    clear_runs(f);
     return false;
 }
 

@@ -44,7 +44,7 @@ struct rt_frame_run {
     uint32_t nrec;
     const uint8_t *tmpl;
     size_t tlen, ncols;
-    int64_t *vals;      /* ncols x nrec, column by column; CSV-only decodes leave others 0 */
+    int64_t *vals;      /* ncols x nrec, column by column; CSV-only decodes leave others unset */
     bool *csv;          /* per column: one a CSV row needs */
     bool only_csv;      /* decoded for CSV: the other columns are not there */
     uint32_t *csv_cols; /* the columns a CSV row needs */
@@ -57,15 +57,24 @@ struct rt_frame {
     struct rt_frame_run *runs;
     size_t nruns;
     uint8_t *streams[3];
+    /* Kept from one decode to the next into the same frame (a cursor reads
+     * block after block): buffers this large would otherwise be mapped and
+     * faulted in again for each block (the daemon's mmap threshold is fixed,
+     * system/process_limits.c). */
+    size_t stream_cap[3];
+    int64_t *pool;
+    size_t pool_cap;
 };
 
-/* Decode an image (all columns, or only those CSV rows need). false when it
- * is damaged. */
+/* Decode an image (all columns, or only those CSV rows need) into f, zeroed
+ * before its first decode; what an earlier decode left in f is replaced.
+ * false when it is damaged. */
 bool rt_frame_decode(const uint8_t *img, size_t len, bool csv_only, struct rt_frame *f);
 /* Record index of a decoded frame into r (numbers copied to vbuf, which
  * must hold the run's columns; decoded for CSV, the other columns of vbuf
  * are left as they were); false when the frame lacks it. */
 bool rt_frame_get(const struct rt_frame *f, uint64_t index, int64_t *vbuf, size_t vcap, struct rt_rec *r);
+/* Release what f holds, its kept buffers too. */
 void rt_frame_free(struct rt_frame *f);
 
 #endif

@@ -25,8 +25,7 @@ void rt_seglog_cursor_init(struct rt_seglog_cursor *c, struct rt_seglog *l, bool
 
 void rt_seglog_cursor_free(struct rt_seglog_cursor *c)
 {
-    if (c->have_frame)
-        rt_frame_free(&c->frame);
+    rt_frame_free(&c->frame);
     if (c->hot_fd >= 0)
         close(c->hot_fd);
     free(c->hot);
@@ -71,8 +70,6 @@ static bool load_block(struct rt_seglog_cursor *c, uint64_t index)
     pthread_mutex_unlock(&l->mu);
     if (!found || (c->have_bad && c->bad_first == first))
         return false;
-    if (c->have_frame)
-        rt_frame_free(&c->frame);
     c->have_frame = false;
     char name[128];
     rt_seglog_file_name(l, first, ".z", name, sizeof(name));
@@ -83,8 +80,6 @@ static bool load_block(struct rt_seglog_cursor *c, uint64_t index)
     bool ok = rt_frame_decode(img, len, c->csv_only, &c->frame) && c->frame.nruns > 0;
     free(img); /* the frame keeps what it needs (templates are in its index stream) */
     if (!ok) {
-        if (c->frame.nruns == 0)
-            rt_frame_free(&c->frame);
         mark_damaged(l, first, "its checksums do not match");
         c->have_bad = true;
         c->bad_first = first;

@@ -98,8 +98,8 @@ static void test_frame(void **state)
     assert_true(rt_frame_header(img.p, img.len, &first, &span));
     assert_int_equal(first, 1000);
     assert_int_equal(span, N + 5);
+    struct rt_frame f = {0}; /* every decode below into it: its buffers are kept */
     for (int csv_only = 0; csv_only < 2; csv_only++) {
-        struct rt_frame f;
         assert_true(rt_frame_decode(img.p, img.len, csv_only, &f));
         int64_t vb[C];
         struct rt_rec r;
@@ -111,18 +111,24 @@ static void test_frame(void **state)
                 assert_true((csv_only && c >= r.n / 2) || vb[c] == v[i][c]);
         }
         assert_false(rt_frame_get(&f, 1252, vb, C, &r)); /* in the gap */
-        rt_frame_free(&f);
     }
     /* Any damaged byte is caught. */
     for (size_t k = 0; k < img.len; k += 7) {
         img.p[k] ^= 0x5a;
-        struct rt_frame f;
         if (rt_frame_decode(img.p, img.len, false, &f)) {
             /* A flipped bit that zlib's check does not see would be a miss. */
             fail_msg("damage at byte %zu not detected", k);
         }
+        assert_int_equal(f.nruns, 0);
         img.p[k] ^= 0x5a;
     }
+    /* The frame decodes whole again after all that. */
+    int64_t vb[C];
+    struct rt_rec r;
+    assert_true(rt_frame_decode(img.p, img.len, false, &f));
+    assert_true(rt_frame_get(&f, recs[N - 1].index, vb, C, &r));
+    assert_int_equal(vb[r.n - 1], v[N - 1][r.n - 1]);
+    rt_frame_free(&f);
     rt_buf_free(&img);
 }
 
