@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +178,19 @@ static size_t next_count(struct cursor *c)
     return (size_t)v;
 }
 
+/* Which figure (rt_fig_samples) each CSV column shows, or -1. */
+static int col[RT_CSV_COLUMNS + 1];
+static pthread_once_t col_once = PTHREAD_ONCE_INIT;
+
+static void col_build(void)
+{
+    for (size_t k = 0; k <= RT_CSV_COLUMNS; k++)
+        col[k] = -1;
+    for (size_t i = 0; i < rt_fig_nsamples; i++)
+        if (rt_fig_samples[i].csv)
+            col[rt_fig_samples[i].csv] = (int)i;
+}
+
 /* A job's figure in its CSV column: as the sample shows it, to 4 places
  * where it has decimals. */
 static void put_figure(struct out *o, const struct rt_fig_sample *r, double v)
@@ -276,17 +290,14 @@ size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double secs,
     put_c(&o, ',');
     put_u64(&o, gpu_busy);
     put_c(&o, ',');
+    if (job->has_job && job->pid < 0)
+        put_c(&o, '-');
     if (job->has_job)
-        put(&o, "%" PRId32, job->pid);
+        put_u64(&o, (uint64_t)llabs((long long)job->pid));
     /* The job's columns; on host samples the GPU ones are the host's GPU
      * use, as the Rust tracker writes them without a PID, and the others
      * empty. */
-    int col[RT_CSV_COLUMNS + 1];
-    for (size_t k = 0; k <= RT_CSV_COLUMNS; k++)
-        col[k] = -1;
-    for (size_t i = 0; i < rt_fig_nsamples; i++)
-        if (rt_fig_samples[i].csv)
-            col[rt_fig_samples[i].csv] = (int)i;
+    pthread_once(&col_once, col_build);
     for (size_t k = RT_CSV_PID_COLUMN + 1; k <= RT_CSV_COLUMNS; k++) {
         put_c(&o, ',');
         double v;

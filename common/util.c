@@ -410,11 +410,24 @@ int rt_write_file_at(int dirfd, const char *name, const void *data, size_t len, 
 
 size_t rt_fmt_u64(char *buf, uint64_t v)
 {
+    /* Two digits a division: CSV pages are mostly numbers. */
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
     char tmp[20];
     size_t i = sizeof(tmp);
-    do
-        tmp[--i] = (char)('0' + v % 10);
-    while (v /= 10);
+    while (v >= 100) {
+        size_t k = (size_t)(v % 100) * 2;
+        v /= 100;
+        tmp[--i] = pairs[k + 1];
+        tmp[--i] = pairs[k];
+    }
+    if (v >= 10) {
+        tmp[--i] = pairs[v * 2 + 1];
+        tmp[--i] = pairs[v * 2];
+    } else {
+        tmp[--i] = (char)('0' + v);
+    }
     memcpy(buf, tmp + i, sizeof(tmp) - i);
     return sizeof(tmp) - i;
 }

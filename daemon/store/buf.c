@@ -59,7 +59,7 @@ void rt_buf_free(struct rt_buf *b)
     memset(b, 0, sizeof(*b));
 }
 
-bool rt_cur_varint(struct rt_cur *c, uint64_t *v)
+bool rt_cur_varint_long(struct rt_cur *c, uint64_t *v)
 {
     uint64_t x = 0;
     for (unsigned shift = 0; !c->bad && c->p < c->end && shift < 64; shift += 7) {

@@ -37,7 +37,18 @@ struct rt_cur {
     bool bad;
 };
 
-bool rt_cur_varint(struct rt_cur *c, uint64_t *v);
+bool rt_cur_varint_long(struct rt_cur *c, uint64_t *v);
+
+/* Inline for the one-byte case, most of a block's numbers (a day's read
+ * decodes tens of millions). */
+static inline bool rt_cur_varint(struct rt_cur *c, uint64_t *v)
+{
+    if (!c->bad && c->p < c->end && *c->p < 0x80) {
+        *v = *c->p++;
+        return true;
+    }
+    return rt_cur_varint_long(c, v);
+}
 bool rt_cur_u32(struct rt_cur *c, uint32_t *v);
 bool rt_cur_u64(struct rt_cur *c, uint64_t *v);
 /* n bytes in place (no copy). */

@@ -346,18 +346,28 @@ static void test_csv_decimals_as_printf(void **state)
                  : kind == 1 ? r * 1e6 : kind == 2 ? 0.99995 + r * 1e-4 /* carries */
                  : -r * 10;
         }
+        /* Integers of every length (written two digits at a time), a PID
+         * of the job or none (-1). */
+        uint64_t n[6];
+        for (int i = 0; i < 6; i++)
+            n[i] = ((uint64_t)rand() * (uint64_t)rand()) >> (rand() % 62);
+        int32_t pid = iter % 7 == 0 ? -1 : rand() % 4194304;
         /* utime, stime, utilization; one disk with one mount (space). */
-        double h[] = {5, x[0], x[1], x[2], 1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, x[3] * 1e9, x[3] * 4e8, fabs(x[4]) * 1e8, 0, 0};
+        double h[] = {5,           x[0],        x[1],        x[2],        (double)n[0], (double)n[1], (double)n[2],
+                      (double)n[3], (double)n[4], (double)n[5], 1,            0,            0,            0,
+                      1,           x[3] * 1e9,  x[3] * 4e8,  fabs(x[4]) * 1e8, 0, 0};
         uint64_t vram = (uint64_t)llround(fabs(x[4]) * RT_MIB);
         struct rt_job_figures f = {.gates = RT_GATE_GPU | RT_GATE_TREE | RT_GATE_DISK, .utime_secs = x[1], .stime_secs = x[2], .cores_used = x[0],
                                    .gpu_usage = x[3], .gpu_vram_bytes = vram};
-        struct rt_csv_job job = {.has_job = true, .pid = 1, .f = &f};
+        struct rt_csv_job job = {.has_job = true, .pid = pid, .f = &f};
         char row[1024], want[1024];
         assert_true(rt_csv_row(h, RT_ARRAY_SIZE(h), 1042, 1.0, &job, row, sizeof(row)) > 0);
         double total = x[3] * 1e9 / 1e9, used = x[3] * 4e8 / 1e9, avail = fabs(x[4]) * 1e8 / 1e9;
         snprintf(want, sizeof(want),
-                 "1.042,5,%.3f,%.3f,%.4f,1,2,3,4,5,6,0,0,%.6f,%.6f,%.6f,0,0,0.0000,0.0000,0,1,0,%.4f,%.4f,%.4f,0,0,0,%.4f,%.4f,0\n",
-                 rt_round_dec(x[0], 4), rt_round_dec(x[1], 4), rt_round_dec(x[2], 4), total, used, avail,
+                 "1.042,5,%.3f,%.3f,%.4f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,0,0,%.6f,%.6f,%.6f,0,0,0.0000,0.0000,0,%d,0,%.4f,"
+                 "%.4f,%.4f,0,0,0,%.4f,%.4f,0\n",
+                 rt_round_dec(x[0], 4), rt_round_dec(x[1], 4), rt_round_dec(x[2], 4), h[4], h[5], h[6], h[7], h[8],
+                 h[9], total, used, avail, (int)pid,
                  rt_round_dec(x[1], 4), rt_round_dec(x[2], 4), rt_round_dec(x[0], 4), rt_round_dec(x[3], 4),
                  rt_round_dec((double)vram / RT_MIB, 4));
         assert_string_equal(row, want);
