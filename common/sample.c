@@ -40,6 +40,8 @@ double rt_sample_interval_secs(const struct rt_sample *s)
 
 uint64_t rt_sample_bytes_in(double rate, double secs)
 {
+    if (rate == 0) /* most disks and links, most of the time */
+        return 0;
     double v = rt_round_dec(rate, RT_DEC_RATE) * secs;
     return v > 0 ? (v < 0x1p63 ? (uint64_t)llround(v) : UINT64_MAX) : 0;
 }

@@ -28,6 +28,11 @@ struct out {
 
 static void put_mem(struct out *o, const char *s, size_t n)
 {
+    if (o->len + n < o->size) { /* room for it and the NUL the row ends with */
+        memcpy(o->buf + o->len, s, n);
+        o->len += n;
+        return;
+    }
     if (o->len < o->size) {
         size_t room = o->size - o->len - 1;
         memcpy(o->buf + o->len, s, n < room ? n : room);
@@ -76,9 +81,10 @@ static void put_fixed(struct out *o, double v, int d)
     static const double pow10[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6};
     double a = fabs(v);
     if (d >= 0 && d <= 6 && a < 1e15) {
-        double ip = floor(a);
+        /* floor() by truncation: both are whole and not negative */
+        double ip = (double)(uint64_t)a;
         double m = (a - ip) * pow10[d];
-        double r = floor(m);
+        double r = (double)(uint64_t)m;
         if (fabs(m - r - 0.5) > 1e-6) {
             uint64_t whole = (uint64_t)ip, frac = (uint64_t)r + (m - r > 0.5);
             if (frac >= (uint64_t)pow10[d]) {
@@ -305,6 +311,8 @@ size_t rt_csv_row(const double *h, size_t n, uint64_t timestamp_ms, double secs,
             put_figure(&o, &rt_fig_samples[col[k]], v);
     }
     put_c(&o, '\n');
+    if (o.len < size)
+        buf[o.len] = '\0'; /* else put_mem ended it where it cut */
     return o.len;
 }
 

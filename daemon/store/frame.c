@@ -224,7 +224,9 @@ static bool decode_column(struct rt_cur *c, size_t nbytes, int scale, int mode, 
         return false;
     uint64_t p1 = 0, p2 = 0, d;
     for (uint32_t i = 0; i < nrec; i++) {
-        if (!rt_cur_varint(&col, &d))
+        if (col.p < col.end && *col.p < 0x80) /* most numbers: one byte, here without a call */
+            d = *col.p++;
+        else if (!rt_cur_varint_long(&col, &d))
             return false;
         uint64_t x = (uint64_t)rt_unzigzag(d) + (mode == MODE_RAW ? 0 : mode == MODE_DELTA ? p1 : 2 * p1 - p2);
         out[i] = (int64_t)(x * (uint64_t)pow10s[scale]); /* wraps on damage, never UB */

@@ -371,6 +371,12 @@ static void test_csv_decimals_as_printf(void **state)
                  rt_round_dec(x[1], 4), rt_round_dec(x[2], 4), rt_round_dec(x[0], 4), rt_round_dec(x[3], 4),
                  rt_round_dec((double)vram / RT_MIB, 4));
         assert_string_equal(row, want);
+        /* Cut short where it does not fit: what fits, ended, and the whole length. */
+        char small[24];
+        size_t cut = (size_t)iter % sizeof(small) + 1;
+        assert_int_equal(rt_csv_row(h, RT_ARRAY_SIZE(h), 1042, 1.0, &job, small, cut), strlen(want));
+        assert_int_equal(strlen(small), cut - 1);
+        assert_memory_equal(small, want, cut - 1);
     }
 }
 
