@@ -307,6 +307,7 @@ static void begin_answered(struct rt_sampler *s, struct rt_job *j)
         close(j->pidfd);
     j->pidfd = -1;
     begin_files(s, j);
+    rt_sampler_save_record(s, j, true); /* the log's entry said running */
     rt_sampler_job_stored(s, j, false);
     if (j->wants_upload && s->o.upload)
         rt_upload_job_end(s->o.upload, j->id, RT_UPLOAD_EXIT_UNKNOWN);
