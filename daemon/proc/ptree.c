@@ -277,12 +277,12 @@ void rt_ptree_scan(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_
         int32_t anc = old->ppid;
         for (size_t hops = 0; hops < t->prev.n; hops++) {
             struct rt_ptrack *a = table_find(&t->cur, anc);
-            if (a) {
-                a->debit_u += (int64_t)old->u;
-                a->debit_s += (int64_t)old->s;
+            if (a) { /* and what it had still to take back of its own children */
+                a->debit_u += (int64_t)old->u + old->debit_u;
+                a->debit_s += (int64_t)old->s + old->debit_s;
                 if (old->io_ok) {
-                    a->debit_rb += (int64_t)old->rb;
-                    a->debit_wb += (int64_t)old->wb;
+                    a->debit_rb += (int64_t)old->rb + old->debit_rb;
+                    a->debit_wb += (int64_t)old->wb + old->debit_wb;
                 }
                 break;
             }
@@ -311,20 +311,30 @@ void rt_ptree_scan(struct rt_ptree *t, struct rt_proc_cache *c, struct rt_ptree_
                 p->wb = old->wb;
                 p->io_ok = true;
             }
+            p->debit_u += old->debit_u;
+            p->debit_s += old->debit_s;
+            p->debit_rb += old->debit_rb;
+            p->debit_wb += old->debit_wb;
         } else if (p->starttime < t->job_start_ticks) {
             /* Existed before tracking began but not seen yet: baseline now. */
             bu = p->u, bs = p->s, brb = p->rb, bwb = p->wb;
         }
+        /* A child reaped after this process was read (in the same scan)
+         * shows in its counters only at the next scan: what they do not
+         * show yet is taken from their next growth, not forgotten. */
         int64_t du = (int64_t)grow(p->u, bu) - p->debit_u;
         int64_t ds = (int64_t)grow(p->s, bs) - p->debit_s;
         out->d_utime += du > 0 ? (uint64_t)du : 0;
         out->d_stime += ds > 0 ? (uint64_t)ds : 0;
+        p->debit_u = du < 0 ? -du : 0;
+        p->debit_s = ds < 0 ? -ds : 0;
         if (p->io_ok) {
             int64_t drb = (int64_t)grow(p->rb, brb) - p->debit_rb;
             int64_t dwb = (int64_t)grow(p->wb, bwb) - p->debit_wb;
             out->d_read_bytes += drb > 0 ? (uint64_t)drb : 0;
             out->d_write_bytes += dwb > 0 ? (uint64_t)dwb : 0;
+            p->debit_rb = drb < 0 ? -drb : 0;
+            p->debit_wb = dwb < 0 ? -dwb : 0;
         }
-        p->debit_u = p->debit_s = p->debit_rb = p->debit_wb = 0;
     }
 }

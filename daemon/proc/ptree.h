@@ -43,7 +43,7 @@ struct rt_ptrack {
     struct rt_pss pss;    /* last PSS read, reused while not due (pss.h) */
     bool hwm_ok;          /* hwm known: VmHWM read at hwm_at_ns, faults then */
     uint64_t hwm, hwm_faults, hwm_at_ns;
-    int64_t debit_u, debit_s, debit_rb, debit_wb; /* scratch: reaped children to subtract */
+    int64_t debit_u, debit_s, debit_rb, debit_wb; /* reaped children to subtract (from the next scan's growth too) */
 };
 
 struct rt_ptable {

@@ -44,18 +44,24 @@ static void proc_dir(int pid)
     mkdir(path, 0755);
 }
 
-/* A stat line with the fields the tracker reads; all others 0. */
-static void put_stat(int pid, int ppid, char state, uint64_t starttime)
+/* A stat line with the fields the tracker reads (utime and cutime in clock
+ * ticks); all others 0. */
+static void put_stat_cpu(int pid, int ppid, char state, uint64_t starttime, uint64_t utime, uint64_t cutime)
 {
     char rel[32], line[512];
     snprintf(rel, sizeof(rel), "%d/stat", pid);
     int n = snprintf(line, sizeof(line), "%d (p%d) %c %d", pid, pid, state, ppid);
     for (int field = 5; field <= 52; field++) {
-        uint64_t v = field == 20 ? 1 : field == 22 ? starttime : 0;
+        uint64_t v = field == 14 ? utime : field == 16 ? cutime : field == 20 ? 1 : field == 22 ? starttime : 0;
         n += snprintf(line + n, sizeof(line) - (size_t)n, " %" PRIu64, v);
     }
     snprintf(line + n, sizeof(line) - (size_t)n, "\n");
     put(rel, line);
+}
+
+static void put_stat(int pid, int ppid, char state, uint64_t starttime)
+{
+    put_stat_cpu(pid, ppid, state, starttime, 0, 0);
 }
 
 static void put_io(int pid, uint64_t write_bytes)
@@ -104,6 +110,58 @@ static uint64_t scan(struct rt_ptree *t, struct rt_proc_cache *c)
     return r.d_write_bytes;
 }
 
+static void remove_child(void)
+{
+    remove_file(CHILD, "stat");
+    remove_file(CHILD, "io");
+    char rel[32];
+    snprintf(rel, sizeof(rel), "%d", CHILD);
+    unlinkat(proc_fd, rel, AT_REMOVEDIR);
+}
+
+/* A scan reads the parent, then finds its child gone: reaped after the
+ * parent was read, whose counters show the child only at the next scan.
+ * What was counted of the child is taken back then, not lost. */
+static void test_reaped_after_its_parent_was_read(void **state)
+{
+    (void)state;
+    uint64_t later = rt_boot_ticks() + 1000000;
+    proc_dir(ROOT);
+    put_stat_cpu(ROOT, 1, 'S', 10, 0, 0);
+    put_io(ROOT, 0);
+    struct rt_proc_cache c;
+    rt_proc_cache_init(&c, proc_fd);
+    struct rt_ptree t;
+    assert_int_equal(rt_ptree_init(&t, &c, ROOT, 10, false, NULL), 0);
+    uint64_t cpu = 0, io = 0;
+    struct rt_ptree_result r;
+
+    proc_dir(CHILD);
+    put_stat_cpu(CHILD, ROOT, 'S', later, 30, 0);
+    put_io(CHILD, MIB);
+    rt_proc_cache_begin_tick(&c);
+    rt_ptree_scan(&t, &c, &r);
+    cpu += r.d_utime, io += r.d_write_bytes;
+    assert_int_equal(cpu, 30);
+    assert_int_equal(io, MIB);
+
+    remove_child(); /* the parent's counters, read first, do not show it yet */
+    rt_proc_cache_begin_tick(&c);
+    rt_ptree_scan(&t, &c, &r);
+    cpu += r.d_utime, io += r.d_write_bytes;
+
+    put_stat_cpu(ROOT, 1, 'S', 10, 0, 40); /* its final 40 ticks, 2 MiB */
+    put_io(ROOT, 2 * MIB);
+    rt_proc_cache_begin_tick(&c);
+    rt_ptree_scan(&t, &c, &r);
+    cpu += r.d_utime, io += r.d_write_bytes;
+    assert_int_equal(cpu, 40);
+    assert_int_equal(io, 2 * MIB);
+
+    rt_ptree_free(&t);
+    rt_proc_cache_free(&c);
+}
+
 static void test_unreadable_io_then_reaped(void **state)
 {
     (void)state;
@@ -147,6 +205,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_unreadable_io_then_reaped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reaped_after_its_parent_was_read, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
