@@ -17,6 +17,7 @@
 #include "rt/json.h"
 #include "rt/sample.h"
 #include "sampler/sampler.h"
+#include "sampler_seam.h"
 
 #include <sys/resource.h>
 
@@ -136,22 +137,7 @@ static void daemon_stop(struct daemon *d)
 
 static void request(struct daemon *d, enum rt_sreq_type type, struct rt_job *j)
 {
-    struct rt_sreq *q = rt_xcalloc(1, sizeof(*q));
-    q->type = type;
-    q->job = j;
-    q->job_id = j->id;
-    rt_sampler_test_request(d->sampler, q);
-    int result = 1;
-    for (struct rt_sevt *e = rt_sampler_take(d->sampler); e;) {
-        struct rt_sevt *next = e->next;
-        if (e->type == RT_SEVT_REQ_DONE) {
-            result = e->req->result;
-            rt_sreq_free(e->req);
-        }
-        rt_sevt_free(e);
-        e = next;
-    }
-    assert_int_equal(result, 0);
+    assert_int_equal(seam_request(d->sampler, type, j), 0);
 }
 
 /* Ticks spaced so that the GPU poller (every INTERVAL) has read again. */
@@ -159,12 +145,7 @@ static void ticks(struct daemon *d, int n)
 {
     for (int i = 0; i < n; i++) {
         usleep((useconds_t)(INTERVAL * 2.5e6));
-        rt_sampler_test_tick(d->sampler);
-        for (struct rt_sevt *e = rt_sampler_take(d->sampler); e;) {
-            struct rt_sevt *next = e->next;
-            rt_sevt_free(e);
-            e = next;
-        }
+        seam_tick(d->sampler);
     }
 }
 

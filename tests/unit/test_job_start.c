@@ -18,6 +18,7 @@
 #include "rt/json.h"
 #include "rt/util.h"
 #include "sampler/sampler.h"
+#include "sampler_seam.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -111,26 +112,6 @@ static pid_t burn_in(struct daemon *d, const char *path)
     return p;
 }
 
-static void request(struct daemon *d, enum rt_sreq_type type, struct rt_job *j)
-{
-    struct rt_sreq *q = rt_xcalloc(1, sizeof(*q));
-    q->type = type;
-    q->job = j;
-    q->job_id = j->id;
-    rt_sampler_test_request(d->sampler, q);
-    int result = 1;
-    for (struct rt_sevt *e = rt_sampler_take(d->sampler); e;) {
-        struct rt_sevt *next = e->next;
-        if (e->type == RT_SEVT_REQ_DONE) {
-            result = e->req->result;
-            rt_sreq_free(e->req);
-        }
-        rt_sevt_free(e);
-        e = next;
-    }
-    assert_int_equal(result, 0);
-}
-
 /* The job's CPU seconds after two samples, its process in its cgroup
  * having burnt BURN_USEC before StartJob. */
 static double cpu_secs_of_a_start(struct daemon *d, bool made)
@@ -153,15 +134,10 @@ static double cpu_secs_of_a_start(struct daemon *d, bool made)
     j->cgroup = rt_xstrdup(path);
     j->cgroup_made = made;
     rt_jobs_add(&d->jobs, j);
-    request(d, RT_SREQ_START, j);
+    assert_int_equal(seam_request(d->sampler, RT_SREQ_START, j), 0);
     for (int i = 0; i < 2; i++) {
         usleep((useconds_t)(INTERVAL * 1.5e6));
-        rt_sampler_test_tick(d->sampler);
-        for (struct rt_sevt *e = rt_sampler_take(d->sampler); e;) {
-            struct rt_sevt *next = e->next;
-            rt_sevt_free(e);
-            e = next;
-        }
+        seam_tick(d->sampler);
     }
     rt_jobs_lock(&d->jobs);
     struct json_object *rec = rt_job_to_record(j), *totals;
@@ -172,7 +148,7 @@ static double cpu_secs_of_a_start(struct daemon *d, bool made)
     json_object_put(rec);
     kill(p, SIGKILL);
     waitpid(p, NULL, 0);
-    request(d, RT_SREQ_STOP, j); /* a cgroup it made goes with it */
+    assert_int_equal(seam_request(d->sampler, RT_SREQ_STOP, j), 0); /* a cgroup it made goes with it */
     if (!made)
         assert_int_equal(rt_cg_remove(&d->cg, path), 0);
     return cpu;
