@@ -2,7 +2,6 @@
 
 #include "rt/util.h"
 
-#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
