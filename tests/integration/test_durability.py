@@ -210,9 +210,10 @@ class KillAndRestart(StateDirTest):
         # After it, StartJob is refused; the counter never wraps to 1 and
         # overwrites that job.
         d1 = self.daemon()
-        p = self.proc("sleep", "0.3")
+        p = self.proc("sleep", "60")
         first = d1.call("StartJob", {"pid": p.pid, "name": "first"})["job"]
         self.assertEqual(first["id"], 1)
+        p.kill()
         p.wait()
         wait_for(lambda: self.job(d1, 1)["state"] != "running", what="job 1 to end")
         d1.stop()

@@ -208,8 +208,9 @@ class Metrics(DaemonTest):
         type and labels, and every documented family is one the exporter knows."""
         doc = documented()
         self.busy_job("doc", None, "--request", "cpus=1,mem=1G,gpus=1")
-        p = subprocess.Popen(["sleep", "0.2"])
+        p = subprocess.Popen(["cat"], stdin=subprocess.PIPE)  # ends when told, after its start
         jid = int(run_ctl(self.d, "start", "--pid", str(p.pid), "--name", "ended", check=0)[1])
+        p.stdin.close()
         p.wait()
         wait_for(lambda: self.d.call("GetJob", {"id": jid})["job"]["state"] != "running", what="the end")
         # A cgroup job: its OOM kills and the kernel's other figures.

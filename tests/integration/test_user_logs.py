@@ -23,7 +23,10 @@ BURST, PER_SEC = 10, 1  # RT_USER_LOG_BURST, RT_USER_LOG_PER_SEC (daemon/system/
 # As a user, for SECS seconds (arguments: SOCKET SECS BATCH): BATCH short
 # processes at a time are started as jobs and reaped here at once, so the
 # daemon sees each end without its status ("ended"); then FinishJob reports
-# the status after the end; one batch at least. Prints the job ids.
+# the status after the end; one batch at least. Prints the job ids. Each
+# process waits for its stdin to close, which happens once every StartJob
+# of the batch was answered: a loaded machine cannot end one before its
+# StartJob (a zombie is no process to track).
 CHURNER = r"""
 import json, socket, subprocess, sys, time
 path, secs, batch = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
@@ -43,9 +46,10 @@ def call(method, params):
     return reply["parameters"]
 ids, deadline = [], time.monotonic() + secs
 while not ids or time.monotonic() < deadline:
-    procs = [subprocess.Popen(["sleep", "0.05"]) for _ in range(batch)]
+    procs = [subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL) for _ in range(batch)]
     jobs = [call("StartJob", {"pid": p.pid})["job"]["id"] for p in procs]
     for p in procs:
+        p.stdin.close()
         p.wait()
     for j in jobs:
         while call("GetJob", {"id": j})["job"]["state"] == "running":
@@ -66,8 +70,9 @@ class UserLogBudget(UsersDaemonTest):
 
     def churn(self, user, secs, batch):
         out = subprocess.run(setpriv(user) + [sys.executable, "-c", CHURNER, self.d.socket, str(secs), str(batch)],
-                             check=True, capture_output=True, text=True, timeout=120).stdout
-        return json.loads(out)
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, "the churner failed: " + out.stderr)
+        return json.loads(out.stdout)
 
     def test_churn_keeps_job_records_and_bounds_the_rest(self):
         uid = pwd.getpwnam(self.churner).pw_uid
