@@ -25,42 +25,43 @@ static bool is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
-/* A number token in one of the two forms the markers stand for: its marker
- * and value, or 0 for any other form (kept as text). */
-static int encode_number(const char *t, size_t n, int64_t *out)
+/* A character a JSON number may hold. */
+static bool is_number_char(char c)
 {
-    size_t i = 0;
-    bool neg = t[0] == '-';
-    i += neg;
-    size_t int_start = i;
-    while (i < n && is_digit(t[i]))
-        i++;
-    size_t int_len = i - int_start;
-    if (int_len == 0 || int_len > 18 || (int_len > 1 && t[int_start] == '0'))
+    return is_digit(c) || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
+}
+
+/* The number token at t[i] (the longest run of characters a number may
+ * hold), read in one pass: its end in *end, and its marker and value when
+ * it has one of the two forms the markers stand for, else 0 (kept as text).
+ * A host sample has a hundred numbers or more, split every tick. */
+static int scan_number(const char *t, size_t len, size_t i, size_t *end, int64_t *out)
+{
+    bool neg = t[i] == '-';
+    size_t j = i + neg, int_start = j;
+    uint64_t ip = 0, fp = 0; /* wrap on long runs, which are refused below */
+    while (j < len && is_digit(t[j]))
+        ip = ip * 10 + (uint64_t)(t[j++] - '0');
+    size_t int_len = j - int_start, frac_start = 0;
+    if (j < len && t[j] == '.')
+        for (frac_start = ++j; j < len && is_digit(t[j]); j++)
+            fp = fp * 10 + (uint64_t)(t[j] - '0');
+    bool plain = !(j < len && is_number_char(t[j])); /* no exponent, sign or second '.' */
+    while (j < len && is_number_char(t[j]))
+        j++;
+    *end = j;
+    if (!plain || int_len == 0 || int_len > 18 || (int_len > 1 && t[int_start] == '0'))
         return 0;
-    uint64_t ip = 0;
-    for (size_t k = int_start; k < int_start + int_len; k++)
-        ip = ip * 10 + (uint64_t)(t[k] - '0');
-    if (i == n) {
+    if (!frac_start) {
         if (neg && ip == 0)
             return 0; /* "-0" */
         *out = neg ? -(int64_t)ip : (int64_t)ip;
         return RT_TC_INT;
     }
-    if (t[i] != '.' || ip > 9000000000000ULL)
-        return 0;
-    size_t frac_start = ++i;
-    while (i < n && is_digit(t[i]))
-        i++;
-    size_t frac_len = i - frac_start;
-    if (i != n || frac_len == 0 || frac_len > 6)
-        return 0;
+    size_t frac_len = j - frac_start;
     /* Shortest form only: "1.50" would come back as "1.5". */
-    if (t[n - 1] == '0' && frac_len > 1)
+    if (ip > 9000000000000ULL || frac_len == 0 || frac_len > 6 || (t[j - 1] == '0' && frac_len > 1))
         return 0;
-    uint64_t fp = 0;
-    for (size_t k = frac_start; k < n; k++)
-        fp = fp * 10 + (uint64_t)(t[k] - '0');
     for (size_t k = frac_len; k < 6; k++)
         fp *= 10;
     uint64_t v = ip * RT_TC_DEC_SCALE + fp;
@@ -70,11 +71,22 @@ static int encode_number(const char *t, size_t n, int64_t *out)
     return RT_TC_DEC;
 }
 
-/* A character a JSON number may hold (not a call per digit: a host sample
- * has hundreds of numbers, split every tick). */
-static bool is_number_char(char c)
+/* Past the string whose opening quote is at t[i]: its closing quote is the
+ * first one after an even run of backslashes (found with memchr: most of a
+ * sample's text is its keys). */
+static size_t skip_string(const char *t, size_t len, size_t i)
 {
-    return is_digit(c) || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
+    for (;;) {
+        const char *q = memchr(t + i + 1, '"', len - i - 1);
+        if (!q)
+            return len;
+        size_t k = (size_t)(q - t), bs = 0;
+        while (k - bs - 1 > i && t[k - bs - 1] == '\\')
+            bs++;
+        if (bs % 2 == 0)
+            return k + 1;
+        i = k;
+    }
 }
 
 bool rt_textcode_split(const char *text, size_t len, struct rt_buf *tmpl, struct rt_i64s *nums)
@@ -87,11 +99,8 @@ bool rt_textcode_split(const char *text, size_t len, struct rt_buf *tmpl, struct
     size_t i = 0, lit = 0; /* lit: start of text not yet copied */
     while (i < len) {
         char c = text[i];
-        if (c == '"') { /* skip the string */
-            for (i++; i < len && text[i] != '"'; i++)
-                if (text[i] == '\\')
-                    i++;
-            i++;
+        if (c == '"') {
+            i = skip_string(text, len, i);
             continue;
         }
         if (c != '-' && !is_digit(c)) {
@@ -99,10 +108,8 @@ bool rt_textcode_split(const char *text, size_t len, struct rt_buf *tmpl, struct
             continue;
         }
         size_t start = i;
-        while (i < len && is_number_char(text[i]))
-            i++;
         int64_t v;
-        int marker = encode_number(text + start, i - start, &v);
+        int marker = scan_number(text, len, start, &i, &v);
         if (!marker)
             continue;
         rt_buf_put(tmpl, text + lit, start - lit);
