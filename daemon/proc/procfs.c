@@ -43,10 +43,11 @@ int rt_pstat_parse(const char *buf, struct rt_pstat *out)
     out->pid = (int32_t)pid;
     const char *p = rp + 2;
     /* Fields from 3 (state) onwards, space separated; one pass, the numbers
-     * wanted read as the pass goes (a tick parses one per tracked process). */
+     * wanted read as the pass goes (a tick parses one per tracked process),
+     * up to field 24 (the exit code, field 52, is a zombie's only). */
     out->state = *p;
-    int field = 3;
-    while (*p && field < 52) {
+    int field = 3, last = out->state == 'Z' ? 52 : 24;
+    while (*p && field < last) {
         while (*p && *p != ' ')
             p++;
         if (!*p)
@@ -55,8 +56,8 @@ int rt_pstat_parse(const char *buf, struct rt_pstat *out)
         field++;
         bool neg = *p == '-';
         uint64_t v = 0;
-        for (const char *d = p + neg; *d >= '0' && *d <= '9'; d++)
-            v = v * 10 + (uint64_t)(*d - '0'); /* wraps on garbage; kernel values fit */
+        for (p += neg; *p >= '0' && *p <= '9'; p++)
+            v = v * 10 + (uint64_t)(*p - '0'); /* wraps on garbage; kernel values fit */
         switch (field) {
         case 4: out->ppid = neg || v > INT32_MAX ? 0 : (int32_t)v; break;
         case 10: case 12: out->faults += v; break;

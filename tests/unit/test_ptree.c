@@ -333,6 +333,14 @@ static void test_stat_parse_odd_comm(void **state)
     assert_int_equal(st.num_threads, 4);
     assert_int_equal(st.starttime, 12345);
     assert_int_equal(st.rss_pages, 25);
+    assert_int_equal(st.exit_code, -1); /* a zombie's only */
+    char zombie[256];
+    snprintf(zombie, sizeof(zombie), "%s", line);
+    assert_int_equal(zombie[strlen("42 (a) b) (c ) ")], 'S');
+    zombie[strlen("42 (a) b) (c ) ")] = 'Z';
+    assert_int_equal(rt_pstat_parse(zombie, &st), 0);
+    assert_int_equal(st.state, 'Z');
+    assert_int_equal(st.rss_pages, 25);
     assert_int_equal(st.exit_code, 256);
     assert_int_equal(rt_pstat_parse("42 (x) S 1 2", &st), -EINVAL);
     assert_int_equal(rt_pstat_parse("garbage", &st), -EINVAL);
