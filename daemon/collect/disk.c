@@ -657,6 +657,7 @@ struct rt_disk_collector *rt_disk_collector_new_hooks(const struct rt_roots *r,
     c->sys_fd = r->sys_fd;
     rt_collect_hooks_resolve(&c->hooks, hooks);
     rt_readbuf_init(&c->stats, 4096);
+    c->stats.file.record_max = 512; /* a name and 20 counters */
     rt_readbuf_init(&c->mountinfo, 8192);
     c->prev_ns = c->size_check_ns = c->hooks.mono_ns(c->hooks.ctx);
     read_diskstats(c); /* baseline and identities */

@@ -247,6 +247,7 @@ struct rt_net_collector *rt_net_collector_new_hooks(const struct rt_roots *r,
     c->sys_fd = r->sys_fd;
     rt_collect_hooks_resolve(&c->hooks, hooks);
     rt_readbuf_init(&c->dev, 4096);
+    c->dev.file.record_max = 512; /* a name and 16 counters */
     c->prev_ns = c->hooks.mono_ns(c->hooks.ctx);
     read_netdev(c); /* baseline and identities */
     return c;

@@ -40,8 +40,8 @@ static ssize_t pread_whole(const struct rt_keptfile *k, char *buf, size_t size)
         if (r == 0)
             break;
         len += (size_t)r;
-        if (k->whole && (size_t)r < want)
-            break; /* no read that would say 0 */
+        if ((size_t)r < want && (k->whole || (k->record_max && r <= 4096 - k->record_max)))
+            break; /* no read that would say 0 (it would make the text again) */
     }
     buf[len] = '\0';
     return (ssize_t)len;

@@ -20,6 +20,12 @@ struct rt_keptfile {
     bool whole;      /* made in one piece (one show: /proc/PID/stat and io,
                       * meminfo, /proc/stat, a sysfs attribute, a cgroup's
                       * file): a kept read shorter than asked is its end */
+    unsigned short record_max; /* or made a record at a time into seq_file's
+                      * buffer of a page or more (diskstats, net/dev, a
+                      * process's children): a read stops short of what
+                      * was asked only at the end or when the next record
+                      * does not fit, so a read shorter than a page less
+                      * its longest record is the end */
 };
 #define RT_KEPTFILE_INIT {.fd = -1, .pseudo = -1, .whole = false}
 #define RT_KEPTFILE_WHOLE {.fd = -1, .pseudo = -1, .whole = true}

@@ -54,7 +54,8 @@ static struct rt_kept_proc *entry(struct rt_kept_procs *k, int32_t pid)
         i = (uint32_t)k->n++;
         k->v[i].pid = pid;
         k->v[i].f[RT_KEPT_STAT] = k->v[i].f[RT_KEPT_IO] = (struct rt_keptfile)RT_KEPTFILE_WHOLE;
-        k->v[i].f[RT_KEPT_KIDS] = (struct rt_keptfile)RT_KEPTFILE_INIT; /* a record per child */
+        k->v[i].f[RT_KEPT_KIDS] = (struct rt_keptfile)RT_KEPTFILE_INIT;
+        k->v[i].f[RT_KEPT_KIDS].record_max = 16; /* "PID " per child */
         rt_pidmap_put(&k->map, pid, i);
     }
     k->v[i].used = k->scan;

@@ -109,11 +109,42 @@ static void test_children_fresh(void **state)
     close(proc);
 }
 
+/* More children than a page holds: a kept read of a file made a record at
+ * a time goes on past the kernel's first page (which ends short of what was
+ * asked) and stops at the end without a read that says 0. */
+static void test_children_past_a_page(void **state)
+{
+    (void)state;
+    enum { KIDS = 1200 }; /* "PID " each: 5 to 8 bytes, past 4096 */
+    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct rt_kept_procs k;
+    rt_kept_procs_init(&k);
+    pid_t kids[KIDS];
+    for (int i = 0; i < KIDS; i++)
+        kids[i] = sleeper();
+    static char buf[16384];
+    ssize_t len = rt_kept_procs_read(&k, proc, getpid(), RT_KEPT_KIDS, buf, sizeof(buf));
+    assert_true(len > 4096);
+    int32_t *list = NULL;
+    size_t n = 0, cap = 0;
+    rt_pchildren_parse(buf, &list, &n, &cap);
+    assert_int_equal(n, KIDS);
+    for (int i = 0; i < KIDS; i++) {
+        kill(kids[i], SIGKILL);
+        waitpid(kids[i], NULL, 0);
+    }
+    assert_int_equal(rt_kept_procs_read(&k, proc, getpid(), RT_KEPT_KIDS, buf, sizeof(buf)), 0);
+    free(list);
+    rt_kept_procs_free(&k);
+    close(proc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_budget_and_idle),
         cmocka_unit_test(test_children_fresh),
+        cmocka_unit_test(test_children_past_a_page),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
