@@ -327,6 +327,30 @@ static void test_process_count_spacing(void **state)
     env_free(e);
 }
 
+/* With the kernel's tasks unchanged since the last listing (the text after
+ * the '/' of loadavg), /proc is not listed again: a process added to the
+ * fixture without it is not counted until the tasks change. */
+static void test_process_count_tasks_unchanged(void **state)
+{
+    (void)state;
+    struct env *e = env_new();
+    fx_write(e->dir, "proc/loadavg", "0.10 0.20 0.30 2/90 5000\n");
+    struct rt_cpu_collector *c = rt_cpu_collector_new_hooks(&e->roots, &fx_hooks); /* a listing takes no time */
+    fx_write(e->dir, "proc/777/stat", "777 (new) S 1");
+    fx_write(e->dir, "proc/loadavg", "0.70 0.20 0.30 1/90 5000\n"); /* running tasks do not count */
+    rt_cpu_collect(c, &e->s);
+    assert_int_equal(e->s.cpu.process_count, 3);
+    fx_write(e->dir, "proc/loadavg", "0.70 0.20 0.30 1/91 5001\n");
+    rt_cpu_collect(c, &e->s);
+    assert_int_equal(e->s.cpu.process_count, 4);
+    fx_remove(e->dir, "proc/777");
+    fx_write(e->dir, "proc/loadavg", "0.70 0.20 0.30 1/90 5001\n");
+    rt_cpu_collect(c, &e->s);
+    assert_int_equal(e->s.cpu.process_count, 3);
+    rt_cpu_collector_free(c);
+    env_free(e);
+}
+
 /* The real /proc: sane ranges only. */
 static void test_live(void **state)
 {
@@ -354,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_cgroup_hybrid), cmocka_unit_test(test_cgroup_v1),
         cmocka_unit_test(test_no_cgroup),     cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_many_cores),    cmocka_unit_test(test_process_count_spacing),
+        cmocka_unit_test(test_process_count_tasks_unchanged),
         cmocka_unit_test(test_live),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
