@@ -64,7 +64,7 @@ int rt_memory_collect_kept(const struct rt_roots *r, struct rt_keptfile *meminfo
             continue;
         *colon = '\0';
         for (int i = 0; i < F_COUNT; i++) {
-            if (strcmp(line, keys[i]) != 0)
+            if (line[0] != keys[i][0] || strcmp(line, keys[i]) != 0)
                 continue;
             found++;
             have[i] = parse_value(colon + 1, &v[i]);

@@ -388,7 +388,7 @@ void rt_gpuuse_tick(struct rt_gpuuse *u, struct rt_gpu_collector *c, struct rt_p
     s->taken_at = now;
     s->has_backend = rt_gpu_has_backend(c);
     s->cfg = cfg;
-    s->devs = rt_xcalloc(n ? n : 1, sizeof(*s->devs));
+    s->devs = n ? rt_xcalloc(n, sizeof(*s->devs)) : NULL; /* an entry is KiBs to clear */
     for (size_t i = 0; i < n; i++) {
         struct rt_gpuuse_dev *g = &s->devs[s->n++];
         g->nvidia = refs[i].nvidia;
