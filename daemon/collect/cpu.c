@@ -152,8 +152,9 @@ static size_t read_stat(struct rt_cpu_collector *c, struct cpu_times *agg, bool 
 
 #define RT_DENTS_SIZE 32768
 
-/* The entries straight from getdents64: readdir takes a lock per entry,
- * which was a third of counting (5,000 processes are as many entries). */
+/* The entries straight from getdents64: readdir's call and lock per entry
+ * cost more instructions than the counting (4.9k of a 124-process listing's
+ * 6.7k). */
 static uint32_t count_processes(struct rt_cpu_collector *c)
 {
     if (c->proc_dir < 0 || lseek(c->proc_dir, 0, SEEK_SET) < 0)
