@@ -110,8 +110,8 @@ static void test_children_fresh(void **state)
 }
 
 /* More children than a page holds: a kept read of a file made a record at
- * a time goes on past the kernel's first page (which ends short of what was
- * asked) and stops at the end without a read that says 0. */
+ * a time goes on past the kernel's first page, which ends short of what was
+ * asked (the read that says 0 is skipped only well short of a page). */
 static void test_children_past_a_page(void **state)
 {
     (void)state;
