@@ -98,6 +98,33 @@ static void test_json_exact(void **state)
     rt_sample_free(&s);
 }
 
+/* A string as json-c writes it, whatever its bytes and wherever they sit:
+ * each byte value at each place of strings of 1 to 24 bytes, alone and
+ * beside a quote (the writer skips 8 bytes at a time when none is escaped). */
+static void test_json_string_as_json_c_writes_it(void **state)
+{
+    (void)state;
+    char s[24];
+    for (size_t len = 1; len <= sizeof(s); len++) {
+        for (unsigned b = 0; b < 256; b++) {
+            for (size_t at = 0; at < len; at++) {
+                for (int pair = 0; pair < 2; pair++) {
+                    memset(s, 'x', len);
+                    s[at] = (char)b;
+                    if (pair)
+                        s[len - 1 - at] = '"';
+                    struct printbuf *pb = printbuf_new();
+                    rt_json_put_string(pb, s, len);
+                    struct json_object *o = json_object_new_string_len(s, (int)len);
+                    assert_string_equal(pb->buf, json_object_to_json_string_ext(o, RT_VL_JSON_FLAGS));
+                    json_object_put(o);
+                    printbuf_free(pb);
+                }
+            }
+        }
+    }
+}
+
 /* The text is what json-c writes for it: read back and written again by
  * json-c (which escapes strings its own way), the same bytes, with strings
  * of every kind of byte and a GPU detail key given twice (its first place,
@@ -385,6 +412,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_exact),
         cmocka_unit_test(test_json_text_as_json_c_writes_it),
+        cmocka_unit_test(test_json_string_as_json_c_writes_it),
         cmocka_unit_test(test_csv_decimals_as_printf),
         cmocka_unit_test(test_json_double_fast_path),
         cmocka_unit_test(test_json_job_fields_and_roundtrip),
