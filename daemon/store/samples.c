@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,7 +337,7 @@ static bool host_csv_values(struct reader *rd, const struct rt_rec *h, uint64_t 
         return true;
     }
     /* The slow way: the whole record, its JSON, parsed. */
-    rd->s->host_rows_parsed++;
+    atomic_fetch_add_explicit(&rd->s->host_rows_parsed, 1, memory_order_relaxed);
     struct rt_rec full;
     char err[128];
     rd->text.len = 0;
@@ -433,16 +435,13 @@ static void reader_free(struct reader *rd)
     free(rd->vals);
 }
 
-size_t rt_samples_read(struct rt_samples *s, struct rt_figlog *fl, const struct rt_job_view *jv, uint64_t from,
-                       uint64_t end, size_t max, size_t max_bytes, bool csv, struct rt_buf *out, uint64_t *next)
+static size_t read_range(struct rt_samples *s, struct rt_figlog *fl, const struct rt_job_view *jv, uint64_t from,
+                         uint64_t end, size_t max, size_t max_bytes, bool csv, struct rt_buf *out, uint64_t *next)
 {
     struct reader rd = {.s = s, .jv = jv, .csv = csv};
     rt_seglog_cursor_init(&rd.host, &s->host, csv);
     struct rt_seglog_cursor figs;
     rt_seglog_cursor_init(&figs, &fl->log, false);
-    uint64_t written = rt_seglog_written(&fl->log);
-    if (end > written)
-        end = written;
     size_t n = 0, start = out->len;
     uint64_t i = from;
     struct rt_rec r;
@@ -466,6 +465,51 @@ size_t rt_samples_read(struct rt_samples *s, struct rt_figlog *fl, const struct 
     *next = i;
     rt_seglog_cursor_free(&figs);
     reader_free(&rd);
+    return n;
+}
+
+/* CSV rows of this many samples or more are made in two halves at once: a
+ * day's CSV is all CPU (inflating, decoding, writing numbers), and the
+ * halves share only the store's index, under its lock. */
+#define SPLIT_MIN 2048
+
+struct half {
+    struct rt_samples *s;
+    struct rt_figlog *fl;
+    const struct rt_job_view *jv;
+    uint64_t from, end, next;
+    size_t max_bytes, n;
+    struct rt_buf out;
+};
+
+static void *read_half(void *arg)
+{
+    struct half *h = arg;
+    h->n = read_range(h->s, h->fl, h->jv, h->from, h->end, SIZE_MAX, h->max_bytes, true, &h->out, &h->next);
+    return NULL;
+}
+
+size_t rt_samples_read(struct rt_samples *s, struct rt_figlog *fl, const struct rt_job_view *jv, uint64_t from,
+                       uint64_t end, size_t max, size_t max_bytes, bool csv, struct rt_buf *out, uint64_t *next)
+{
+    uint64_t written = rt_seglog_written(&fl->log);
+    if (end > written)
+        end = written;
+    uint64_t stop = end > from && end - from > max ? from + max : end;
+    pthread_t t;
+    struct half h = {.s = s, .fl = fl, .jv = jv, .from = from + (stop - from) / 2, .end = stop,
+                     .max_bytes = max_bytes / 2};
+    if (!csv || stop < from + SPLIT_MIN || pthread_create(&t, NULL, read_half, &h) != 0)
+        return read_range(s, fl, jv, from, end, max, max_bytes, csv, out, next);
+    size_t n = read_range(s, fl, jv, from, h.from, SIZE_MAX, max_bytes / 2, csv, out, next);
+    pthread_join(t, NULL);
+    if (*next == h.from) { /* else the first half stopped at its bytes: the page ends there */
+        if (h.out.len)
+            rt_buf_put(out, h.out.p, h.out.len);
+        n += h.n;
+        *next = h.next;
+    }
+    rt_buf_free(&h.out);
     return n;
 }
 

@@ -42,7 +42,7 @@ struct rt_samples {
     struct rt_i64s nums;
     /* readers: CSV rows whose host part was made from its JSON (the slow
      * way, for a template the CSV map cannot be trusted with), for tests */
-    uint64_t host_rows_parsed;
+    _Atomic uint64_t host_rows_parsed;
 };
 
 /* A job's figures, shared by the job and readers (reference counted: a
@@ -112,7 +112,10 @@ struct rt_job_view {
 /* Read samples [from, end) of a job, at most max of them and about
  * max_bytes: JSON lines ('\n' after each) or CSV rows, appended to out.
  * Samples that are damaged or gone are skipped (logged once); reading stops
- * at one not on disk yet. *next: where to go on. Returns samples written. */
+ * at one not on disk yet. *next: where to go on. Returns samples written.
+ * Many CSV rows are made in two halves at once, the second on a thread of
+ * its own; a page then holds at most max samples' places (fewer samples
+ * when some are skipped). */
 size_t rt_samples_read(struct rt_samples *s, struct rt_figlog *fl, const struct rt_job_view *jv, uint64_t from,
                        uint64_t end, size_t max, size_t max_bytes, bool csv, struct rt_buf *out, uint64_t *next);
 

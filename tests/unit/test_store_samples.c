@@ -526,6 +526,66 @@ static void test_older_lines_move_in_as_figures(void **state)
     rt_sample_free(&host);
 }
 
+/* The CSV rows of a page of many samples are made in two halves at once:
+ * the same bytes as pages of a few made one after the other, whatever ends a
+ * page (its samples or its bytes), from hot blocks and from sealed ones. */
+static void test_csv_halves_read_as_one(void **state)
+{
+    (void)state;
+    srand(99);
+    struct rt_samples s;
+    struct rt_figlog *fl[JOBS];
+    open_store(&s, fl);
+    struct rt_sample host;
+    rt_sample_init(&host);
+    enum { N = 2600 };
+    for (unsigned t = 0; t < N; t++) {
+        if (t % 500 == 0) /* a shape for a while: each template's CSV map is made once a reader */
+            host_sample(&host, t, t == 0);
+        host.timestamp_ms = (1700000000ULL + t) * 1000;
+        host.timestamp_secs = host.timestamp_ms / 1000;
+        struct json_object *o = rt_sample_to_json(&host);
+        const char *text = json_object_to_json_string_ext(o, JSON_FLAGS);
+        rt_samples_host_tick(&s, text, strlen(text));
+        struct rt_job_figures f = figures(&host);
+        assert_true(rt_samples_append(&s, fl[0], &f, host.timestamp_ms));
+        json_object_put(o);
+    }
+    struct rt_job_view jv = {.id = 1, .name_json = "\"halves\"", .pid = 1001};
+    for (int sealed = 0; sealed < 2; sealed++) {
+        if (sealed)
+            rt_samples_job_ended(&s, fl[0], true);
+        struct rt_buf few = {0}, one = {0}, capped = {0};
+        uint64_t next = 0;
+        while (next < N) /* pages below the split, one after the other */
+            rt_samples_read(&s, fl[0], &jv, next, N, 500, 64u << 20, true, &few, &next);
+        assert_int_equal(rt_samples_read(&s, fl[0], &jv, 0, N, 10000, 64u << 20, true, &one, &next), N);
+        assert_int_equal(next, N);
+        assert_int_equal(one.len, few.len);
+        assert_memory_equal(one.p, few.p, few.len);
+        /* Pages ended by their bytes: the first half's end is the page's. */
+        size_t pages = 0;
+        for (next = 0; next < N; pages++) {
+            uint64_t from = next;
+            rt_samples_read(&s, fl[0], &jv, from, N, 10000, 100000, true, &capped, &next);
+            assert_true(next > from);
+        }
+        assert_true(pages > few.len / 100000);
+        assert_int_equal(capped.len, few.len);
+        assert_memory_equal(capped.p, few.p, few.len);
+        /* A page of max samples ends at max. */
+        one.len = 0;
+        assert_int_equal(rt_samples_read(&s, fl[0], &jv, 100, N, 2100, 64u << 20, true, &one, &next), 2100);
+        assert_int_equal(next, 2200);
+        rt_buf_free(&few);
+        rt_buf_free(&one);
+        rt_buf_free(&capped);
+    }
+    assert_int_equal(s.host_rows_parsed, 0);
+    close_store(&s, fl);
+    rt_sample_free(&host);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -553,6 +613,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_rebuilt_byte_for_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_older_lines_move_in_as_figures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_csv_halves_read_as_one, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
