@@ -700,6 +700,10 @@ int rt_daemon_run(struct rt_daemon *d)
     /* Without the hierarchies every job is a process tree: tracking goes on. */
     if ((r = rt_cg_host_open(&d->cg_host, &d->roots)) < 0)
         rt_warn("cannot read the cgroup hierarchies: %s; jobs are process trees", strerror(-r));
+    else if (d->cfg.cgroup_run && d->cg_host.mode != RT_CG_MODE_NONE && !d->cg_host.favor_dynmods)
+        rt_info("moving a command into its cgroup waits for an RCU grace period on this host (about 10 ms at "
+                "a lone run's start); a cgroup2 mounted with favordynmods, or a kernel booted with "
+                "cgroup_favordynmods=true, does not wait");
     /* The socket before the state: a second daemon started at the same time
      * stops here, before it reads job files the first one is writing. */
     d->listen_fd = rt_listen_fd_from_systemd(d->cfg.socket_path);

@@ -82,6 +82,8 @@ static void mount_line(struct rt_cg_host *h, const struct rt_roots *roots, char 
     char *root = f[3], *point = f[4];
     rt_unescape_octal(root);
     rt_unescape_octal(point);
+    if ((strcmp(type, "cgroup2") == 0 || strcmp(type, "cgroup") == 0) && has_option(super, "favordynmods"))
+        h->favor_dynmods = true;
     if (strcmp(type, "cgroup2") == 0) {
         take(h, roots, RT_CG_V2, root, point);
         return;
@@ -138,6 +140,7 @@ void rt_cg_host_close(struct rt_cg_host *h)
         h->m[i] = (struct rt_cg_mount){.fd = -1};
     }
     h->mode = RT_CG_MODE_NONE;
+    h->favor_dynmods = false;
 }
 
 /* The rest of `path` after `prefix` when it is a directory prefix ("" for

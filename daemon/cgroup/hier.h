@@ -15,6 +15,7 @@
 
 #include "collect/roots.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The hierarchies a cgroup is opened in. On most v1 hosts cpu and cpuacct
@@ -46,6 +47,10 @@ struct rt_cg_mount {
 struct rt_cg_host {
     enum rt_cg_mode mode;
     struct rt_cg_mount m[RT_CG_NHIER];
+    /* A cgroup file system mounted with favordynmods (or a kernel booted
+     * with cgroup_favordynmods=true): moving a process into a cgroup does
+     * not wait for an RCU grace period (the kernel's lock is one for all). */
+    bool favor_dynmods;
 };
 
 /* Find the mounts. A mount point under /sys is opened under roots->sys (a

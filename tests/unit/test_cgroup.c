@@ -26,6 +26,7 @@ static void test_mounts(void **state)
     assert_int_equal(x.h.mode, RT_CG_MODE_UNIFIED);
     assert_string_equal(x.h.m[RT_CG_V2].point, "/sys/fs/cgroup");
     assert_string_equal(x.h.m[RT_CG_V2].root, "/");
+    assert_false(x.h.favor_dynmods);
     for (int i = RT_CG_MEMORY; i < RT_CG_NHIER; i++)
         assert_int_equal(x.h.m[i].fd, -1);
     close_host(&x);
@@ -67,6 +68,23 @@ static void test_mounts(void **state)
     assert_string_equal(x.h.m[RT_CG_V2].point, "/sys/fs/cg roup");
     assert_string_equal(x.h.m[RT_CG_V2].root, "/");
     assert_int_equal(x.h.m[RT_CG_MEMORY].fd, -1); /* no such directory in the fixture */
+    assert_false(x.h.favor_dynmods);
+    close_host(&x);
+    /* favordynmods: a cgroup2 mount option, or every mount's on a kernel
+     * booted with cgroup_favordynmods=true (v1 shows it too). */
+    static const char *const favoring[] = {
+        "31 1 0:25 / /sys/fs/cg\\040roup rw - cgroup2 cgroup2 rw,nsdelegate,favordynmods\n",
+        "33 1 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory,favordynmods\n",
+    };
+    for (size_t i = 0; i < RT_ARRAY_SIZE(favoring); i++) {
+        fx_write(dir, "proc/self/mountinfo", favoring[i]);
+        open_host(&x, dir);
+        assert_true(x.h.favor_dynmods);
+        close_host(&x);
+    }
+    fx_write(dir, "proc/self/mountinfo", "34 1 0:27 / /mnt rw - ext4 /dev/vdb rw,favordynmods\n");
+    open_host(&x, dir);
+    assert_false(x.h.favor_dynmods); /* not a cgroup file system */
     close_host(&x);
     /* Only a subtree mounted: paths map through its root. */
     fx_write(dir, "proc/self/mountinfo",
