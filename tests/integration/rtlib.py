@@ -6,6 +6,7 @@ print no sanitizer report: that is how ASan/UBSan and leak checks reach
 the integration tests."""
 
 import atexit
+import errno
 import grp
 import json
 import os
@@ -223,7 +224,7 @@ class Daemon:
             self.proc.kill()
             self.proc.wait()
             self.log.close()
-        remove_cgroup(self.cgroup_parent)
+        remove_cgroup(self.cgroup_parent, kill=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
@@ -231,17 +232,30 @@ CGROUP_ROOTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/memo
                 "/sys/fs/cgroup/blkio", "/sys/fs/cgroup/pids")
 
 
-def remove_cgroup(path):
-    """rmdir a cgroup and the empty ones below it in every hierarchy."""
+def remove_cgroup(path, kill=False):
+    """rmdir a cgroup and the cgroups below it in every hierarchy; one busy
+    while its last processes exit is tried again for a while. kill: what is
+    still in it (the jobs of a daemon the test killed) is killed first."""
+    for root in CGROUP_ROOTS if kill else ():
+        try:
+            with open(root + path + "/cgroup.kill", "w") as f:
+                f.write("1")
+        except OSError:
+            pass
+    deadline = time.monotonic() + 5
     for root in CGROUP_ROOTS:
         top = root + path
         if not os.path.isdir(top) or not os.path.exists(os.path.join(top, "cgroup.procs")):
             continue
         for d, _, _ in sorted(os.walk(top), key=lambda w: -w[0].count("/")):
-            try:
-                os.rmdir(d)
-            except OSError:
-                pass
+            while True:
+                try:
+                    os.rmdir(d)
+                except OSError as e:
+                    if e.errno == errno.EBUSY and time.monotonic() < deadline:
+                        time.sleep(0.02)
+                        continue
+                break
 
 
 class HandCgroup:
