@@ -160,6 +160,23 @@ static inline double mono_secs(void) { return (double)rt_mono_ns() / 1e9; }
 
 #define DEADLINE_SECS 30.0
 
+/* Until the records hold needle n times: they come from poller threads,
+ * after the device they tell of is in samples again. False at the deadline. */
+static inline bool events_until(const char *needle, int n)
+{
+    double end = mono_secs() + DEADLINE_SECS;
+    for (;;) {
+        char *t = events_text();
+        int k = count_str(t, needle);
+        free(t);
+        if (k >= n)
+            return true;
+        if (mono_secs() > end)
+            return false;
+        sleep_ms(10);
+    }
+}
+
 /* cmocka 1.1's assert_float_equal works in float precision. */
 #define assert_double_equal(a, b, eps)                                                                          \
     do {                                                                                                       \

@@ -423,6 +423,8 @@ static void test_removed_device(void **state)
     fputs("0x1002\n", f);
     fclose(f);
     assert_true(collect_until(c, &s, three_gpus));
+    /* said by its thread just after the sampler sees it */
+    assert_true(events_until("MESSAGE_ID=" RT_MSGID_GPU_APPEARED " MESSAGE=GPU 2 appeared: amd ", 2));
     free(capture_end());
     char *ev = events_text();
     assert_int_equal(count_str(ev, "MESSAGE_ID=" RT_MSGID_GPU_LOST " MESSAGE=GPU 2 lost: amd "), 1);

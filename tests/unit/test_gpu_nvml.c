@@ -313,7 +313,9 @@ static void test_lost_device_left_out_and_back(void **state)
     }
     fake_control("fake_nvml_set_lost", 1, 0);
     assert_true(collect_until(c, &s, both_gpus));
-    /* One GPU-lost record, and "appeared" at the start and when it is back. */
+    /* One GPU-lost record, and "appeared" at the start and when it is back
+     * (said by its thread just after the sampler sees it). */
+    assert_true(events_until("MESSAGE_ID=" RT_MSGID_GPU_APPEARED " MESSAGE=GPU 1 appeared", 2));
     char *ev = events_text();
     assert_int_equal(count_str(ev, "MESSAGE_ID=" RT_MSGID_GPU_LOST " MESSAGE=GPU 1 lost: nvidia NVIDIA A100-SXM4-40GB (" UUID1
                                    "): GPU is lost; left out of samples"),
@@ -367,6 +369,9 @@ static void test_hung_call_never_blocks_sampler(void **state)
     struct rt_gpu_collector *c = new_collector(&o);
     struct rt_sample s;
     rt_sample_init(&s);
+    /* Both seen first: a hang in GPU 1's first poll (a busy machine starts
+     * its thread late) would lose a device nobody saw, with no name. */
+    assert_true(collect_until(c, &s, both_gpus));
     capture_start();
     fake_control("fake_nvml_set_hang", 1, 4000);
     double worst = 0, end = mono_secs() + DEADLINE_SECS;
@@ -383,6 +388,9 @@ static void test_hung_call_never_blocks_sampler(void **state)
     assert_true(hidden);
     assert_true(worst < 0.5); /* copies a snapshot, never waits for the device */
     assert_true(collect_until(c, &s, both_gpus));
+    /* Its thread logs that it answers, then says it appeared: both after
+     * the sampler sees it again. */
+    assert_true(events_until("MESSAGE_ID=" RT_MSGID_GPU_APPEARED " MESSAGE=GPU 1 appeared", 2));
     char *log = capture_end();
     assert_int_equal(count_str(log, "NVIDIA GPU 1 (" UUID1 ") answers again"), 1);
     free(log);
