@@ -14,6 +14,7 @@
  *     ret.<fn>=<code>              fixed return code, fn one of util memory temp
  *                                  power clock energy compute graphics proc_util
  *                                  mig ecc pages remap reasons events gpm
+ *     slow.<fn>=<us>               each call of fn spins this much CPU time
  *     lost_after=<n>               GPU_IS_LOST from the (n+1)th memory query on
  *     mig_capable=1 mig=<mode>     MIG supported, and its current mode
  *     ecc_corrected= ecc_uncorrected=          volatile ECC error totals
@@ -31,6 +32,8 @@
  * call counters with fake_nvml_counter (found with dlsym). */
 #include "fake_nvml.h"
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +57,7 @@ static const char *const fn_names[FN_N] = {"util", "memory", "temp", "power", "c
 static const char *const ctr_names[C_N] = {"init", "shutdown", "compute_v3", "compute_v2", "compute_v1",
                                            "graphics_v3", "graphics_v2", "graphics_v1", "insufficient_size",
                                            "proc_util", "pci_v3", "pci_v1", "event_wait", "gpm_metrics",
-                                           "mig_handle", "ecc"};
+                                           "mig_handle", "ecc", "energy", "mig_mode"};
 unsigned long ctrs[C_N];
 
 unsigned long fake_nvml_counter(const char *name)
@@ -166,10 +169,15 @@ static void set_device_key(struct device *d, const char *k, const char *v)
         d->reasons = n;
     else if (!strcmp(k, "gpm"))
         d->gpm = (int)n;
-    else if (!strncmp(k, "ret.", 4)) {
+    else if (!strncmp(k, "ret.", 4) || !strncmp(k, "slow.", 5)) {
+        bool slow = k[0] == 's';
         for (int i = 0; i < FN_N; i++)
-            if (!strcmp(k + 4, fn_names[i]))
-                d->ret[i] = atoi(v);
+            if (!strcmp(k + (slow ? 5 : 4), fn_names[i])) {
+                if (slow)
+                    d->slow_us[i] = (unsigned)n;
+                else
+                    d->ret[i] = atoi(v);
+            }
     }
 }
 
@@ -374,10 +382,20 @@ unsigned fake_index(const struct device *d)
     return d->is_mig ? d->parent : (unsigned)(d - devs);
 }
 
+static uint64_t thread_cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000;
+}
+
 int fake_enter(struct device *d, enum fn f)
 {
     const struct device *p = d->is_mig ? &devs[d->parent] : d;
     const struct runtime *rt = &rts[fake_index(d)];
+    if ((int)f < FN_N && p->slow_us[f])
+        for (uint64_t t0 = thread_cpu_us(); thread_cpu_us() - t0 < p->slow_us[f];) {
+        }
     if (rt->lost || (p->lost_after && rt->memory_calls > p->lost_after))
         return GPU_IS_LOST;
     return (int)f < FN_N ? p->ret[f] : OK;
@@ -525,6 +543,7 @@ int nvmlDeviceGetClockInfo(struct device *d, int type, unsigned *out)
 int nvmlDeviceGetTotalEnergyConsumption(struct device *d, unsigned long long *mj)
 {
     pthread_mutex_lock(&mu);
+    ctrs[C_ENERGY]++;
     int r = fake_enter(d, FN_ENERGY);
     if (r == OK) {
         rts[fake_index(d)].energy_added += d->energy_step_mj;

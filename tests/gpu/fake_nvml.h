@@ -37,6 +37,7 @@ struct device {
     unsigned long long mem_total, mem_used, energy_mj, energy_step_mj;
     unsigned temp, power_mw, clock;
     int ret[FN_N];
+    unsigned slow_us[FN_N]; /* CPU time each call of fn spins, like a slow driver */
     unsigned lost_after;
     struct proc procs[MAX_PROC];
     unsigned n_procs;
@@ -68,7 +69,7 @@ extern int initialized;
 
 enum ctr { C_INIT, C_SHUTDOWN, C_COMPUTE_V3, C_COMPUTE_V2, C_COMPUTE_V1, C_GRAPHICS_V3, C_GRAPHICS_V2,
            C_GRAPHICS_V1, C_INSUFFICIENT, C_PROC_UTIL, C_PCI_V3, C_PCI_V1, C_EVENT_WAIT, C_GPM_METRICS,
-           C_MIG_HANDLE, C_ECC, C_N };
+           C_MIG_HANDLE, C_ECC, C_ENERGY, C_MIG_MODE, C_N };
 extern unsigned long ctrs[C_N];
 
 /* Reload the configuration file when it changed (under mu). */

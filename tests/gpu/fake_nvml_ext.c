@@ -13,6 +13,7 @@
 int nvmlDeviceGetMigMode(struct device *d, unsigned *current, unsigned *pending)
 {
     pthread_mutex_lock(&mu);
+    ctrs[C_MIG_MODE]++;
     int r = fake_enter(d, FN_MIG);
     if (r == OK && (d->is_mig || !d->mig_capable))
         r = NOT_SUPPORTED;

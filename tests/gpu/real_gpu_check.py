@@ -141,19 +141,23 @@ def main():
                                                                                               "utilization.gpu")[0][0])
 
         # 2. a busy job on the GPU run --gpus gives it
-        job_out = os.path.join(tmp, "job.out")
+        # stderr apart: with one GPU, held by the idle process, run warns that none is free
+        job_out, job_err = os.path.join(tmp, "job.out"), os.path.join(tmp, "job.err")
         env = dict(os.environ, RESOURCE_TRACKER_SOCKET=sock)
-        with open(job_out, "w") as out:
+        with open(job_out, "w") as out, open(job_err, "w") as err:
             run = subprocess.Popen([CTL, "run", "-q", "--gpus", "1", "-n", "burn", "--", "sh", "-c",
                                     'echo "$CUDA_VISIBLE_DEVICES"; exec %s --busy --seconds 25 --mem 256' % BURN],
-                                   env=env, stdout=out, stderr=subprocess.STDOUT)
+                                   env=env, stdout=out, stderr=err)
         procs.append(run)
         time.sleep(12)
         with open(job_out) as f:
             given = f.readline().strip()
-        check("run --gpus 1 sets CUDA_VISIBLE_DEVICES", given in ours, given)
+        with open(job_err) as f:
+            warned = f.read().strip()
+        check("run --gpus 1 sets CUDA_VISIBLE_DEVICES", given in ours, given + (" (" + warned + ")" if warned else ""))
         gg = [x for x in call(sock, "GetGpus")["gpus"] if x["uuid"] == given]
         util_smi = {r[0]: float(r[1]) for r in smi_csv("gpu", "uuid,utilization.gpu")}
+        power_smi = {r[0]: float(r[1]) for r in smi_csv("gpu", "uuid,power.draw")}
         if gg:
             x = gg[0]
             check("its use as nvidia-smi says", abs((x["utilization_pct"] or 0) - util_smi.get(given, -100)) <= 15,
@@ -174,6 +178,11 @@ def main():
         s = job["summary"]
         check("the job's GPU use", (s["gpu_avg_usage"] or 0) > 0.3 and s["gpu_avg_held"] > 0.5,
               "%.2f GPUs busy on average, %.2f held" % (s["gpu_avg_usage"] or 0, s["gpu_avg_held"] or 0))
+        # the only process using its GPU: all of the GPU's energy, about its power x its time
+        watts = (s["gpu_energy_joules"] or 0) / s["duration_secs"]
+        check("the job's energy, against nvidia-smi's power", 0.7 <= watts / power_smi.get(given, 1e9) <= 1.3,
+              "%.0f J in %.1f s: %.0f W; nvidia-smi %.0f W" % (s["gpu_energy_joules"] or 0, s["duration_secs"], watts,
+                                                           power_smi.get(given, 0)))
         check("the job's GPU health figures", s["gpu_xid_errors"] in (0, None),
               "XID %s, ECC %s, clocks held %s" % (s["gpu_xid_errors"], s["gpu_ecc_errors"], s["gpu_clocks_held"]))
         usage = call(sock, "GetUsage", {"by": "job"})["rows"]

@@ -14,6 +14,16 @@ foreach(variant fake fake-old)
   endif()
 endforeach()
 
+# What each NVML call costs the daemon, in front of the real library
+# (tests/bench/bench_gpu_tick.py); its soname differs so that it can load
+# the real libnvidia-ml.so.1.
+add_library(nvml_cost SHARED ${CMAKE_CURRENT_LIST_DIR}/nvml_cost.c)
+set_target_properties(nvml_cost PROPERTIES
+  PREFIX "lib" OUTPUT_NAME "nvidia-ml" SUFFIX ".so.1"
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/gpu/nvml-cost NO_SONAME ON)
+target_link_options(nvml_cost PRIVATE -Wl,-soname,libnvml-cost.so)
+target_link_libraries(nvml_cost PRIVATE ${CMAKE_DL_LIBS})
+
 foreach(t test_gpu_nvml test_gpu_health)
   if(TARGET ${t})
     add_dependencies(${t} nvml_fake nvml_fake_old)

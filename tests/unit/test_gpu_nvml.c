@@ -10,6 +10,7 @@
 #include "../gpu/gpu_test.h"
 #include "../gpu/nvml_test.h"
 #include "collect/gpu/gpu.h"
+#include "collect/gpu/gpu_nvml.h"
 #include "system/log.h"
 #include "rt/sample_csv.h"
 #include "rt/sample_json.h"
@@ -519,6 +520,131 @@ static void test_free_while_hung(void **state)
     dlclose(h);
 }
 
+/* A GPU whose driver is slow to give energy and MIG mode (slow.*), with an
+ * energy counter of 1000 J that grows by step J a call, and a power reading. */
+static void write_slow_gpu(const char *slow, unsigned power_w, unsigned step_j)
+{
+    char buf[1024];
+    snprintf(buf, sizeof(buf),
+             "device\n name=NVIDIA H200\n uuid=GPU-slow\n pci=00000000:18:00.0\n util=50\n mem_total=150754820096\n"
+             " mem_used=1073741824\n power_mw=%u\n energy_mj=1000000\n energy_step_mj=%u\n mig_capable=1\n mig=0\n%s"
+             "process\n pid=%d\n vram=1073741824\n sm=50\n",
+             power_w * 1000, step_j * 1000, slow, (int)a1);
+    write_config(buf);
+}
+
+/* The energy published after the next poll, never less than before. */
+static double next_energy(struct rt_gpu_collector *c, struct rt_sample *s, double before)
+{
+    assert_true(rt_gpu_collector_wait_polls(c, 1, DEADLINE_SECS));
+    rt_sample_reset(s);
+    rt_gpu_collect(c, s);
+    const struct rt_gpu *g = find_gpu(s, "GPU-slow");
+    assert_non_null(g);
+    assert_true(g->has_energy);
+    assert_true(g->energy_joules >= before);
+    return g->energy_joules;
+}
+
+static unsigned long calls(const char *name) { return fake_counter("libnvidia-ml.so.1", name); }
+
+/* A driver slow to give a figure that changes slowly (an H200 took 3-15 ms
+ * for the energy counter, 0.3 ms for MIG mode: docs/performance.md) is
+ * asked for it every 10th poll. Energy is the last reading plus power x time
+ * since, and never goes back. A driver that answers fast again is asked
+ * every poll. */
+static void test_slow_queries_spaced(void **state)
+{
+    (void)state;
+    const char *slow = " slow.energy=400\n slow.mig=400\n";
+    write_slow_gpu(slow, 0, 50); /* no power: between readings, energy stays at the last */
+    struct rt_gpu_options o = fast_options();
+    struct rt_gpu_collector *c = new_collector(&o);
+    struct rt_sample s;
+    rt_sample_init(&s);
+    assert_true(rt_gpu_collector_wait_polls(c, 1, DEADLINE_SECS));
+    unsigned long energy0 = calls("energy"), mig0 = calls("mig_mode");
+    double t0 = mono_secs(), e = 0;
+    for (int i = 0; i < 40; i++) {
+        e = next_energy(c, &s, e);
+        double n = (e - 1000.0) / 50.0; /* a reading of the counter, exactly */
+        assert_double_equal(n, round(n), 1e-9);
+        assert_true(n >= 1 && n <= (double)calls("energy"));
+    }
+    /* 40 polls or more: a reading every 10, no more often than 10 polls' time allows */
+    double most = (mono_secs() - t0) / (GPU_SPACED_POLLS * o.poll_interval_secs) + 2;
+    assert_true(calls("energy") - energy0 >= 3 && calls("energy") - energy0 <= most);
+    assert_true(calls("mig_mode") - mig0 >= 3 && calls("mig_mode") - mig0 <= most);
+
+    /* 100 W, the counter standing still: energy grows by power between readings, and a
+     * reading below the estimate does not take it back */
+    double counter = e;
+    write_slow_gpu(slow, 100, 0);
+    t0 = mono_secs();
+    for (int i = 0; i < 30; i++)
+        e = next_energy(c, &s, e);
+    assert_true(e > counter);
+    assert_true(e <= counter + 100.0 * (mono_secs() - t0 + 2 * o.poll_interval_secs) + 1e-6);
+
+    write_slow_gpu("", 100, 0);
+    assert_true(rt_gpu_collector_wait_polls(c, GPU_SPACED_POLLS + 1, DEADLINE_SECS));
+    energy0 = calls("energy");
+    mig0 = calls("mig_mode");
+    assert_true(rt_gpu_collector_wait_polls(c, 10, DEADLINE_SECS));
+    assert_true(calls("energy") - energy0 >= 9);
+    assert_true(calls("mig_mode") - mig0 >= 9);
+    next_energy(c, &s, e);
+    rt_sample_free(&s);
+    free_collector(c);
+}
+
+static const struct rt_gpu_dev *only_device(struct rt_gpu_collector *c, struct rt_sample *s)
+{
+    rt_sample_reset(s);
+    rt_gpu_collect(c, s);
+    static struct rt_gpu_devref ref;
+    assert_int_equal(rt_gpu_devices(c, &ref, 1), 1);
+    return ref.d;
+}
+
+/* A GPU whose every reading since the last poll was 0 % ran no kernel: its
+ * processes' shares are 0 without asking the driver (milliseconds on an
+ * H200). Once it is used, they are asked for again. */
+static void test_idle_gpu_not_asked_for_process_shares(void **state)
+{
+    (void)state;
+    char buf[512];
+    const char *fmt = "device\n name=NVIDIA H200\n uuid=GPU-idle\n util=%d\n mem_total=150754820096\n"
+                      " mem_used=1073741824\n process\n pid=%d\n vram=1073741824\n sm=%d\n";
+    snprintf(buf, sizeof(buf), fmt, 0, (int)a1, 0);
+    write_config(buf);
+    struct rt_gpu_options o = fast_options();
+    struct rt_gpu_collector *c = new_collector(&o);
+    struct rt_sample s;
+    rt_sample_init(&s);
+    assert_true(rt_gpu_collector_wait_polls(c, 1, DEADLINE_SECS));
+    unsigned long asked = fake_counter("libnvidia-ml.so.1", "proc_util");
+    assert_true(rt_gpu_collector_wait_polls(c, 5, DEADLINE_SECS));
+    const struct rt_gpu_dev *d = only_device(c, &s);
+    assert_true(d->has_proc_util);
+    assert_int_equal(d->n_procs, 1);
+    assert_true(d->procs[0].has_sm);
+    assert_double_equal(d->procs[0].sm_pct, 0, 1e-12);
+    assert_int_equal(fake_counter("libnvidia-ml.so.1", "proc_util"), asked);
+
+    snprintf(buf, sizeof(buf), fmt, 30, (int)a1, 30);
+    write_config(buf);
+    for (double end = mono_secs() + DEADLINE_SECS;; sleep_ms(10)) {
+        d = only_device(c, &s);
+        if (d->n_procs == 1 && d->procs[0].sm_pct == 30)
+            break;
+        assert_true(mono_secs() < end);
+    }
+    assert_true(fake_counter("libnvidia-ml.so.1", "proc_util") > asked);
+    rt_sample_free(&s);
+    free_collector(c);
+}
+
 int main(void)
 {
     rt_log_init(RT_LOG_STDERR, LOG_INFO);
@@ -533,6 +659,8 @@ int main(void)
         cmocka_unit_test_teardown(test_init_hang_bounded, test_teardown),
         cmocka_unit_test_teardown(test_free_while_hung, test_teardown),
         cmocka_unit_test_teardown(test_old_driver_fallbacks, test_teardown),
+        cmocka_unit_test_teardown(test_slow_queries_spaced, test_teardown),
+        cmocka_unit_test_teardown(test_idle_gpu_not_asked_for_process_shares, test_teardown),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

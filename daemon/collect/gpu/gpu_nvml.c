@@ -55,6 +55,28 @@ bool gpu_nvml_wanted(const struct nvml_gpu *g, enum field f, const void *fn)
     return fn && !(g->unsupported & (1u << f));
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+bool gpu_nvml_spaced_due(struct nvml_spaced *q)
+{
+    if (q->skip) {
+        q->skip--;
+        return false;
+    }
+    q->cpu0 = thread_cpu_ns(); /* CPU, not wall: a poller preempted on a busy host is not slowed by the driver */
+    return true;
+}
+
+void gpu_nvml_spaced_done(struct nvml_spaced *q)
+{
+    q->skip = thread_cpu_ns() - q->cpu0 > GPU_SLOW_QUERY_NS ? GPU_SPACED_POLLS - 1 : 0;
+}
+
 static void *sym(void *so, const char *const *names, int *which)
 {
     for (int i = 0; names[i]; i++) {
@@ -282,20 +304,38 @@ static int cmp_sample(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static unsigned long long realtime_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000;
+}
+
+/* Nothing ran: every listed process's share is known, and 0. */
+static void no_proc_util(struct rt_gpu_dev *d)
+{
+    d->has_proc_util = true;
+    for (size_t i = 0; i < d->n_procs; i++)
+        d->procs[i].has_sm = true;
+}
+
 /* Per-process SM utilisation since the previous poll: the mean of each PID's
  * samples newer than the last one seen. A PID that has samples but has left
- * the lists (it just exited) is kept with 0 VRAM, so its work is counted. */
+ * the lists (it just exited) is kept with 0 VRAM, so its work is counted.
+ * Not asked when every utilisation reading since the last poll was 0: no
+ * kernel ran, and some drivers take milliseconds to answer. */
 static void read_proc_util(struct nvml_gpu *g, struct rt_gpu_dev *d, bool *lost)
 {
     struct nvml_lib *lib = g->lib;
     if (!gpu_nvml_wanted(g, F_PROC_UTIL, lib->proc_util))
         return;
-    if (!g->last_seen_us) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        g->last_seen_us = (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000 -
-                          g->interval_us;
+    if (d->has_util && d->util_pct == 0) {
+        g->last_seen_us = realtime_us();
+        no_proc_util(d);
+        return;
     }
+    if (!g->last_seen_us)
+        g->last_seen_us = realtime_us() - g->interval_us;
     unsigned n = 0;
     nvml_ret r = NVML_ERROR_INSUFFICIENT_SIZE;
     for (int round = 0; round < 4 && r == NVML_ERROR_INSUFFICIENT_SIZE; round++) {
@@ -308,16 +348,12 @@ static void read_proc_util(struct nvml_gpu *g, struct rt_gpu_dev *d, bool *lost)
         }
     }
     if (r == NVML_ERROR_NOT_FOUND) { /* no samples since last time: nothing ran */
-        d->has_proc_util = true;
-        for (size_t i = 0; i < d->n_procs; i++)
-            d->procs[i].has_sm = true;
+        no_proc_util(d);
         return;
     }
     if (!gpu_nvml_check(g, F_PROC_UTIL, r, lost) || n > g->samples_cap)
         return;
-    d->has_proc_util = true;
-    for (size_t i = 0; i < d->n_procs; i++)
-        d->procs[i].has_sm = true;
+    no_proc_util(d);
     qsort(g->samples, n, sizeof(*g->samples), cmp_sample);
     size_t listed = d->n_procs;
     for (unsigned i = 0; i < n;) {
@@ -339,6 +375,36 @@ static void read_proc_util(struct nvml_gpu *g, struct rt_gpu_dev *d, bool *lost)
         i = j;
     }
     merge_procs(d);
+}
+
+/* The energy counter; while it is spaced, the last reading plus power x time
+ * since, never less than what was published before (a counter that goes
+ * back, after a driver reload, is taken as it is). */
+static void read_energy(struct nvml_gpu *g, struct rt_gpu_dev *d, bool *lost)
+{
+    uint64_t now = rt_mono_ns();
+    if (gpu_nvml_spaced_due(&g->energy_q)) {
+        unsigned long long mj;
+        nvml_ret r = g->lib->energy(g->h, &mj);
+        gpu_nvml_spaced_done(&g->energy_q);
+        if (!gpu_nvml_check(g, F_ENERGY, r, lost))
+            return;
+        double j = (double)mj / 1000.0;
+        if (!g->has_energy || j < g->energy_read_j)
+            g->energy_j = j;
+        g->has_energy = true;
+        g->energy_read_j = j;
+        g->energy_since_j = 0;
+    } else if (g->has_energy && d->has_power) {
+        g->energy_since_j += d->power_w * (double)(now - g->energy_at_ns) / 1e9;
+    }
+    g->energy_at_ns = now;
+    if (!g->has_energy)
+        return;
+    if (g->energy_read_j + g->energy_since_j > g->energy_j)
+        g->energy_j = g->energy_read_j + g->energy_since_j;
+    d->has_energy = true;
+    d->energy_j = g->energy_j;
 }
 
 static enum gpu_status nv_poll(void *dev, struct rt_gpu_dev *d)
@@ -371,12 +437,8 @@ static enum gpu_status nv_poll(void *dev, struct rt_gpu_dev *d)
         d->has_frequency = true;
         d->frequency_mhz = v;
     }
-    unsigned long long mj;
-    if (!lost && gpu_nvml_wanted(g, F_ENERGY, lib->energy) &&
-        gpu_nvml_check(g, F_ENERGY, lib->energy(g->h, &mj), &lost)) {
-        d->has_energy = true;
-        d->energy_j = (double)mj / 1000.0;
-    }
+    if (!lost && gpu_nvml_wanted(g, F_ENERGY, lib->energy))
+        read_energy(g, d, &lost);
     if (!lost) {
         bool c = read_list(g, F_COMPUTE, lib->compute_procs, lib->compute_stride, d, &lost);
         bool gr = !lost && read_list(g, F_GRAPHICS, lib->graphics_procs, lib->graphics_stride, d, &lost);
@@ -409,6 +471,7 @@ static enum gpu_status nv_recover(void *dev)
     struct nvml_gpu *g = dev;
     g->h = NULL;
     g->have_info = false;
+    g->energy_q.skip = g->mig_q.skip = 0; /* back after a reset, maybe with another MIG mode: ask at once */
     return ensure_handle(g);
 }
 

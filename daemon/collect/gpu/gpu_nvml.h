@@ -145,6 +145,17 @@ enum field {
     F_MIG, F_ECC, F_RETIRED, F_REMAPPED, F_REASONS, F_GPM, F_COUNT
 };
 
+/* A query of a figure that changes slowly (the energy counter; MIG mode
+ * while it is off): asked every poll while it costs the poller little,
+ * every GPU_SPACED_POLLS-th poll after an answer took more CPU than
+ * GPU_SLOW_QUERY_NS. Some drivers take milliseconds for these. */
+#define GPU_SLOW_QUERY_NS 200000u
+#define GPU_SPACED_POLLS 10u
+struct nvml_spaced {
+    unsigned skip;  /* polls left before the next query */
+    uint64_t cpu0;  /* the poller's CPU time when the query began */
+};
+
 /* Two GPM samples of a device or MIG instance: metrics come from the pair. */
 struct nvml_gpm_pair {
     nvml_gpm_sample_t prev, cur;
@@ -168,6 +179,14 @@ struct nvml_gpu {
     size_t pages_cap;
     char name[96], uuid[96], bus_id[32];
     bool have_info;
+    /* energy: the last counter reading, plus power x time since while the
+     * counter is spaced; what was published last (never less) */
+    struct nvml_spaced energy_q;
+    bool has_energy;
+    double energy_read_j, energy_since_j, energy_j;
+    uint64_t energy_at_ns;
+    struct nvml_spaced mig_q;
+    bool mig_on;
     /* clocks event reasons, integrated between polls */
     uint64_t reasons_at_ns;
     uint64_t reasons;
@@ -184,6 +203,9 @@ struct nvml_gpu {
 bool gpu_nvml_check(struct nvml_gpu *g, enum field f, nvml_ret r, bool *lost);
 /* The field is still asked for and its symbol exists. */
 bool gpu_nvml_wanted(const struct nvml_gpu *g, enum field f, const void *fn);
+/* A spaced query is due this poll (then call gpu_nvml_spaced_done after it). */
+bool gpu_nvml_spaced_due(struct nvml_spaced *q);
+void gpu_nvml_spaced_done(struct nvml_spaced *q);
 const char *gpu_nvml_errstr(const struct nvml_lib *lib, nvml_ret r);
 
 /* gpu_nvml_health.c: MIG instances, ECC, pages, clocks event reasons and GPM

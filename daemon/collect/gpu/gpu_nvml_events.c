@@ -117,6 +117,7 @@ void gpu_nvml_start_events(struct nvml_lib *lib, struct gpu_shared *sh)
         free(ev);
         return;
     }
+    pthread_setname_np(sh->events_thread, "rt-gpu-events");
     sh->has_events_thread = true;
     pthread_mutex_unlock(&sh->mu);
 }

@@ -57,8 +57,17 @@ static void read_mig(struct nvml_gpu *g, struct rt_gpu_dev *d, bool *lost)
 {
     struct nvml_lib *lib = g->lib;
     unsigned cur = 0, pending = 0, max = 0;
-    if (!gpu_nvml_wanted(g, F_MIG, lib->mig_mode) || !lib->mig_count || !lib->mig_handle ||
-        !gpu_nvml_check(g, F_MIG, lib->mig_mode(g->h, &cur, &pending), lost) || cur != 1)
+    if (!gpu_nvml_wanted(g, F_MIG, lib->mig_mode) || !lib->mig_count || !lib->mig_handle)
+        return;
+    if (!g->mig_on && !gpu_nvml_spaced_due(&g->mig_q))
+        return; /* off, and asked lately */
+    nvml_ret got = lib->mig_mode(g->h, &cur, &pending);
+    if (!g->mig_on)
+        gpu_nvml_spaced_done(&g->mig_q);
+    if (!gpu_nvml_check(g, F_MIG, got, lost))
+        return;
+    g->mig_on = cur == 1;
+    if (!g->mig_on)
         return;
     d->mig_enabled = true;
     if (!gpu_nvml_check(g, F_MIG, lib->mig_count(g->h, &max), lost))

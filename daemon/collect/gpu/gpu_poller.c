@@ -117,13 +117,13 @@ static enum gpu_status full_poll(struct worker *w, bool has_util, double util_pc
     memset(d, 0, sizeof(*d));
     d->procs = buf;
     d->procs_cap = cap;
+    d->has_util = has_util; /* before the poll: NVIDIA's skips process shares when nothing ran */
+    d->util_pct = util_pct;
     call_begin(w->sh, w->slot);
     enum gpu_status st = w->slot->ops->poll(w->slot->dev, d);
     call_end(w->sh, w->slot);
     if (st != GPU_OK)
         return st;
-    d->has_util = has_util;
-    d->util_pct = util_pct;
     uint64_t now = rt_mono_ns();
     if (d->has_energy) {
         d->has_energy_est = true;
@@ -216,5 +216,8 @@ void gpu_start_worker(struct gpu_shared *sh, struct gpu_slot *s)
         rt_warn("%s: cannot start its poller thread (%s); device not sampled", s->label, strerror(e));
         return;
     }
+    char name[16]; /* for top -H and the benchmarks */
+    snprintf(name, sizeof(name), "rt-%s%u", s->vendor == GPU_NVIDIA ? "nvidia" : "amd", s->index % 1000);
+    pthread_setname_np(s->thread, name);
     s->has_thread = true;
 }
