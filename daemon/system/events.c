@@ -461,8 +461,9 @@ void rt_event_upload_recovered(const struct rt_event_job *job, const char *run_i
 static void gpu_event(struct rec *r, const struct rt_event_gpu *g, const char *what)
 {
     char name[MAX_NAME_IN_MESSAGE], uuid[MAX_NAME_IN_MESSAGE];
+    /* a device that hung before its first answer has no name yet */
     message(r, "GPU %u %s: %s %s", g->index, what, g->vendor ? g->vendor : "?",
-            clean(g->name ? g->name : "", name, sizeof(name)));
+            g->name && *g->name ? clean(g->name, name, sizeof(name)) : "(name not read yet)");
     if (g->uuid && *g->uuid)
         message(r, " (%s)", clean(g->uuid, uuid, sizeof(uuid)));
     field(r, "GPU_INDEX=%u", g->index);

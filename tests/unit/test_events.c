@@ -289,6 +289,9 @@ static void test_gpu_and_daemon_events(void **state)
     rt_event_gpu_appeared(&g);
     assert_non_null(strstr(last, "MESSAGE=GPU 1 appeared: nvidia NVIDIA H100 80GB HBM3 (GPU-5fd3c1e2)\n"
                                  "MESSAGE_ID=" RT_MSGID_GPU_APPEARED "\n"));
+    rt_event_gpu_lost(&(struct rt_event_gpu){.index = 2, .vendor = "nvidia", .name = "", .uuid = ""}, "no answer");
+    assert_non_null(strstr(last, "GPU_UUID=unknown\n"));
+    assert_non_null(strstr(last, "MESSAGE=GPU 2 lost: nvidia (name not read yet): no answer\n"));
     uid_t uids[] = {1000, 1001};
     struct rt_event_job jobs[] = {{.id = "12", .name = "train"}, {.id = "13"}};
     rt_event_gpu_idle(&(struct rt_event_gpu_idle){.gpu = &g, .since = 1700000000.5, .secs = 725,
