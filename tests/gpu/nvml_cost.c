@@ -10,7 +10,10 @@
  *                   function, char name[48] then u64 calls, cpu_ns, wall_ns
  *
  * Every NVML entry point the daemon resolves takes at most six integer or
- * pointer arguments, so one forwarding signature serves them all. */
+ * pointer arguments, so one forwarding signature serves them all. Every
+ * name is exported: one the real library lacks answers FUNCTION_NOT_FOUND,
+ * which switches that field off in the daemon (an old driver measures less
+ * than it would alone). */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdint.h>
