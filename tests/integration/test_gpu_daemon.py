@@ -32,7 +32,7 @@ class GpuDaemon(unittest.TestCase):
                     "process\npid=%d\nvram=%d\nsm=30\nlist=both\n"
                     "process\npid=%d\nvram=%d\nsm=10\nlist=compute\n"
                     "device\nname=NVIDIA H100 80GB HBM3\nuuid=GPU-bbbb\npci=00000000:2a:00.0\n"
-                    "util=5\nmem_total=%d\nmem_used=%d\ntemp=33\nret.power=3\nret.energy=3\nclock=345\n"
+                    "util=0\nmem_total=%d\nmem_used=%d\ntemp=33\nret.power=3\nret.energy=3\nclock=345\n"
                     "process\npid=%d\nvram=%d\nsm=0\nlist=graphics\n"
                     "process\npid=%d\nvram=0\nsm=5\nlist=compute\n"
                     % (80 * 1024 * MIB, 3 * 1024 * MIB, self.user, 2048 * MIB, self.other.pid, 1024 * MIB,
@@ -86,7 +86,7 @@ class GpuDaemon(unittest.TestCase):
         self.assertAlmostEqual(last["process_gpu_usage"], 0.30, places=4)
         csv = self.d.call("GetJobSamples", {"id": job["id"], "format": "csv"})["csv"].splitlines()
         row = csv[-1].split(",")
-        self.assertEqual(row[18:21], ["0.4500", "3584.0000", "2"])  # system GPU columns: 40 % + 5 %
+        self.assertEqual(row[18:21], ["0.4000", "3584.0000", "1"])  # system GPU columns
         self.assertEqual(row[29:32], ["0.3000", "2560.0000", "2"])  # process GPU columns
         self.d.call("StopJob", {"id": job["id"]})
         summ = self.d.call("GetJob", {"id": job["id"]})["job"]["summary"]

@@ -72,9 +72,9 @@ bool gpu_nvml_spaced_due(struct nvml_spaced *q)
     return true;
 }
 
-void gpu_nvml_spaced_done(struct nvml_spaced *q)
+void gpu_nvml_spaced_done(const struct nvml_gpu *g, struct nvml_spaced *q)
 {
-    q->skip = thread_cpu_ns() - q->cpu0 > GPU_SLOW_QUERY_NS ? GPU_SPACED_POLLS - 1 : 0;
+    q->skip = thread_cpu_ns() - q->cpu0 > GPU_SLOW_QUERY_NS ? g->slow_skip : 0;
 }
 
 static void *sym(void *so, const char *const *names, int *which)
@@ -322,14 +322,16 @@ static void no_proc_util(struct rt_gpu_dev *d)
 /* Per-process SM utilisation since the previous poll: the mean of each PID's
  * samples newer than the last one seen. A PID that has samples but has left
  * the lists (it just exited) is kept with 0 VRAM, so its work is counted.
- * Not asked when every utilisation reading since the last poll was 0: no
- * kernel ran, and some drivers take milliseconds to answer. */
+ * Not asked when no process is listed and every utilisation reading since
+ * the last poll was 0: nothing to attribute, and some drivers take
+ * milliseconds to answer. (A listed process is asked for even then: its
+ * kernels may have run between the readings.) */
 static void read_proc_util(struct nvml_gpu *g, struct rt_gpu_dev *d, bool *lost)
 {
     struct nvml_lib *lib = g->lib;
     if (!gpu_nvml_wanted(g, F_PROC_UTIL, lib->proc_util))
         return;
-    if (d->has_util && d->util_pct == 0) {
+    if (d->n_procs == 0 && d->has_util && d->util_pct == 0) {
         g->last_seen_us = realtime_us();
         no_proc_util(d);
         return;
@@ -377,27 +379,32 @@ static void read_proc_util(struct nvml_gpu *g, struct rt_gpu_dev *d, bool *lost)
     merge_procs(d);
 }
 
-/* The energy counter; while it is spaced, the last reading plus power x time
- * since, never less than what was published before (a counter that goes
- * back, after a driver reload, is taken as it is). */
+/* The energy counter; while it is spaced (or an answer failed), the last
+ * reading plus power x time since, never less than what was published
+ * before (a counter that goes back, after a driver reload, is taken as it
+ * is). Power is not integrated across a loss of the device. */
 static void read_energy(struct nvml_gpu *g, struct rt_gpu_dev *d, bool *lost)
 {
     uint64_t now = rt_mono_ns();
+    bool read = false;
     if (gpu_nvml_spaced_due(&g->energy_q)) {
         unsigned long long mj;
         nvml_ret r = g->lib->energy(g->h, &mj);
-        gpu_nvml_spaced_done(&g->energy_q);
-        if (!gpu_nvml_check(g, F_ENERGY, r, lost))
+        gpu_nvml_spaced_done(g, &g->energy_q);
+        read = gpu_nvml_check(g, F_ENERGY, r, lost);
+        if (*lost)
             return;
-        double j = (double)mj / 1000.0;
-        if (!g->has_energy || j < g->energy_read_j)
-            g->energy_j = j;
-        g->has_energy = true;
-        g->energy_read_j = j;
-        g->energy_since_j = 0;
-    } else if (g->has_energy && d->has_power) {
-        g->energy_since_j += d->power_w * (double)(now - g->energy_at_ns) / 1e9;
+        if (read) {
+            double j = (double)mj / 1000.0;
+            if (!g->has_energy || j < g->energy_read_j)
+                g->energy_j = j;
+            g->has_energy = true;
+            g->energy_read_j = j;
+            g->energy_since_j = 0;
+        }
     }
+    if (!read && g->has_energy && d->has_power && g->energy_at_ns)
+        g->energy_since_j += d->power_w * (double)(now - g->energy_at_ns) / 1e9;
     g->energy_at_ns = now;
     if (!g->has_energy)
         return;
@@ -472,6 +479,7 @@ static enum gpu_status nv_recover(void *dev)
     g->h = NULL;
     g->have_info = false;
     g->energy_q.skip = g->mig_q.skip = 0; /* back after a reset, maybe with another MIG mode: ask at once */
+    g->energy_at_ns = 0;
     return ensure_handle(g);
 }
 
@@ -504,6 +512,8 @@ void gpu_nvml_discover(struct nvml_lib *lib, struct gpu_shared *sh)
         g->lib = lib;
         g->index = i;
         g->interval_us = sh->interval_ns / 1000;
+        uint64_t most = sh->interval_ns ? GPU_SPACED_MAX_NS / sh->interval_ns : GPU_SPACED_POLLS;
+        g->slow_skip = (unsigned)(most < GPU_SPACED_POLLS ? (most ? most : 1) : GPU_SPACED_POLLS) - 1;
         (void)ensure_handle(g); /* a device without a handle starts lost */
         gpu_shared_add_slot(sh, GPU_NVIDIA, i, &nvml_ops, g);
     }

@@ -146,11 +146,13 @@ enum field {
 };
 
 /* A query of a figure that changes slowly (the energy counter; MIG mode
- * while it is off): asked every poll while it costs the poller little,
- * every GPU_SPACED_POLLS-th poll after an answer took more CPU than
- * GPU_SLOW_QUERY_NS. Some drivers take milliseconds for these. */
+ * while it is off): asked every poll while it costs the poller little;
+ * after an answer took more CPU than GPU_SLOW_QUERY_NS, every
+ * GPU_SPACED_POLLS-th poll but never further apart than GPU_SPACED_MAX_NS
+ * (with a long interval, every poll). Some drivers take milliseconds. */
 #define GPU_SLOW_QUERY_NS 200000u
 #define GPU_SPACED_POLLS 10u
+#define GPU_SPACED_MAX_NS 10000000000ull
 struct nvml_spaced {
     unsigned skip;  /* polls left before the next query */
     uint64_t cpu0;  /* the poller's CPU time when the query began */
@@ -179,8 +181,9 @@ struct nvml_gpu {
     size_t pages_cap;
     char name[96], uuid[96], bus_id[32];
     bool have_info;
+    unsigned slow_skip;               /* polls a slow query skips (GPU_SPACED_*) */
     /* energy: the last counter reading, plus power x time since while the
-     * counter is spaced; what was published last (never less) */
+     * counter is spaced or fails; what was published last (never less) */
     struct nvml_spaced energy_q;
     bool has_energy;
     double energy_read_j, energy_since_j, energy_j;
@@ -205,7 +208,7 @@ bool gpu_nvml_check(struct nvml_gpu *g, enum field f, nvml_ret r, bool *lost);
 bool gpu_nvml_wanted(const struct nvml_gpu *g, enum field f, const void *fn);
 /* A spaced query is due this poll (then call gpu_nvml_spaced_done after it). */
 bool gpu_nvml_spaced_due(struct nvml_spaced *q);
-void gpu_nvml_spaced_done(struct nvml_spaced *q);
+void gpu_nvml_spaced_done(const struct nvml_gpu *g, struct nvml_spaced *q);
 const char *gpu_nvml_errstr(const struct nvml_lib *lib, nvml_ret r);
 
 /* gpu_nvml_health.c: MIG instances, ECC, pages, clocks event reasons and GPM

@@ -63,9 +63,11 @@ static void read_mig(struct nvml_gpu *g, struct rt_gpu_dev *d, bool *lost)
         return; /* off, and asked lately */
     nvml_ret got = lib->mig_mode(g->h, &cur, &pending);
     if (!g->mig_on)
-        gpu_nvml_spaced_done(&g->mig_q);
+        gpu_nvml_spaced_done(g, &g->mig_q);
     if (!gpu_nvml_check(g, F_MIG, got, lost))
         return;
+    if (cur == 1 && !g->mig_on) /* GPM asked of the parent before MIG was seen may have failed */
+        g->unsupported &= ~(1u << F_GPM);
     g->mig_on = cur == 1;
     if (!g->mig_on)
         return;
