@@ -512,8 +512,8 @@ void gpu_nvml_discover(struct nvml_lib *lib, struct gpu_shared *sh)
         g->lib = lib;
         g->index = i;
         g->interval_us = sh->interval_ns / 1000;
-        uint64_t most = sh->interval_ns ? GPU_SPACED_MAX_NS / sh->interval_ns : GPU_SPACED_POLLS;
-        g->slow_skip = (unsigned)(most < GPU_SPACED_POLLS ? (most ? most : 1) : GPU_SPACED_POLLS) - 1;
+        uint64_t polls = sh->interval_ns ? GPU_SPACED_MAX_NS / sh->interval_ns : GPU_SPACED_POLLS; /* in 10 s */
+        g->slow_skip = polls > GPU_SPACED_POLLS ? GPU_SPACED_POLLS - 1 : polls ? (unsigned)polls - 1 : 0;
         (void)ensure_handle(g); /* a device without a handle starts lost */
         gpu_shared_add_slot(sh, GPU_NVIDIA, i, &nvml_ops, g);
     }
