@@ -291,6 +291,7 @@ bool rt_seglog_flush(struct rt_seglog *l)
     }
     bool recovered = l->o.health->write_warned;
     l->backlog.len = l->backlog_done = 0;
+    l->backlog_refused = false;
     l->backlog_base = l->hot_size;
     l->npend = 0;
     if (recovered)
@@ -316,7 +317,8 @@ bool rt_seglog_append(struct rt_seglog *l, const uint8_t *tmpl, size_t tlen, con
         rt_buf_varint(&rec, rt_zigzag(v[i]));
     size_t need = rec.len + ENTRY_HEADER + (new_tmpl ? 2 * (tlen + 5 + ENTRY_HEADER) : 0) +
                   (l->hot_fd < 0 && l->hot_size == 0 ? HOT_HEADER : 0);
-    if (l->backlog.len && l->backlog.len + need > l->o.backlog_max) {
+    if (l->backlog.len && (l->backlog_refused || l->backlog.len + need > l->o.backlog_max)) {
+        l->backlog_refused = true;
         struct rt_store_health *hl = l->o.health;
         pthread_mutex_lock(&hl->mu);
         rt_log_once(&hl->backlog_warned, LOG_ERR,

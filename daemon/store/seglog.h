@@ -80,6 +80,7 @@ struct rt_seglog {
     struct rt_buf backlog;      /* bytes the disk has not taken yet, in order */
     uint64_t backlog_base;      /* hot file offset of backlog byte 0 */
     size_t backlog_done;        /* bytes of it written */
+    bool backlog_refused;       /* a record was refused: none is kept until the backlog is written */
     struct rt_pending *pend;    /* its entries */
     size_t npend, pend_cap;
     unsigned seal_retry;        /* records to wait before sealing again after a failure */
@@ -98,7 +99,9 @@ int rt_seglog_sync(struct rt_seglog *l);
 
 /* Append a record as number next. hold: only into the backlog (it must not
  * reach the disk before what it refers to). false when the record is not
- * kept: the backlog would grow past its limit. */
+ * kept: the backlog would grow past its limit, or a record was refused since
+ * the backlog was last written (a smaller one would fit, and the samples
+ * would have scattered gaps instead of one). */
 bool rt_seglog_append(struct rt_seglog *l, const uint8_t *tmpl, size_t tlen, const int64_t *v, size_t n,
                       bool hold);
 /* Write what waits in the backlog; true when nothing waits any more. */

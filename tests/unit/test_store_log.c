@@ -366,6 +366,31 @@ static void test_log_backlog(void **state)
     rt_seglog_close(&l);
 }
 
+/* Once a record is refused for the backlog's limit, none is kept until the
+ * backlog is written, not even a smaller one that would fit: one gap in the
+ * samples, not scattered ones. */
+static void test_log_backlog_refuses_until_written(void **state)
+{
+    (void)state;
+    struct rt_seglog l;
+    open_log(&l, 1000, 300);
+    append(&l, 0, false);
+    int64_t big[20], small[1] = {1};
+    for (int k = 0; k < 20; k++)
+        big[k] = (int64_t)1 << 60; /* 9 bytes each */
+    uint64_t kept = 1;
+    while (rt_seglog_append(&l, (const uint8_t *)"even", 4, big, 20, true))
+        kept++;
+    assert_true(l.o.backlog_max - l.backlog.len > 40); /* room for a small record */
+    assert_false(rt_seglog_append(&l, (const uint8_t *)"even", 4, small, 1, true));
+    assert_int_equal(rt_seglog_count(&l), kept);
+    assert_true(rt_seglog_flush(&l));
+    assert_true(rt_seglog_append(&l, (const uint8_t *)"even", 4, small, 1, false));
+    assert_int_equal(rt_seglog_count(&l), kept + 1);
+    rt_seglog_remove_files(&l);
+    rt_seglog_close(&l);
+}
+
 /* A sealed log keeps no index of its hot file: a finished job's log is
  * sealed once and kept until retention, and its index had grown to its
  * block (384 KiB a job at 16,384 records). */
@@ -411,6 +436,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_log_damage, log_setup, log_teardown),
         cmocka_unit_test_setup_teardown(test_log_crash_while_sealing, log_setup, log_teardown),
         cmocka_unit_test_setup_teardown(test_log_backlog, log_setup, log_teardown),
+        cmocka_unit_test_setup_teardown(test_log_backlog_refuses_until_written, log_setup, log_teardown),
         cmocka_unit_test_setup_teardown(test_log_sealed_keeps_no_index, log_setup, log_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
