@@ -356,6 +356,7 @@ static uint64_t clock_ns(clockid_t id)
 uint64_t rt_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 uint64_t rt_real_ns(void) { return clock_ns(CLOCK_REALTIME); }
 uint64_t rt_boot_ns(void) { return clock_ns(CLOCK_BOOTTIME); }
+uint64_t rt_thread_cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 DIR *rt_opendir_sub(int dirfd, const char *path)
 {

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define GONE UINT32_MAX
@@ -126,13 +125,6 @@ static void read_kids(struct rt_proc_cache *c, int32_t pid, int32_t num_threads)
         rt_pchildren_read(c->proc_fd, pid, num_threads, &c->kids, &c->nkids, &c->capkids);
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * RT_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
 const struct rt_pinfo *rt_proc_cache_get(struct rt_proc_cache *c, int32_t pid, unsigned need)
 {
     if (pid <= 0)
@@ -150,9 +142,9 @@ const struct rt_pinfo *rt_proc_cache_get(struct rt_proc_cache *c, int32_t pid, u
     if (todo & RT_PI_PSS) {
         c->reads++;
         /* Its cost decides how long the value is reused (pss.h). */
-        uint64_t t0 = thread_cpu_ns();
+        uint64_t t0 = rt_thread_cpu_ns();
         pi->pss_ok = rt_ppss_read(c->proc_fd, pid, &pi->pss_bytes) == 0;
-        pi->pss_cost_ns = thread_cpu_ns() - t0;
+        pi->pss_cost_ns = rt_thread_cpu_ns() - t0;
     }
     if (todo & RT_PI_OWNER) {
         c->reads++;

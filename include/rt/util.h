@@ -95,6 +95,8 @@ uint64_t rt_mono_ns(void);
 uint64_t rt_real_ns(void);
 /* CLOCK_BOOTTIME, comparable to /proc/PID/stat starttime. */
 uint64_t rt_boot_ns(void);
+/* The calling thread's CPU time. */
+uint64_t rt_thread_cpu_ns(void);
 
 #define RT_NSEC_PER_SEC 1000000000ULL
 

@@ -55,26 +55,19 @@ bool gpu_nvml_wanted(const struct nvml_gpu *g, enum field f, const void *fn)
     return fn && !(g->unsupported & (1u << f));
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 bool gpu_nvml_spaced_due(struct nvml_spaced *q)
 {
     if (q->skip) {
         q->skip--;
         return false;
     }
-    q->cpu0 = thread_cpu_ns(); /* CPU, not wall: a poller preempted on a busy host is not slowed by the driver */
+    q->cpu0 = rt_thread_cpu_ns(); /* CPU, not wall: a poller preempted on a busy host is not slowed by the driver */
     return true;
 }
 
 void gpu_nvml_spaced_done(const struct nvml_gpu *g, struct nvml_spaced *q)
 {
-    q->skip = thread_cpu_ns() - q->cpu0 > GPU_SLOW_QUERY_NS ? g->slow_skip : 0;
+    q->skip = rt_thread_cpu_ns() - q->cpu0 > GPU_SLOW_QUERY_NS ? g->slow_skip : 0;
 }
 
 static void *sym(void *so, const char *const *names, int *which)
@@ -304,13 +297,6 @@ static int cmp_sample(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static unsigned long long realtime_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000;
-}
-
 /* Nothing ran: every listed process's share is known, and 0. */
 static void no_proc_util(struct rt_gpu_dev *d)
 {
@@ -332,12 +318,12 @@ static void read_proc_util(struct nvml_gpu *g, struct rt_gpu_dev *d, bool *lost)
     if (!gpu_nvml_wanted(g, F_PROC_UTIL, lib->proc_util))
         return;
     if (d->n_procs == 0 && d->has_util && d->util_pct == 0) {
-        g->last_seen_us = realtime_us();
+        g->last_seen_us = rt_real_ns() / 1000;
         no_proc_util(d);
         return;
     }
     if (!g->last_seen_us)
-        g->last_seen_us = realtime_us() - g->interval_us;
+        g->last_seen_us = rt_real_ns() / 1000 - g->interval_us;
     unsigned n = 0;
     nvml_ret r = NVML_ERROR_INSUFFICIENT_SIZE;
     for (int round = 0; round < 4 && r == NVML_ERROR_INSUFFICIENT_SIZE; round++) {
