@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const char *const field_names[F_COUNT] = {
     "utilization", "memory", "temperature", "power", "graphics clock", "energy counter",
